@@ -1,0 +1,1 @@
+"""The tracetool daemon: watcher, live index, JSON-RPC, LSP and MCP servers."""

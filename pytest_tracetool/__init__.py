@@ -1,0 +1,1 @@
+"""pytest plugin: one named, labeled trace document per test."""

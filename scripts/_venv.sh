@@ -1,0 +1,14 @@
+# Sourced by scripts/test and scripts/demo: make ./.venv with tracetool and its extras installed.
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+# shellcheck disable=SC1091
+source .venv/bin/activate
+stamp=.venv/.tracetool-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
+  echo "== installing tracetool[dev] into .venv"
+  python -m pip install -q --disable-pip-version-check --upgrade pip
+  python -m pip install -q --disable-pip-version-check -e '.[dev]'
+  touch "$stamp"
+fi
