@@ -8,7 +8,10 @@ source .venv/bin/activate
 stamp=.venv/.tracetool-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   echo "== installing tracetool[dev] into .venv"
-  python -m pip install -q --disable-pip-version-check --upgrade pip
-  python -m pip install -q --disable-pip-version-check -e '.[dev]'
+  # (grep drops pip's notes about unused local mirror folders on some machines)
+  { python -m pip install -q --disable-pip-version-check --upgrade pip &&
+    python -m pip install -q --disable-pip-version-check -e '.[dev]'; } 2>&1 |
+    { grep -v -e "^WARNING: Location 'file:" -e BuildBackendWarning || true; }
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "pip install failed" >&2; exit 1; }
   touch "$stamp"
 fi
