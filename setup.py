@@ -5,7 +5,9 @@ The bare name `daemon` belongs to the python-daemon package, which may be instal
 
 from setuptools import find_packages, setup
 
-packages = find_packages(include=["tracetool", "tracetool.*", "pytest_tracetool", "pytest_tracetool.*"])
+packages = find_packages(
+    include=["tracetool", "tracetool.*", "pytest_tracetool", "pytest_tracetool.*"]
+)
 daemon = ["tracetool_daemon"] + [f"tracetool_daemon.{p}" for p in find_packages("daemon")]
 
 setup(packages=packages + daemon, package_dir={"tracetool_daemon": "daemon"})

@@ -3,4 +3,3 @@
 from __future__ import annotations
 
 __version__ = "0.1.0"
-

@@ -1,0 +1,80 @@
+"""Shared test fixtures: where shared/ is, the corpus recordings, small document builders."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = (ROOT.parent / "shared").resolve()
+CORPUS = SHARED / "corpus" / "appmap-js"
+
+
+def corpus_recordings() -> list[Path]:
+    """The 53 AppMap recordings of the shared corpus (per SOURCES.md: files with events)."""
+    import orjson
+
+    found = []
+    for path in sorted(CORPUS.rglob("*.json")):
+        try:
+            data = orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(data, dict) and ("events" in data or "classMap" in data):
+            found.append(path)
+    return found
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"shared corpus not found at {CORPUS}")
+    return CORPUS
+
+
+class DocBuilder:
+    """Builds small, valid trace documents event by event for tests."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self.events: list[dict[str, Any]] = []
+        self.class_map: list[dict[str, Any]] = []
+        self.metadata: dict[str, Any] = {"name": "test", "client": {"name": "tests"}}
+
+    def call(self, thread: int = 1, **fields: Any) -> int:
+        event_id = next(self._ids)
+        self.events.append({"id": event_id, "event": "call", "thread_id": thread, **fields})
+        return event_id
+
+    def ret(self, parent: int, thread: int = 1, elapsed: float = 0.001, **fields: Any) -> int:
+        event_id = next(self._ids)
+        self.events.append(
+            {
+                "id": event_id,
+                "event": "return",
+                "thread_id": thread,
+                "parent_id": parent,
+                "elapsed": elapsed,
+                **fields,
+            }
+        )
+        return event_id
+
+    def function(self, cls: str, method: str, path: str, line: int, static: bool = False) -> int:
+        return self.call(defined_class=cls, method_id=method, path=path, lineno=line, static=static)
+
+    def doc(self) -> dict[str, Any]:
+        return {
+            "version": "1.12",
+            "metadata": self.metadata,
+            "classMap": self.class_map,
+            "events": self.events,
+        }
+
+
+@pytest.fixture
+def builder() -> DocBuilder:
+    return DocBuilder()

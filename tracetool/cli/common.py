@@ -1,0 +1,132 @@
+"""What every command shares: the common options, the one error path, and start-up.
+
+Common options (spec: "Options common to nearly all commands"): `--version`, `--help`,
+`-v/--verbose` and `-d/--directory`. `-d` changes the working directory before any other option
+is read, so relative paths in other options are taken from there.
+
+Errors: a `TraceToolError` becomes one line on stderr, `tracetool: <message>`, and its exit code;
+a click usage error keeps click's own message and exit 2; anything unexpected is reported in one
+line too, and `-v` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from tracetool import __version__
+from tracetool.errors import TraceToolError, UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_state = {"verbose": False}
+
+
+def is_verbose() -> bool:
+    """Whether `-v/--verbose` was given (or TRACETOOL_VERBOSE is set)."""
+    return _state["verbose"] or os.environ.get("TRACETOOL_VERBOSE", "") not in ("", "0", "false")
+
+
+def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    if value:
+        _state["verbose"] = True
+        logging.getLogger("tracetool").setLevel(logging.DEBUG)
+    return value
+
+
+def _chdir(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value:
+        try:
+            os.chdir(value)
+        except OSError as exc:
+            raise UsageError(f"cannot use directory {value!r}: {exc.strerror}") from None
+    return value
+
+
+def verbose_option(f: F) -> F:
+    return click.option(
+        "-v",
+        "--verbose",
+        is_flag=True,
+        is_eager=True,
+        expose_value=False,
+        callback=_set_verbose,
+        help="Verbose logging (and tracebacks on errors).",
+    )(f)
+
+
+def directory_option(f: F) -> F:
+    return click.option(
+        "-d",
+        "--directory",
+        metavar="DIR",
+        is_eager=True,
+        expose_value=False,
+        callback=_chdir,
+        help="Working directory: run as if started in DIR.",
+    )(f)
+
+
+def version_option(f: F) -> F:
+    return click.version_option(
+        __version__, "--version", prog_name="tracetool", message="%(version)s"
+    )(f)
+
+
+def common_options(f: F) -> F:
+    """Add `--version`, `-v/--verbose` and `-d/--directory` to a command (`--help` is click's)."""
+    return version_option(verbose_option(directory_option(f)))
+
+
+def _configure_logging() -> None:
+    logger = logging.getLogger("tracetool")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG if is_verbose() else logging.WARNING)
+        logger.propagate = False
+
+
+def fail(message: str, code: int = 1) -> None:
+    """Print one error line and exit."""
+    click.echo(f"tracetool: {message}", err=True)
+    sys.exit(code)
+
+
+def run_cli(group: click.Group, argv: list[str] | None = None) -> Any:
+    """Run `group` with tracetool's single error path."""
+    _configure_logging()
+    try:
+        return group.main(args=argv, prog_name="tracetool", standalone_mode=False)
+    except TraceToolError as exc:
+        if is_verbose():
+            traceback.print_exc()
+        fail(str(exc), exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        # Output piped into `head` and closed early: not an error worth a traceback.
+        sys.stderr.close()
+        sys.exit(0)
+    except Exception as exc:
+        if is_verbose():
+            traceback.print_exc()
+        detail = f"{type(exc).__name__}: {exc}"
+        fail(f"internal error: {detail} (run with -v for the traceback)", 1)
+    return None

@@ -1,0 +1,75 @@
+"""Rendering for the CLI: JSON, tables, warnings and progress.
+
+rich is imported only when a table or progress bar is drawn. Tables go to stdout; warnings and
+progress go to stderr, so `--json` output stays machine-readable. NO_COLOR is honoured by rich.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import orjson
+
+T = TypeVar("T")
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if hasattr(obj, "__fspath__"):
+        return str(obj)
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def dumps_json(obj: Any, *, indent: bool = True) -> bytes:
+    """JSON bytes with a trailing newline (orjson; dataclasses and paths handled)."""
+    option = orjson.OPT_INDENT_2 if indent else 0
+    return orjson.dumps(obj, default=_default, option=option | orjson.OPT_NON_STR_KEYS) + b"\n"
+
+
+def print_json(obj: Any, *, indent: bool = True) -> None:
+    out = sys.stdout
+    out.flush()
+    out.buffer.write(dumps_json(obj, indent=indent))
+    out.buffer.flush()
+
+
+def print_table(
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    title: str | None = None,
+    justify: Sequence[str] | None = None,
+) -> None:
+    """A rich table on stdout; `justify` gives "left"/"right" per column."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False, header_style="bold")
+    for i, name in enumerate(columns):
+        table.add_column(name, justify=(justify[i] if justify else "left"))  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row))
+    Console(soft_wrap=False).print(table)
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr."""
+    sys.stderr.write(f"warning: {message}\n")
+    sys.stderr.flush()
+
+
+def progress(items: Sequence[T], description: str) -> Iterator[T]:
+    """Iterate with a progress bar on an interactive stderr, silently otherwise."""
+    if not sys.stderr.isatty() or len(items) < 2:
+        yield from items
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task(description, total=len(items))
+        for item in items:
+            yield item
+            bar.advance(task)

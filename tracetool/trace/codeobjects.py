@@ -1,0 +1,269 @@
+"""Code objects: the classMap as a tree, their ids, and which code object an event belongs to.
+
+Ids follow AppMap (reference/appmap.md §1.7) so fqids mean the same in both tools:
+a child's id is its parent's id joined by `/` (parent package), `::` (parent class), `.` (static
+function) or `#` (instance function); children of `http`, `database` and `external-service`
+objects use their own name. `fqid = "<type>:<id>"`:
+`package:app/models`, `class:app/models/User`, `function:app/models/User#save`,
+`route:GET /users/{id}`, `query:<normalized SQL>`, `database:Database`, `http:HTTP server requests`.
+
+Events without a matching classMap function get dynamic objects, created on demand:
+HTTP server → `http` → `route`; HTTP client → `external-service` (host) → `external-route`;
+SQL → `database` → `query` (named by its normalized SQL); an unknown function → `class`
+(defined_class with `.` → `/`) → `function`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from tracetool.trace import events as ev
+from tracetool.trace.events import Event
+
+HTTP_ROOT = "HTTP server requests"
+DATABASE_ROOT = "Database"
+_NAMELESS_PARENTS = {"http", "database", "external-service"}
+
+
+class CodeObject:
+    __slots__ = (
+        "_id",
+        "children",
+        "extra",
+        "labels",
+        "location",
+        "name",
+        "parent",
+        "static",
+        "type",
+    )
+
+    def __init__(
+        self,
+        type: str,
+        name: str,
+        parent: CodeObject | None = None,
+        *,
+        location: str | None = None,
+        static: bool = False,
+        labels: Iterable[str] = (),
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.type = type
+        self.name = name
+        self.parent = parent
+        self.children: list[CodeObject] = []
+        self.location = location
+        self.static = static
+        self.labels = sorted(set(labels))
+        self.extra = extra or {}
+        self._id: str | None = None
+
+    @property
+    def id(self) -> str:
+        if self._id is None:
+            parent = self.parent
+            if parent is None or parent.type in _NAMELESS_PARENTS:
+                self._id = self.name
+            else:
+                if self.type == "function":
+                    sep = "." if self.static else "#"
+                elif parent.type == "package":
+                    sep = "/"
+                elif parent.type == "class":
+                    sep = "::"
+                else:
+                    sep = "/"
+                self._id = f"{parent.id}{sep}{self.name}"
+        return self._id
+
+    @property
+    def fqid(self) -> str:
+        return f"{self.type}:{self.id}"
+
+    def ancestors(self) -> Iterator[CodeObject]:
+        node = self.parent
+        while node is not None:
+            yield node
+            node = node.parent
+
+    def nearest(self, type: str) -> CodeObject | None:
+        """This object or its nearest ancestor of the given type."""
+        node: CodeObject | None = self
+        while node is not None:
+            if node.type == type:
+                return node
+            node = node.parent
+        return None
+
+    @property
+    def package(self) -> CodeObject | None:
+        return self.nearest("package")
+
+    @property
+    def class_(self) -> CodeObject | None:
+        return self.nearest("class")
+
+    def descendants(self) -> Iterator[CodeObject]:
+        stack = list(reversed(self.children))
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+    def to_json(self) -> dict[str, Any]:
+        """This object and its subtree in classMap JSON form (iteratively)."""
+        root: dict[str, Any] = {}
+        stack: list[tuple[CodeObject, dict[str, Any]]] = [(self, root)]
+        while stack:
+            obj, out = stack.pop()
+            out["name"] = obj.name
+            out["type"] = obj.type
+            if obj.type == "function":
+                if obj.location:
+                    out["location"] = obj.location
+                out["static"] = obj.static
+            if obj.labels:
+                out["labels"] = list(obj.labels)
+            out.update(obj.extra)
+            if obj.children:
+                kids: list[dict[str, Any]] = [{} for _ in obj.children]
+                out["children"] = kids
+                stack.extend(zip(obj.children, kids))
+        return root
+
+    def __repr__(self) -> str:
+        return f"CodeObject({self.fqid!r})"
+
+
+class ClassMap:
+    """The code-object forest of one recording, with lookups by fqid and by source location."""
+
+    def __init__(self) -> None:
+        self.roots: list[CodeObject] = []
+        self.by_fqid: dict[str, CodeObject] = {}
+        self.by_location: dict[str, list[CodeObject]] = {}
+        self._children: dict[tuple[int, str, str], CodeObject] = {}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ClassMap:
+        cmap = cls()
+        if not isinstance(data, list):
+            return cmap
+        stack: list[tuple[Any, CodeObject | None]] = [(item, None) for item in reversed(data)]
+        while stack:
+            item, parent = stack.pop()
+            if not isinstance(item, dict):
+                continue
+            obj = cmap.child(
+                parent,
+                str(item.get("type") or "package"),
+                str(item.get("name", "")),
+                location=item.get("location"),
+                static=bool(item.get("static", False)),
+                labels=_labels(item.get("labels")),
+            )
+            for key in ("comment", "source", "sql", "database_type"):
+                if key in item:
+                    obj.extra[key] = item[key]
+            children = item.get("children")
+            if isinstance(children, list):
+                stack.extend((c, obj) for c in reversed(children))
+        return cmap
+
+    def child(
+        self,
+        parent: CodeObject | None,
+        type: str,
+        name: str,
+        *,
+        location: str | None = None,
+        static: bool = False,
+        labels: Iterable[str] = (),
+    ) -> CodeObject:
+        """Get or create the child of `parent` (None = root) with this type and name."""
+        key = (id(parent), type, name if type != "function" else f"{name}\0{static}\0{location}")
+        existing = self._children.get(key)
+        if existing is not None:
+            if labels:
+                existing.labels = sorted(set(existing.labels) | set(labels))
+            return existing
+        obj = CodeObject(type, name, parent, location=location, static=static, labels=labels)
+        self._children[key] = obj
+        (parent.children if parent is not None else self.roots).append(obj)
+        self.by_fqid.setdefault(obj.fqid, obj)
+        if type == "function" and location:
+            self.by_location.setdefault(str(location), []).append(obj)
+        return obj
+
+    def __iter__(self) -> Iterator[CodeObject]:
+        stack = list(reversed(self.roots))
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+    def get(self, fqid: str) -> CodeObject | None:
+        return self.by_fqid.get(fqid)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [root.to_json() for root in self.roots]
+
+    def code_object_for(self, call: Event) -> CodeObject:
+        """The code object a call event belongs to, creating a dynamic one when needed."""
+        kind = ev.kind(call)
+        if kind == ev.FUNCTION:
+            return self._function_for(call)
+        if kind == ev.HTTP_SERVER:
+            http = self.child(None, "http", HTTP_ROOT)
+            return self.child(http, "route", ev.route(call))
+        if kind == ev.HTTP_CLIENT:
+            url = str((call.get("http_client_request") or {}).get("url") or "")
+            parts = urlsplit(url)
+            host = f"{parts.scheme}://{parts.netloc}" if parts.netloc else url
+            service = self.child(None, "external-service", host)
+            return self.child(service, "external-route", ev.route(call))
+        if kind == ev.SQL:
+            database = self.child(None, "database", DATABASE_ROOT)
+            return self.child(database, "query", query_name(call))
+        name = str(call.get("method_id") or call.get("defined_class") or "event")
+        return self.child(None, "function", name)
+
+    def _function_for(self, call: Event) -> CodeObject:
+        method_id = str(call.get("method_id", ""))
+        path, lineno = call.get("path"), call.get("lineno")
+        if path is not None and lineno is not None:
+            for candidate in self.by_location.get(f"{path}:{lineno}", ()):
+                if candidate.name == method_id:
+                    return candidate
+        static = bool(call.get("static", False))
+        class_name = str(call.get("defined_class", "")).replace(".", "/")
+        sep = "." if static else "#"
+        found = self.by_fqid.get(f"function:{class_name}{sep}{method_id}")
+        if found is not None:
+            return found
+        cls = self.child(None, "class", class_name)
+        location = f"{path}:{lineno}" if path is not None and lineno is not None else None
+        return self.child(cls, "function", method_id, static=static, location=location)
+
+
+def query_name(call: Event) -> str:
+    """The name of a SQL call's `query` code object: its parameterized SQL."""
+    from tracetool import sql
+
+    return sql.normalize(ev.sql_text(call), ev.database_type(call))
+
+
+def _labels(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    if isinstance(value, str):
+        return [value]
+    return []
+
+
+def bind_events(cmap: ClassMap, calls: Iterable[Event]) -> dict[Any, CodeObject]:
+    """Resolve the code object of every call event; returns call id -> code object."""
+    return {call.get("id"): cmap.code_object_for(call) for call in calls}

@@ -1,0 +1,137 @@
+"""The call tree: calls nested by thread, built and walked without recursion.
+
+`build_call_tree(events)` works on raw or normalized events. Each thread keeps a stack; a call
+becomes a child of the innermost open call of its thread (or a root); a return closes its call
+(by `parent_id`, or the innermost open call when it has none) and any calls opened inside it that
+never returned. Roots are in document order. Deep trees (10^5 levels) are fine: nothing recurses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from tracetool.trace import events as ev
+from tracetool.trace.events import Event
+
+
+class CallNode:
+    """A call with its return (None if it never returned) and its children."""
+
+    __slots__ = ("_open", "call", "children", "parent", "ret")
+
+    def __init__(self, call: Event, parent: CallNode | None) -> None:
+        self.call = call
+        self.ret: Event | None = None
+        self.parent = parent
+        self.children: list[CallNode] = []
+        self._open = True
+
+    @property
+    def id(self) -> Any:
+        return self.call.get("id")
+
+    @property
+    def kind(self) -> str:
+        return ev.kind(self.call)
+
+    @property
+    def elapsed(self) -> float | None:
+        return ev.elapsed(self.ret)
+
+    @property
+    def depth(self) -> int:
+        d, node = 0, self.parent
+        while node is not None:
+            d += 1
+            node = node.parent
+        return d
+
+    def ancestors(self) -> Iterator[CallNode]:
+        node = self.parent
+        while node is not None:
+            yield node
+            node = node.parent
+
+    def descendants(self) -> Iterator[CallNode]:
+        for node, _ in iter_preorder(self.children):
+            yield node
+
+    def __repr__(self) -> str:
+        return f"CallNode(id={self.id!r}, kind={self.kind}, children={len(self.children)})"
+
+
+class CallTree:
+    """All call trees of a document: `roots` in order, `nodes` by call id."""
+
+    def __init__(self, roots: list[CallNode], nodes: dict[Any, CallNode]) -> None:
+        self.roots = roots
+        self.nodes = nodes
+
+    def __iter__(self) -> Iterator[CallNode]:
+        for node, _ in iter_preorder(self.roots):
+            yield node
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+
+def build_call_tree(events: Iterable[Event]) -> CallTree:
+    roots: list[CallNode] = []
+    nodes: dict[Any, CallNode] = {}
+    stacks: dict[Any, list[CallNode]] = {}
+    for event in events:
+        kind = event.get("event")
+        if kind == "call":
+            stack = stacks.setdefault(event.get("thread_id"), [])
+            parent = stack[-1] if stack else None
+            node = CallNode(event, parent)
+            (parent.children if parent is not None else roots).append(node)
+            stack.append(node)
+            nodes[event.get("id")] = node
+        elif kind == "return":
+            parent_id = event.get("parent_id")
+            if parent_id is None:
+                stack = stacks.get(event.get("thread_id")) or []
+                if not stack:
+                    continue
+                target = stack[-1]
+            else:
+                found = nodes.get(parent_id)
+                if found is None:
+                    continue
+                target = found
+                stack = stacks.get(target.call.get("thread_id")) or []
+            if target.ret is None:
+                target.ret = event
+            if target._open:
+                while stack:
+                    popped = stack.pop()
+                    popped._open = False
+                    if popped is target:
+                        break
+    return CallTree(roots, nodes)
+
+
+def iter_preorder(nodes: Iterable[CallNode]) -> Iterator[tuple[CallNode, int]]:
+    """(node, depth) in pre-order, depth 0 for the given nodes."""
+    stack: list[tuple[CallNode, int]] = [(n, 0) for n in reversed(list(nodes))]
+    while stack:
+        node, depth = stack.pop()
+        yield node, depth
+        children = node.children
+        for i in range(len(children) - 1, -1, -1):
+            stack.append((children[i], depth + 1))
+
+
+def iter_postorder(nodes: Iterable[CallNode]) -> Iterator[CallNode]:
+    """Children before parents (for bottom-up computations such as subtree digests)."""
+    stack: list[tuple[CallNode, bool]] = [(n, False) for n in reversed(list(nodes))]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            yield node
+            continue
+        stack.append((node, True))
+        for i in range(len(node.children) - 1, -1, -1):
+            stack.append((node.children[i], False))
