@@ -9,7 +9,18 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = (ROOT.parent / "shared").resolve()
+
+
+def _find_shared() -> Path:
+    """`../shared` beside the project root; from a git worktree elsewhere, the nearest ancestor's."""
+    for base in (ROOT, *ROOT.parents):
+        candidate = base.parent / "shared"
+        if (candidate / "corpus").is_dir():
+            return candidate.resolve()
+    return (ROOT.parent / "shared").resolve()
+
+
+SHARED = _find_shared()
 CORPUS = SHARED / "corpus" / "appmap-js"
 
 

@@ -101,16 +101,19 @@ def fail(message: str, code: int = 1) -> None:
 
 
 def run_cli(group: click.Group, argv: list[str] | None = None) -> Any:
-    """Run `group` with tracetool's single error path."""
+    """Run `group` with tracetool's single error path; always ends in `sys.exit`."""
     _configure_logging()
     try:
-        return group.main(args=argv, prog_name="tracetool", standalone_mode=False)
+        rv = group.main(args=argv, prog_name="tracetool", standalone_mode=False)
+        sys.exit(rv if isinstance(rv, int) else 0)
     except TraceToolError as exc:
         if is_verbose():
             traceback.print_exc()
         fail(str(exc), exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except SystemExit:
+        raise
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
