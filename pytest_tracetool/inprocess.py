@@ -6,13 +6,11 @@ that imports it, and only when recording is on.
   that was started without it; it also sets ``TRACETOOL=true`` so that processes the tests start
   (pytest-xdist workers, servers) record too.
 - `InProcessBackend`: one scoped recording per test on the agent's Recorder.
-- `save_document`: the agent's writer (one implementation of file naming).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, Optional
 
 from pytest_tracetool.remote import Problem
@@ -33,23 +31,13 @@ class InProcessBackend:
         self.recorder = get_recorder()
 
     def start(self, info: TestInfo) -> tuple[Any, Optional[Problem]]:
-        token = self.recorder.start_scoped(
-            recorder_name=RECORDER["name"], recorder_type=RECORDER["type"], name=info.name
+        scope = self.recorder.start_scoped(
+            info.name, recorder_name=RECORDER["name"], recorder_type=RECORDER["type"]
         )
-        return token, None
+        return scope, None
 
     def retry_start(self, info: TestInfo) -> tuple[Any, Optional[Problem]]:
         return None, None
 
-    def stop(self, token: Any) -> tuple[Optional[dict[str, Any]], Optional[Problem]]:
-        return self.recorder.stop_scoped(token), None
-
-
-def save_document(doc: dict[str, Any], name: str, subdir: str, trace_dir: Path) -> Path:
-    # TEMP until the agent's writer is merged: same naming rule as tracetool.agent.writer.
-    import re
-
-    from tracetool.trace import save
-
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._-") or "recording"
-    return save(doc, trace_dir / subdir / f"{safe}.trace.json")
+    def stop(self, token: Any) -> tuple[Any, Optional[Problem]]:
+        return token.stop(), None  # a Recording: metadata mutable, events streamed when saved

@@ -41,7 +41,7 @@ _OUTPUT_KEY = "tracetool"
 class Backend(Protocol):
     def start(self, info: TestInfo) -> tuple[Any, Optional[Problem]]: ...
     def retry_start(self, info: TestInfo) -> tuple[Any, Optional[Problem]]: ...
-    def stop(self, token: Any) -> tuple[Optional[dict[str, Any]], Optional[Problem]]: ...
+    def stop(self, token: Any) -> tuple[Any, Optional[Problem]]: ...
 
 
 class RemoteBackend:
@@ -103,7 +103,7 @@ class TracePlugin:
         self._phases: list[PhaseResult] = []
         self._token: Any = None
         self._retry = False
-        self._stopped: dict[str, Any] | None = None
+        self._stopped: Any = None  # the finished document: a dict (remote) or a Recording
         self._rootdir = Path(str(config.rootpath))
 
     # -- per test --------------------------------------------------------------------------------
@@ -186,7 +186,7 @@ class TracePlugin:
             location=location,
         )
 
-    def _stop(self) -> dict[str, Any] | None:
+    def _stop(self) -> Any:
         token, self._token = self._token, None
         if token is None or self.backend is None:
             return None
@@ -194,14 +194,20 @@ class TracePlugin:
         self._problem(problem)
         return document
 
-    def _save(self, item: pytest.Item, info: TestInfo, document: dict[str, Any]) -> None:
+    def _save(self, item: pytest.Item, info: TestInfo, document: Any) -> None:
         outcome: Outcome = classify(self._phases, info.source_location)
         if outcome.skipped and not self.record_skipped:
             return
-        apply_test_metadata(document, info, outcome, self.pytest_version)
-        from pytest_tracetool.inprocess import save_document
+        if isinstance(document, dict):
+            meta = document.get("metadata")
+            if not isinstance(meta, dict):
+                meta = document["metadata"] = {}
+        else:  # the agent's Recording
+            meta = document.metadata
+        apply_test_metadata(meta, info, outcome, self.pytest_version)
+        from tracetool.agent.writer import save_recording
 
-        self.written.append(save_document(document, info.key, SUBDIR, self.trace_dir))
+        self.written.append(save_recording(document, info.key, SUBDIR, self.trace_dir))
 
     # -- session end -----------------------------------------------------------------------------
 

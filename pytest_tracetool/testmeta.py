@@ -1,7 +1,7 @@
 """What a test's trace document says about the test: name, outcome, labels, failure, location.
 
 Pure functions over pytest items and reports; `apply_test_metadata` merges the result into a trace
-document (in-process or returned by a remote app) before it is saved.
+document's metadata (recorded in-process or returned by a remote app) before it is saved.
 
 Outcome labels (one per test): ``passed``, ``failed`` (the test body failed), ``error`` (a fixture's
 setup or teardown failed), ``skipped``, ``xfailed``, ``xpassed``. ``test_status`` stays within
@@ -193,13 +193,10 @@ def _merge_unique(first: Iterable[Any], second: Iterable[Any]) -> list[Any]:
 
 
 def apply_test_metadata(
-    doc: dict[str, Any], info: TestInfo, outcome: Outcome, pytest_version: str
+    meta: dict[str, Any], info: TestInfo, outcome: Outcome, pytest_version: str
 ) -> dict[str, Any]:
-    """Write the test's name, labels, status, failure, location, recorder and frameworks into
-    ``doc["metadata"]`` (keeping what the recorder put there: app, language, git, frameworks)."""
-    meta = doc.get("metadata")
-    if not isinstance(meta, dict):
-        meta = doc["metadata"] = {}
+    """Write the test's name, labels, status, failure, location, recorder and frameworks into a
+    document's `meta` (keeping what the recorder put there: app, language, git, frameworks)."""
     meta["name"] = info.name
     existing = meta.get("labels") if isinstance(meta.get("labels"), list) else []
     meta["labels"] = _merge_unique([FRAMEWORK, outcome.label, *info.markers], existing)
@@ -214,4 +211,4 @@ def apply_test_metadata(
     frameworks = meta.get("frameworks") if isinstance(meta.get("frameworks"), list) else []
     frameworks = [f for f in frameworks if not (isinstance(f, dict) and f.get("name") == FRAMEWORK)]
     meta["frameworks"] = [{"name": FRAMEWORK, "version": pytest_version}, *frameworks]
-    return doc
+    return meta

@@ -1,0 +1,137 @@
+"""pytest plugin overhead on the example app's suite (examples/shop/tests).
+
+Three configurations of the same suite, each a fresh pytest process, run interleaved
+`--rounds` times (median wall time reported, so one noisy run does not decide):
+
+- `not installed`: ``-p no:tracetool`` (the plugin is never imported) -- the baseline;
+- `installed, off`: the plugin loaded, recording off -- target ≤ 2 % over the baseline;
+- `recording`: ``--trace-record`` (one trace document per test) -- target ≤ 1.2× the baseline
+  (AppMap's Python agent needs 1.44× on a comparable suite).
+
+The suite is copied to a temporary directory (so recordings land there) and its test modules
+are replicated ``--copies`` times, so that per-test costs dominate interpreter start-up. Without
+examples/shop, a generated suite with a recorded package stands in.
+
+    python benchmarks/pytest_plugin.py [--rounds 7] [--copies 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOP = ROOT / "examples" / "shop"
+CONFIGS = {
+    "not installed": ["-p", "no:tracetool"],
+    "installed, off": [],
+    "recording": ["--trace-record"],
+}
+
+GENERATED_PKG = '''
+def price(cents, qty):
+    return cents * qty
+
+def total(items):
+    return sum(price(c, q) for c, q in items)
+
+class Cart:
+    def __init__(self):
+        self.items = []
+
+    def add(self, cents, qty=1):
+        self.items.append((cents, qty))
+        return self
+
+    def total(self):
+        return total(self.items)
+'''
+
+GENERATED_TESTS = '''
+import pytest
+from benchpkg import Cart, total
+
+@pytest.mark.parametrize("n", range(10))
+def test_cart(n):
+    cart = Cart()
+    for i in range(n):
+        cart.add(100 + i, 2)
+    assert cart.total() == total(cart.items)
+'''
+
+
+def prepare_suite(work: Path, copies: int) -> tuple[Path, str]:
+    if (SHOP / "tests").is_dir():
+        project = work / "shop"
+        shutil.copytree(
+            SHOP, project, ignore=shutil.ignore_patterns("tmp", "__pycache__", ".pytest_cache")
+        )
+        what = "examples/shop/tests"
+    else:
+        project = work / "generated"
+        (project / "benchpkg").mkdir(parents=True)
+        (project / "benchpkg" / "__init__.py").write_text(GENERATED_PKG, encoding="utf-8")
+        (project / "trace.yml").write_text("name: bench\npackages:\n  - path: benchpkg\n")
+        (project / "tests").mkdir()
+        (project / "tests" / "test_cart.py").write_text(GENERATED_TESTS, encoding="utf-8")
+        (project / "conftest.py").write_text("")
+        what = "a generated suite (examples/shop is missing)"
+    tests = project / "tests"
+    originals = sorted(tests.glob("test_*.py"))
+    for k in range(1, copies):
+        for module in originals:
+            shutil.copy(module, tests / f"{module.stem}_copy{k}.py")
+    return project, what
+
+
+def run(project: Path, extra: list[str]) -> tuple[float, str]:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("TRACETOOL") and k != "PYTEST_ADDOPTS"
+    }
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra]
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"pytest failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return elapsed, done.stdout.strip().splitlines()[-1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--copies", type=int, default=20)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        project, what = prepare_suite(Path(tmp), args.copies)
+        times: dict[str, list[float]] = {name: [] for name in CONFIGS}
+        summary = {}
+        for name, extra in CONFIGS.items():  # warm-up: imports cached, .pyc written
+            _, summary[name] = run(project, extra)
+        for _ in range(args.rounds):
+            for name, extra in CONFIGS.items():
+                elapsed, _ = run(project, extra)
+                times[name].append(elapsed)
+        written = len(list((project / "tmp" / "trace" / "pytest").glob("*.trace.json")))
+    base = statistics.median(times["not installed"])
+    print(f"suite: {what} x{args.copies} -- {summary['not installed']}")
+    print(f"medians of {args.rounds} interleaved rounds; recordings written: {written}\n")
+    print(f"{'configuration':<16} {'median s':>9} {'min s':>8} {'ratio':>7}  target")
+    targets = {"not installed": "", "installed, off": "≤ 1.02", "recording": "≤ 1.20"}
+    for name in CONFIGS:
+        median = statistics.median(times[name])
+        print(
+            f"{name:<16} {median:>9.3f} {min(times[name]):>8.3f} {median / base:>7.3f}  "
+            f"{targets[name]}"
+        )
+
+
+if __name__ == "__main__":
+    main()
