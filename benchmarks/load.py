@@ -64,7 +64,9 @@ def report(label: str, files: list[Path], repeat: int) -> None:
     ours = measure("load", files, repeat)
     norm = measure("load+normalize", files, repeat)
     print(f"\n{label}: {len(files)} files, {size_mb:.1f} MB")
-    print(f"{'':22}{'MB/s':>10}{'peak MB':>10}{'x floor time':>14}{'peak/size':>11}{'held/size':>11}")
+    print(
+        f"{'':22}{'MB/s':>10}{'peak MB':>10}{'x floor time':>14}{'peak/size':>11}{'held/size':>11}"
+    )
     for name, r in (
         ("orjson.loads (floor)", floor),
         ("tracetool load", ours),
