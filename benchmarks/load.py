@@ -36,10 +36,13 @@ for _ in range(repeat):
             doc = load(f)
         else:
             doc = load(f); normalize(doc)
+        if f is files[-1]:
+            status = Path("/proc/self/status").read_text()
+            held = int(status.split("VmRSS:")[1].split()[0])
         del doc
     best = min(best, time.perf_counter() - t0)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"seconds": best, "peak_kb": peak, "base_kb": base}))
+print(json.dumps({"seconds": best, "peak_kb": peak, "base_kb": base, "held_kb": held}))
 """
 
 
@@ -61,7 +64,9 @@ def report(label: str, files: list[Path], repeat: int) -> None:
     ours = measure("load", files, repeat)
     norm = measure("load+normalize", files, repeat)
     print(f"\n{label}: {len(files)} files, {size_mb:.1f} MB")
-    print(f"{'':22}{'MB/s':>10}{'peak MB':>10}{'x floor time':>14}{'peak/size':>11}")
+    print(
+        f"{'':22}{'MB/s':>10}{'peak MB':>10}{'x floor time':>14}{'peak/size':>11}{'held/size':>11}"
+    )
     for name, r in (
         ("orjson.loads (floor)", floor),
         ("tracetool load", ours),
@@ -69,9 +74,10 @@ def report(label: str, files: list[Path], repeat: int) -> None:
     ):
         mbs = size_mb / r["seconds"]
         peak_mb = (r["peak_kb"] - r["base_kb"]) / 1024
+        held_mb = (r["held_kb"] - r["base_kb"]) / 1024
         print(
             f"{name:22}{mbs:10.1f}{peak_mb:10.1f}{r['seconds'] / floor['seconds']:14.2f}"
-            f"{peak_mb / size_mb:11.2f}"
+            f"{peak_mb / size_mb:11.2f}{held_mb / size_mb:11.2f}"
         )
 
 
@@ -102,7 +108,11 @@ def main() -> None:
         )
         big = sorted(Path(tmp).rglob("*.json"))
         report(f"generated {args.mb:.0f} MB document", big, args.repeat)
-    print("\ntarget: tracetool load within 2x of the orjson floor; peak <= ~5x the file size")
+    print(
+        "\ntarget: tracetool load within 2x of the orjson floor; memory <= ~5x the file size."
+        "\n'held' is what the loaded document keeps (RSS with it in memory); 'peak' also counts the"
+        "\nfile's bytes and orjson's transient parse tree, which the floor pays just the same."
+    )
 
 
 if __name__ == "__main__":
