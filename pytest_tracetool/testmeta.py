@@ -109,7 +109,7 @@ def file_key(nodeid: str) -> str:
     """
     if _PLAIN_NODEID.fullmatch(nodeid):
         return nodeid
-    return f"{nodeid}-{hashlib.sha256(nodeid.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    return f"{nodeid} {hashlib.sha256(nodeid.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def describe_test(item: Any) -> TestInfo:

@@ -101,7 +101,7 @@ def test_xpass():
     mypkg.eta()
 
 @pytest.mark.slow
-@pytest.mark.parametrize("value", PARAMS)
+@pytest.mark.parametrize("value", PARAMS, ids=PARAMS)
 def test_param(value):
     mypkg.epsilon(value)
 '''
@@ -134,6 +134,7 @@ INI = """
 markers =
     slow: slow tests
 asyncio_default_fixture_loop_scope = function
+disable_test_id_escaping_and_forfeit_all_rights_to_community_support = true
 """
 
 
@@ -208,7 +209,7 @@ def test_each_test_has_its_own_document_with_its_metadata_and_events(
     fails = docs["fails"]["metadata"]
     assert fails["labels"] == ["pytest", "failed"]
     assert fails["test_status"] == "failed"
-    assert fails["test_failure"]["message"].startswith("assert 4 == 5")
+    assert fails["test_failure"]["message"].startswith("AssertionError: assert 4 == 5")
     assert fails["test_failure"]["location"] == (
         f"test_suite.py:{line_of(source, 'assert mypkg.beta(2) == 5')}"
     )
@@ -240,7 +241,7 @@ def test_each_test_has_its_own_document_with_its_metadata_and_events(
     for value in PARAMS:
         nodeid = f"test_suite.py::test_param[{value}]"
         digest = hashlib.sha256(nodeid.encode()).hexdigest()[:8]
-        assert any(n.endswith(f"-{digest}.trace.json") for n in names if "param" in n), nodeid
+        assert any(n.endswith(f"_{digest}.trace.json") for n in names if "param" in n), nodeid
     assert max(len(n) for n in names) <= 140
     assert all(".." not in n and "/" not in n for n in names)
 
