@@ -35,7 +35,7 @@ CONFIGS = {
     "recording": ["--trace-record"],
 }
 
-GENERATED_PKG = '''
+GENERATED_PKG = """
 def price(cents, qty):
     return cents * qty
 
@@ -52,9 +52,9 @@ class Cart:
 
     def total(self):
         return total(self.items)
-'''
+"""
 
-GENERATED_TESTS = '''
+GENERATED_TESTS = """
 import pytest
 from benchpkg import Cart, total
 
@@ -64,7 +64,7 @@ def test_cart(n):
     for i in range(n):
         cart.add(100 + i, 2)
     assert cart.total() == total(cart.items)
-'''
+"""
 
 
 def prepare_suite(work: Path, copies: int) -> tuple[Path, str]:
@@ -93,7 +93,9 @@ def prepare_suite(work: Path, copies: int) -> tuple[Path, str]:
 
 def run(project: Path, extra: list[str]) -> tuple[float, str]:
     env = {
-        k: v for k, v in os.environ.items() if not k.startswith("TRACETOOL") and k != "PYTEST_ADDOPTS"
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TRACETOOL") and k != "PYTEST_ADDOPTS"
     }
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra]
     start = time.perf_counter()

@@ -28,9 +28,9 @@ from pytest_tracetool.testmeta import (
     TestInfo,
     apply_test_metadata,
     classify,
+    describe_test,
     failure_location,
     failure_message,
-    describe_test,
 )
 
 log = logging.getLogger("pytest_tracetool")

@@ -198,7 +198,8 @@ def apply_test_metadata(
     """Write the test's name, labels, status, failure, location, recorder and frameworks into a
     document's `meta` (keeping what the recorder put there: app, language, git, frameworks)."""
     meta["name"] = info.name
-    existing = meta.get("labels") if isinstance(meta.get("labels"), list) else []
+    existing = meta.get("labels")
+    existing = existing if isinstance(existing, list) else []
     meta["labels"] = _merge_unique([FRAMEWORK, outcome.label, *info.markers], existing)
     meta["test_status"] = outcome.status
     if outcome.failure:
@@ -208,7 +209,8 @@ def apply_test_metadata(
     if info.source_location:
         meta["source_location"] = info.source_location
     meta["recorder"] = dict(RECORDER)
-    frameworks = meta.get("frameworks") if isinstance(meta.get("frameworks"), list) else []
+    frameworks = meta.get("frameworks")
+    frameworks = frameworks if isinstance(frameworks, list) else []
     frameworks = [f for f in frameworks if not (isinstance(f, dict) and f.get("name") == FRAMEWORK)]
     meta["frameworks"] = [{"name": FRAMEWORK, "version": pytest_version}, *frameworks]
     return meta

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.pytest_plugin.helpers import by_name, line_of, read_recordings
+from tracetool.agent.writer import safe_file_name
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 
@@ -22,7 +23,7 @@ packages:
 
 # Every test calls its own function of the recorded package, so each document can be checked
 # for holding exactly its test's calls.
-MYPKG = '''
+MYPKG = """
 def prepare():
     return "ready"
 
@@ -59,9 +60,9 @@ async def zeta():
 class Calc:
     def theta(self):
         return 1
-'''
+"""
 
-SUITE = '''
+SUITE = """
 import pytest
 import mypkg
 
@@ -104,7 +105,7 @@ def test_xpass():
 @pytest.mark.parametrize("value", PARAMS, ids=PARAMS)
 def test_param(value):
     mypkg.epsilon(value)
-'''
+"""
 
 PARAMS = ["a/b", "a_b", "é", "ü", "x" * 300, "sp ace"]
 
@@ -163,9 +164,7 @@ def test_each_test_has_its_own_document_with_its_metadata_and_events(
 ) -> None:
     out = make_project(pytester)
     result = pytester.runpytest_subprocess("--trace-record", "-p", "no:cacheprovider")
-    result.assert_outcomes(
-        passed=9, failed=1, errors=1, skipped=2, xfailed=1, xpassed=1
-    )
+    result.assert_outcomes(passed=9, failed=1, errors=1, skipped=2, xfailed=1, xpassed=1)
     files = read_recordings(out)
     result.stdout.fnmatch_lines([f"tracetool: {len(files)} recordings written to {out}"])
     docs = by_name(files)
@@ -238,10 +237,12 @@ def test_each_test_has_its_own_document_with_its_metadata_and_events(
     names = sorted(files)
     assert "test_suite.py_test_passes.trace.json" in names
     assert "test_unit.py_CalcTest_test_theta.trace.json" in names
+    assert len({n for n in names if "test_param" in n}) == len(PARAMS)
     for value in PARAMS:
         nodeid = f"test_suite.py::test_param[{value}]"
         digest = hashlib.sha256(nodeid.encode()).hexdigest()[:8]
-        assert any(n.endswith(f"_{digest}.trace.json") for n in names if "param" in n), nodeid
+        assert f"{safe_file_name(f'{nodeid} {digest}')}.trace.json" in names
+    assert "test_suite.py_test_param_a_b_840c222f.trace.json" in names  # a/b
     assert max(len(n) for n in names) <= 140
     assert all(".." not in n and "/" not in n for n in names)
 
@@ -269,7 +270,9 @@ def test_rerun_replaces_the_same_files_and_selection_options_work(
     out = make_project(pytester)
     first = pytester.runpytest_subprocess("--trace-record", "-k", "passes or fails")
     first.assert_outcomes(passed=1, failed=1)
-    before = {name: json.dumps(doc["metadata"]["name"]) for name, doc in read_recordings(out).items()}
+    before = {
+        name: json.dumps(doc["metadata"]["name"]) for name, doc in read_recordings(out).items()
+    }
     assert len(before) == 2
     # --lf runs only the failed test again: its file is replaced, the other stays as it was
     stamp = (out / "test_suite.py_test_passes.trace.json").stat().st_mtime_ns
