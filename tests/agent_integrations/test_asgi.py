@@ -82,7 +82,7 @@ def make_fastapi_app() -> Any:
 
 def test_fastapi_route_template_and_params(recording: Recording) -> None:
     app = make_fastapi_app()
-    status, headers, body = asgi_request(app, "GET", "/v1/items/5", query=b"verbose=true")
+    status, _headers, body = asgi_request(app, "GET", "/v1/items/5", query=b"verbose=true")
     assert status == 200 and orjson.loads(body) == {"id": 5, "verbose": True}
     (call,) = recording.calls("http_server_request")
     request = call["http_server_request"]
@@ -127,7 +127,7 @@ def test_starlette_mount_prefix_in_template(recording: Recording) -> None:
         return PlainTextResponse(f"user {request.path_params['uid']}")
 
     app = Starlette(routes=[Mount("/api", routes=[Route("/users/{uid:int}", user)])])
-    status, headers, body = asgi_request(app, "GET", "/api/users/9")
+    status, _headers, body = asgi_request(app, "GET", "/api/users/9")
     assert (status, body) == (200, b"user 9")
     (call,) = recording.calls("http_server_request")
     assert call["http_server_request"]["normalized_path_info"] == "/api/users/{uid}"

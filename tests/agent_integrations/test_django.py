@@ -86,7 +86,7 @@ def test_view_exception_is_recorded_with_the_500(django_app: None, recording: Re
 def test_asgi_handler(django_app: None, recording: Recording) -> None:
     from django.core.handlers.asgi import ASGIHandler
 
-    status, headers, body = asgi_request(ASGIHandler(), "GET", "/tags/misc/")
+    status, headers, _body = asgi_request(ASGIHandler(), "GET", "/tags/misc/")
     assert status == 200 and headers["Content-Type"] == "application/json"
     call = server_call(recording)
     assert call["http_server_request"]["normalized_path_info"] == "/tags/{slug}/"

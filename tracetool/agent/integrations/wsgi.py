@@ -181,10 +181,11 @@ class _Closing:
             close = getattr(self._result, "close", None)
             if close is not None:
                 close()
-        except BaseException:
-            self._done(sys.exc_info()[1])
+        except Exception as exc:
+            self._done(exc)
             raise
-        self._done()
+        finally:
+            self._done()
 
 
 def install_wsgiref() -> None:
