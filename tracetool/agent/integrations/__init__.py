@@ -70,6 +70,10 @@ _finder: Optional[_PostImportFinder] = None
 def install_all() -> None:
     """Arm every integration: install now for imported libraries, on import for the rest."""
     global _finder
+    # Our own helpers import `logging` (a trigger): load them before anything is armed, so no
+    # installer ever runs while they are half-initialised.
+    from tracetool.agent.integrations import _common  # noqa: F401
+
     with _lock:
         for module, installers in INTEGRATIONS.items():
             if module in _done or module in _pending:

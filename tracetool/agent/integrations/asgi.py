@@ -6,8 +6,9 @@ uvicorn's loaded app). Only `http` scopes are recorded; `lifespan` and `websocke
 A nested layer sees the request already taken and passes through.
 
 The route template is taken from the framework hook (`ServerRequest.set_route`) or, after the app
-ran, from `scope["route"]` (Starlette and FastAPI put the matched route there) joined to the
-mount prefix the routers added to `root_path`. A form or JSON body up to 1 MiB with a
+ran, from the scope: FastAPI's effective route (`scope["fastapi"]["effective_route_context"]`,
+router prefixes applied), else `scope["route"]` (Starlette and older FastAPI put the matched route
+there) joined to the mount prefix the routers added to `root_path`. A form or JSON body up to 1 MiB with a
 Content-Length is read before the app runs and replayed to it, to record its parameters.
 """
 
@@ -142,14 +143,24 @@ async def _read_body(headers: dict[str, str], receive: Receive) -> tuple[Receive
 def _route_from_scope(request: ServerRequest, scope: Scope, root_path: str) -> None:
     if request.route is not None:
         return
-    route = scope.get("route")
-    if getattr(route, "endpoint", None) is None:  # a Mount of a non-router app: no template
-        return
-    template = getattr(route, "path_format", None) or getattr(route, "path", None)
-    if not isinstance(template, str) or not template:
-        return
-    mounted = scope.get("root_path", "") or ""
-    prefix = mounted[len(root_path) :] if mounted.startswith(root_path) else ""
+    # FastAPI ≥ 0.13x keeps the route as included (prefix applied) in its own scope namespace;
+    # `scope["route"]` is then the router-relative original.
+    fastapi_scope = scope.get("fastapi")
+    effective = (
+        fastapi_scope.get("effective_route_context") if isinstance(fastapi_scope, dict) else None
+    )
+    template = getattr(effective, "path_format", None)
+    if isinstance(template, str) and template:
+        prefix = ""
+    else:
+        route = scope.get("route")
+        if getattr(route, "endpoint", None) is None:  # a Mount of a non-router app: no template
+            return
+        template = getattr(route, "path_format", None) or getattr(route, "path", None)
+        if not isinstance(template, str) or not template:
+            return
+        mounted = scope.get("root_path", "") or ""
+        prefix = mounted[len(root_path) :] if mounted.startswith(root_path) else ""
     request.set_route(prefix.rstrip("/") + template)
 
 

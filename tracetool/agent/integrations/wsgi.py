@@ -6,14 +6,14 @@ same logic for patched framework entry points (`Flask.__call__`, Django's `WSGIH
 (`current_request` set) and passes through.
 
 Request parameters: the query string, and a form or JSON body up to 1 MiB — the body is read once
-and handed to the app again as a fresh `wsgi.input`. The return event is appended when the server
-closes the response iterable (so streamed bodies and late `start_response` calls are covered).
+and handed to the app again as a fresh `wsgi.input`. The return event is appended as soon as the app returned with its status decided (Flask,
+Django); an app that calls `start_response` only while its body is iterated is finished when the
+body is exhausted or closed.
 """
 
 from __future__ import annotations
 
 import io
-import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, Callable, Optional
 
@@ -78,6 +78,11 @@ def wrap_call(
     except BaseException as exc:
         request.finish(_status(captured), _headers(captured), exc)
         raise
+    if "status" in captured:
+        # The usual case (Flask, Django): the response is decided. Finish now rather than when
+        # the body is closed, which a test client may do late or never.
+        request.finish(_status(captured), _headers(captured))
+        return result
     request.detach()
     return _Closing(result, request, captured)
 
@@ -158,9 +163,13 @@ class _Closing:
     def __iter__(self) -> Iterator[bytes]:
         try:
             yield from self._result
+        except GeneratorExit:
+            self._done()
+            raise
         except BaseException as exc:
             self._done(exc)
             raise
+        self._done()
 
     def _done(self, exc: Optional[BaseException] = None) -> None:
         request, self._request = self._request, None
@@ -172,10 +181,11 @@ class _Closing:
             close = getattr(self._result, "close", None)
             if close is not None:
                 close()
-        except BaseException:
-            self._done(sys.exc_info()[1])
+        except Exception as exc:
+            self._done(exc)
             raise
-        self._done()
+        finally:
+            self._done()
 
 
 def install_wsgiref() -> None:
