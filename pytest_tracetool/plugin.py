@@ -25,7 +25,8 @@ from typing import Any
 
 ENV_RECORD = "TRACETOOL"
 ENV_URL = "TRACETOOL_URL"
-_TRUE = {"1", "true", "yes", "on"}
+# the agent's truthy values (tracetool.agent.config.TRUTHY; not imported: this module stays free)
+TRUTHY = frozenset({"1", "true", "yes", "on", "y", "t"})
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -82,7 +83,7 @@ def recording_mode(config: Any, options: Any = None) -> str:
         return "record"
     env = os.environ.get(ENV_RECORD, "").strip().lower()
     if env:
-        return "record" if env in _TRUE else "off"
+        return "record" if env in TRUTHY else "off"
     try:
         return "record" if config.getini("trace_record") else "off"
     except ValueError:

@@ -88,6 +88,7 @@ class TracePlugin:
         self.trace_dir = resolve_trace_dir(config.getoption("trace_dir")).absolute()
         self.pytest_version = pytest.__version__
         self.written: list[Path] = []
+        self.workers_written = 0  # reported by pytest-xdist workers (controller only)
         self.problems: dict[str, list[Any]] = {}  # kind -> [count, first message]
         self.worker = hasattr(config, "workerinput")
         self.backend: Backend | None = None
@@ -227,18 +228,15 @@ class TracePlugin:
         mine = output.get(_OUTPUT_KEY)
         if not isinstance(mine, dict):
             return
-        self.workers_written = getattr(self, "workers_written", 0) + int(mine.get("written", 0))
+        self.workers_written += int(mine.get("written", 0))
         for kind, (count, message) in (mine.get("problems") or {}).items():
             entry = self.problems.setdefault(kind, [0, message])
             entry[0] += count
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        count = len(self.written) + getattr(self, "workers_written", 0)
+        count = len(self.written) + self.workers_written
         where = self.trace_dir / SUBDIR
-        if self.mode == "remote":
-            source = f" from {self.url}"
-        else:
-            source = ""
+        source = f" from {self.url}" if self.mode == "remote" else ""
         noun = "recording" if count == 1 else "recordings"
         terminalreporter.write_line(f"tracetool: {count} {noun}{source} written to {where}")
         for count_, message in self.problems.values():

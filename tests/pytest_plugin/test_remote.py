@@ -218,3 +218,22 @@ def test_live(live_server):
     assert "warning" not in result.stdout.str()
     docs = by_name(read_recordings(pytester.path / "tmp" / "trace" / "pytest"))
     assert _paths(docs["live"]) == ["/live"]
+
+
+def test_a_recording_that_cannot_be_saved_does_not_change_outcomes(
+    pytester: pytest.Pytester, fake_app: FakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(pytester, fake_app, monkeypatch)
+    blocker = pytester.path / "not-a-directory"
+    blocker.write_text("x", encoding="utf-8")
+    result = pytester.runpytest_subprocess(
+        "--trace-url", fake_app.url, "--trace-dir", str(blocker), "-k", "home or cart"
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "tracetool: 0 recordings from * written to *",
+            "tracetool: warning (2 times): saving the recording failed: *Error*",
+        ]
+    )
