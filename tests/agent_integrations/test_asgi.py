@@ -113,7 +113,7 @@ def test_fastapi_exception_recorded_with_500(recording: Recording) -> None:
     (call,) = recording.calls("http_server_request")
     ret = recording.return_of(call)
     assert ret["http_server_response"]["status_code"] == 500
-    assert ret["exceptions"][0]["class"] == "ValueError"
+    assert ret["exceptions"][0]["class"] == "builtins.ValueError"
     assert ret["exceptions"][0]["message"] == "fastapi failure"
 
 

@@ -27,13 +27,21 @@ def test_log_records_become_log_events(recording: Recording) -> None:
     first = calls[0]
     assert first["parameters"][0]["name"] == "msg"
     assert "order 42 created" in first["parameters"][0]["value"]
-    assert first["receiver"]["value"] == "tests.shop"
-    assert first["labels"] == ["log"]
+    assert "tests.shop" in first["receiver"]["value"]
+    assert first["receiver"]["class"] == "logging.Logger"
     assert first["static"] is False
     assert first["path"].endswith("logging/__init__.py") and first["lineno"] > 0
-    assert [p["name"] for p in calls[1]["parameters"]] == ["msg", "exc_info"]
+    assert "it failed" in calls[1]["parameters"][0]["value"]
     for call in calls:
         assert "exceptions" not in recording.return_of(call)
+    # the classMap lists the log functions with the `log` label, at the events' locations
+    (package,) = [p for p in recording.stop()["classMap"] if p["name"] == "logging"]
+    (logger_class,) = package["children"]
+    assert logger_class["name"] == "Logger"
+    functions = {f["name"]: f for f in logger_class["children"]}
+    assert set(functions) == {"info", "error", "log"}
+    assert functions["info"]["labels"] == ["log"]
+    assert functions["info"]["location"] == f"{first['path']}:{first['lineno']}"
 
 
 def test_tracetool_logger_is_not_recorded(recording: Recording) -> None:

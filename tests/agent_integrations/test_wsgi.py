@@ -71,7 +71,7 @@ def test_flask_unhandled_exception_is_recorded_with_the_500(recording: Recording
     (call,) = server_calls(recording)
     ret = recording.return_of(call)
     assert ret["http_server_response"]["status_code"] == 500
-    assert [e["class"] for e in ret["exceptions"]] == ["RuntimeError"]
+    assert [e["class"] for e in ret["exceptions"]] == ["builtins.RuntimeError"]
     assert ret["exceptions"][0]["message"] == "kaboom"
     assert ret["exceptions"][0]["path"].endswith("test_wsgi.py")
 

@@ -37,16 +37,17 @@ def recorder() -> Recorder:
     return get_recorder()
 
 
-def active(rec: Recorder) -> bool:
-    """Whether anything records right now (a global session or a scoped one)."""
-    return rec.is_recording()
+def active() -> bool:
+    """Whether any session is open (remote, process, or a scoped one somewhere)."""
+    return get_recorder().active
 
 
 class Span:
     """One call/return pair: `Span.open(fields)` appends the call, `.close(fields)` the return.
 
-    `Span.open` returns None when nothing records, so callers do `span = Span.open(...)` then
-    `if span: span.close(...)` and pay one attribute lookup when idle.
+    `Span.open` returns None when nothing records here (no session, or only scoped sessions of
+    other threads/tasks), so callers do `span = Span.open(...)` then `if span: span.close(...)`
+    and pay one attribute lookup when idle.
     """
 
     __slots__ = ("call_id", "rec", "start")
@@ -60,7 +61,7 @@ class Span:
     def open(cls, fields: Union[dict[str, Any], Callable[[], dict[str, Any]]]) -> Optional[Span]:
         """Append the call event; `fields` may be a function, called only when recording."""
         rec = get_recorder()
-        if not rec.is_recording():
+        if not rec.active:  # no session at all: the idle path
             return None
         call_id = rec.call_event(fields() if callable(fields) else fields)
         if call_id is None:
@@ -77,42 +78,10 @@ class Span:
 
 
 def exception_entries(exc: BaseException) -> list[dict[str, Any]]:
-    """AppMap `exceptions`: the exception then its cause/context chain, innermost frame location."""
-    entries: list[dict[str, Any]] = []
-    seen: set[int] = set()
-    current: Optional[BaseException] = exc
-    while current is not None and id(current) not in seen and len(entries) < 10:
-        seen.add(id(current))
-        entry: dict[str, Any] = {
-            "class": qualified_name(type(current)),
-            "message": _safe_str(current),
-            "object_id": id(current),
-        }
-        tb = current.__traceback__
-        if tb is not None:
-            while tb.tb_next is not None:
-                tb = tb.tb_next
-            entry["path"] = tb.tb_frame.f_code.co_filename
-            entry["lineno"] = tb.tb_lineno
-        entries.append(entry)
-        current = current.__cause__ or (
-            None if current.__suppress_context__ else current.__context__
-        )
-    return entries
+    """AppMap `exceptions`: the exception, then its causes (the agent's one implementation)."""
+    from tracetool.agent.recording import exception_chain
 
-
-def qualified_name(cls: type) -> str:
-    module = getattr(cls, "__module__", "") or ""
-    name = getattr(cls, "__qualname__", cls.__name__)
-    return name if module in ("builtins", "") else f"{module}.{name}"
-
-
-def _safe_str(value: object) -> str:
-    try:
-        text = str(value)
-    except Exception:
-        return f"<{type(value).__name__}: str() failed>"
-    return text if len(text) <= 1000 else text[:1000] + "…"
+    return exception_chain(exc)
 
 
 def describe(value: Any, name: Optional[str] = None) -> dict[str, Any]:
@@ -156,23 +125,19 @@ def split_url(url: str) -> tuple[str, list[tuple[str, str]]]:
     return base, parse_qsl(parts.query, keep_blank_values=True)
 
 
-_frameworks: dict[str, dict[str, str]] = {}
-
-
 def add_framework(name: str, distribution: str) -> None:
     """Name a framework the app uses in every recording's `metadata.frameworks`."""
-    if name in _frameworks:
-        return
-    entry = {"name": name}
+    version: Optional[str] = None
     try:
-        from importlib.metadata import version
+        from importlib.metadata import version as dist_version
 
-        entry["version"] = version(distribution)
+        version = dist_version(distribution)
     except Exception:
         pass
-    _frameworks[name] = entry
     try:
-        get_recorder().add_metadata("frameworks", list(_frameworks.values()))
+        from tracetool.agent.metadata import add_framework as register
+
+        register(name, version)
     except Exception as exc:
         warn(f"could not add framework {name}: {exc!r}")
 
@@ -185,23 +150,3 @@ def sql_event(sql: Any, database_type: str, server_version: Optional[str] = None
     if server_version:
         query["server_version"] = server_version
     return {"sql_query": query}
-
-
-def register_function(
-    package: str,
-    cls: str,
-    method: str,
-    path: str,
-    lineno: int,
-    static: bool,
-    labels: list[str],
-) -> None:
-    """Declare a library function the integrations record (logging), so the classMap lists it
-    with its labels. Best effort: a recorder without the hook still gets per-event `labels`."""
-    hook = getattr(get_recorder(), "register_function", None)
-    if hook is None:
-        return
-    try:
-        hook(package, cls, method, path, lineno, static, labels)
-    except Exception as exc:
-        warn(f"could not register {package}.{cls}.{method}: {exc!r}")

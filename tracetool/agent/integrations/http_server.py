@@ -53,12 +53,10 @@ def remote_response(method: str, path: str) -> tuple[int, Optional[str], bytes]:
     if method == "GET":
         return 200, JSON, b'{"enabled":true}' if rec.is_recording() else b'{"enabled":false}'
     if method == "DELETE":
-        doc = rec.stop()
-        if doc is None:
+        recording = rec.finish()
+        if recording is None:
             return 404, None, b""
-        from tracetool.trace import dumps
-
-        return 200, JSON, dumps(doc)
+        return 200, JSON, b"".join(recording.iter_bytes())
     return 405, None, b""
 
 
@@ -94,7 +92,7 @@ def wants_body(content_type: Optional[str], length: Optional[int]) -> bool:
 class ServerRequest:
     """One HTTP request being recorded (see the module docstring)."""
 
-    __slots__ = ("_token", "exceptions", "per_request", "request", "route", "span", "status")
+    __slots__ = ("_token", "exceptions", "per_request", "request", "route", "span")
 
     def __init__(
         self,
@@ -109,9 +107,8 @@ class ServerRequest:
         self.request["headers"] = headers
         self.route: Optional[str] = None
         self.exceptions: list[BaseException] = []
-        self.status: Optional[int] = None
         self.span: Optional[Span] = None
-        self.per_request = False
+        self.per_request: Optional[Any] = None  # the request's own scoped recording
         self._token: Optional[contextvars.Token[Optional[ServerRequest]]] = None
 
     def begin(self, params: Iterable[tuple[str, Any]] = ()) -> None:
@@ -121,7 +118,7 @@ class ServerRequest:
         self.per_request = requests_recorder.start()
         fields: dict[str, Any] = {"http_server_request": self.request}
         params = list(params)
-        if params and recorder().is_recording():
+        if params and recorder().active:
             fields["message"] = parameters(params)
         self.span = Span.open(fields)
         self._token = current_request.set(self)
@@ -181,11 +178,13 @@ class ServerRequest:
                 span.close(fields)
             except Exception as err:  # recording trouble never breaks the response
                 warn(f"could not record the response: {err!r}")
-        if self.per_request:
-            self.per_request = False
+        scope, self.per_request = self.per_request, None
+        if scope is not None:
             from tracetool.agent import requests_recorder
 
-            requests_recorder.finish(self.request["request_method"], self.route, self.path_info)
+            requests_recorder.finish(
+                scope, self.request["request_method"], self.route, self.path_info, status
+            )
 
     @property
     def path_info(self) -> str:

@@ -1,80 +1,83 @@
 """logging: every log record a logger handles (`Logger.handle`, which every enabled
-`debug`/`info`/`warning`/`error`/`exception`/`critical`/`log` call reaches) becomes one function
-call/return pair shaped the way AppMap tools show log output (AppMap marks log functions with the
+`debug`/`info`/`warning`/`error`/`exception`/`critical`/`log` call reaches) is recorded as a call
+of that stdlib method, the way AppMap tools show log output (AppMap marks log functions with the
 `log` label, e.g. Ruby's `Logger::LogDevice#write`):
 
     call:   defined_class "logging.Logger", method_id <level: debug|info|warning|error|critical,
-            else "log">, path/lineno of that stdlib method, static false, labels ["log"],
-            receiver = the logger (value: its name), parameters [{name: "msg", class: "str",
-            value: the formatted message}]  (+ {name: "exc_info"} when the record carries one)
-    return: elapsed (the handlers' time)
+            else "log">, path/lineno of that method in the stdlib, static false,
+            receiver = the logger, parameters [{name: "msg", class: "str",
+            value: the formatted message (repr, capped)}]
+    return: return_value None, elapsed = the handlers' time
 
-The classMap gets `logging` → `Logger` → <method> with `labels: ["log"]`, so `find logs`,
-`inspect` and AppMap's viewers find them. Records of the `tracetool` logger are not recorded.
+The classMap gets `logging` → `Logger` → <method> with `labels: ["log"]` (these are ordinary
+function events of the recorder, so the classMap, `find logs`, `inspect` and AppMap viewers all
+see them). Records of the `tracetool` logger are never recorded.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import Any
 
-from tracetool.agent.integrations._common import Span, describe, register_function
+from tracetool.agent.functions import FunctionInfo, relative_path
 from tracetool.agent.integrations._patch import patch_method
+from tracetool.agent.recorder import get_recorder
 
 LABEL = "log"
-_METHODS = ("debug", "info", "warning", "error", "critical")
-_locations: dict[str, tuple[str, int]] = {}
+_METHODS = ("debug", "info", "warning", "error", "critical", "log")
+_infos: dict[str, FunctionInfo] = {}
 
 
-def _location(method: str) -> tuple[str, int]:
-    found = _locations.get(method)
-    if found is None:
-        func = getattr(logging.Logger, method, None)
-        code = getattr(func, "__code__", None)
-        path = code.co_filename if code else logging.__file__
-        found = (path, code.co_firstlineno if code else 1)
-        _locations[method] = found
-        register_function("logging", "Logger", method, path, found[1], static=False, labels=[LABEL])
-    return found
+def function_info(method: str) -> FunctionInfo:
+    """The recorded function for log records of one level (`logging.Logger.<method>`)."""
+    info = _infos.get(method)
+    if info is None:
+        code = getattr(getattr(logging.Logger, method, None), "__code__", None)
+        filename = code.co_filename if code is not None else (logging.__file__ or "logging")
+        try:
+            from tracetool.agent.config import active_config
+
+            root = str(active_config().root)
+        except Exception:
+            root = "/"
+        info = FunctionInfo(
+            module="logging",
+            qualname=f"Logger.{method}",
+            name=method,
+            path=relative_path(filename, root),
+            lineno=code.co_firstlineno if code is not None else 1,
+            arg_names=("self", "msg"),
+            kinds=("req", "req"),
+        )
+        info.labels = (LABEL,)
+        _infos[method] = info
+    return info
 
 
-def log_fields(logger: logging.Logger, record: logging.LogRecord) -> dict[str, Any]:
-    level = record.levelname.lower()
-    method = level if level in _METHODS else "log"
-    path, lineno = _location(method)
+def _message(record: logging.LogRecord) -> str:
     try:
-        message = record.getMessage()
-    except Exception as exc:  # bad format args: record what the app passed
-        message = f"{record.msg!r} % {record.args!r} ({type(exc).__name__})"
-    params = [describe(message, "msg")]
-    if record.exc_info and record.exc_info[1] is not None:
-        params.append(describe(record.exc_info[1], "exc_info"))
-    receiver = {"class": "logging.Logger", "value": logger.name, "object_id": id(logger)}
-    return {
-        "defined_class": "logging.Logger",
-        "method_id": method,
-        "path": path,
-        "lineno": lineno,
-        "static": False,
-        "labels": [LABEL],
-        "receiver": receiver,
-        "parameters": params,
-    }
+        return record.getMessage()
+    except Exception as exc:  # bad format arguments: record what the app passed
+        return f"{record.msg!r} % {record.args!r} ({type(exc).__name__})"
 
 
 def install() -> None:
+    rec = get_recorder()
+
     def handle(original: Any, self: logging.Logger, record: logging.LogRecord) -> Any:
-        if self.name == "tracetool" or self.name.startswith("tracetool."):
+        if not rec.active or self.name == "tracetool" or self.name.startswith("tracetool."):
             return original(self, record)
-        span: Optional[Span] = Span.open(lambda: log_fields(self, record))
-        if span is None:
+        level = record.levelname.lower()
+        info = function_info(level if level in _METHODS else "log")
+        node = rec.enter(info, args=(self, _message(record)))
+        if node is None:
             return original(self, record)
         try:
             result = original(self, record)
         except BaseException as exc:
-            span.fail(exc)
+            rec.leave_exception(node, exc)
             raise
-        span.close()
+        rec.leave(node, None)
         return result
 
     patch_method(logging.Logger, "handle", handle)
