@@ -314,3 +314,85 @@ def test_xdist_workers_each_write_their_own_tests(pytester: pytest.Pytester) -> 
     for value in PARAMS:
         assert functions(docs[f"param [{value}]"]) == ["mypkg.epsilon"]
     assert not list(out.glob(".*.tmp"))
+
+
+WEB = """
+from flask import Flask
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+flask_app = Flask("mypkg")
+
+
+@flask_app.get("/hello/<name>")
+def hello(name):
+    return {"hello": name}
+
+
+async def star(request):
+    return JSONResponse({"star": request.path_params["n"]})
+
+
+def plain(request):
+    return JSONResponse({"plain": 1})
+
+
+star_app = Starlette(routes=[Route("/star/{n}", star), Route("/plain", plain)])
+"""
+
+WEB_TESTS = """
+from starlette.testclient import TestClient
+
+from mypkg.web import flask_app, star_app
+
+
+def test_flask_client():
+    assert flask_app.test_client().get("/hello/bob").get_json() == {"hello": "bob"}
+
+
+def test_starlette_client():
+    client = TestClient(star_app)
+    assert client.get("/star/3").json() == {"star": "3"}
+    assert client.get("/plain").json() == {"plain": 1}
+"""
+
+
+def test_requests_to_apps_in_process_belong_to_the_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Flask's test client runs the app in the test's thread, Starlette's TestClient in a portal
+    # thread (sync views in a threadpool beyond it): all of it is in the test's document, and
+    # per-request recording, even when switched on, writes nothing of its own.
+    monkeypatch.setenv("TRACETOOL_RECORD_REQUESTS", "true")
+    pytester.makefile(".yml", trace=TRACE_YML)
+    pytester.makeini(INI)
+    pkg = pytester.mkpydir("mypkg")
+    (pkg / "web.py").write_text(WEB, encoding="utf-8")
+    pytester.makepyfile(test_web=WEB_TESTS)
+    result = pytester.runpytest_subprocess("--trace-record")
+    result.assert_outcomes(passed=2)
+    out = pytester.path / "tmp" / "trace"
+    assert sorted(p.name for p in out.iterdir()) == ["pytest"]
+    docs = by_name(read_recordings(out / "pytest"))
+
+    def requests(doc: dict[str, Any]) -> list[tuple[str, str, int]]:
+        calls = {e["id"]: e for e in doc["events"] if "http_server_request" in e}
+        return [
+            (
+                calls[e["parent_id"]]["http_server_request"]["request_method"],
+                calls[e["parent_id"]]["http_server_request"]["path_info"],
+                e["http_server_response"]["status_code"],
+            )
+            for e in doc["events"]
+            if "http_server_response" in e
+        ]
+
+    flask_doc = docs["flask client"]
+    assert requests(flask_doc) == [("GET", "/hello/bob", 200)]
+    assert "mypkg.web.hello" in functions(flask_doc)
+    frameworks = [f["name"].lower() for f in flask_doc["metadata"]["frameworks"]]
+    assert frameworks[0] == "pytest" and "flask" in frameworks
+    star_doc = docs["starlette client"]
+    assert requests(star_doc) == [("GET", "/star/3", 200), ("GET", "/plain", 200)]
+    assert {"mypkg.web.star", "mypkg.web.plain"} <= set(functions(star_doc))
