@@ -38,6 +38,9 @@ PLAIN, GENERATOR, COROUTINE, ASYNC_GENERATOR = "function", "generator", "corouti
 # (co_filename, co_firstlineno, co_name) -> labels given by the decorator
 _decorator_labels: dict[tuple[str, int, str], tuple[str, ...]] = {}
 _lock = threading.Lock()
+# every FunctionInfo ever created, by fid: events store the int, which keeps their tuples free
+# of GC-tracked objects (the collector then skips them)
+REGISTRY: list[FunctionInfo] = []
 
 
 def code_kind(code: CodeType) -> str:
@@ -115,6 +118,8 @@ class FunctionInfo:
         "classes",
         "code",
         "defined_class",
+        "fid",
+        "filename",
         "is_method",
         "kind",
         "kinds",
@@ -145,8 +150,13 @@ class FunctionInfo:
         shallow: bool = False,
         code: CodeType | None = None,
         decorator: str | None = None,
+        filename: str = "",
     ) -> None:
+        with _lock:
+            self.fid = len(REGISTRY)  # events refer to functions by this index
+            REGISTRY.append(self)
         self.module = module
+        self.filename = filename or (code.co_filename if code is not None else path)
         self.classes, self.is_method = split_qualname(qualname)
         self.defined_class = ".".join((module, *self.classes))
         self.method_id = name
@@ -230,20 +240,9 @@ def labels_for(info: FunctionInfo, config_labels: dict[str, tuple[str, ...]]) ->
         for label, patterns in config_labels.items()
         if any(fnmatch.fnmatchcase(full, p) for p in patterns)
     ]
-    if info.code is not None:
-        found.extend(decorator_labels(info.code))
-    else:
-        found.extend(decorator_labels((_abs_path(info), info.lineno, info.method_id)))
+    found.extend(decorator_labels((info.filename, info.lineno, info.method_id)))
     info.labels = tuple(dict.fromkeys(found))
     return info.labels
-
-
-def _abs_path(info: FunctionInfo) -> str:
-    if os.path.isabs(info.path):
-        return info.path
-    from tracetool.agent.config import active_config
-
-    return os.path.join(str(active_config().root), info.path)
 
 
 def build_class_map(

@@ -47,8 +47,8 @@ from contextvars import ContextVar
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from tracetool.agent import values
 from tracetool.agent.config import max_events
+from tracetool.agent.values import compact
 
 if TYPE_CHECKING:
     from tracetool.agent.functions import FunctionInfo
@@ -83,57 +83,36 @@ class Session:
         self.metadata: dict[str, Any] = {}
 
 
-class _Node:
-    """An open call on a lane's stack (the bottom node of each lane is an anchor: call_id None)."""
-
-    __slots__ = (
-        "call_id",
-        "code",
-        "done",
-        "frame",
-        "info",
-        "instr",
-        "lane",
-        "parent",
-        "start",
-        "targets",
-        "task",
-    )
-
-    def __init__(self, parent: _Node | None, lane: int, task: Any) -> None:
-        self.parent = parent
-        self.lane = lane
-        self.task = task
-        self.call_id: int | None = None
-        self.info: FunctionInfo | None = None
-        self.code: Any = None
-        self.frame: Any = None
-        self.targets: tuple[Session, ...] = ()
-        self.start = 0.0
-        self.instr = 0.0
-        self.done = False
+# A node is a list (10x cheaper to create than an object): an open call on a lane's stack, or
+# the lane's anchor at the bottom (call id None). Fields by index:
+PARENT, LANE, TASK, CALL_ID, INFO, CODE, FRAME, TARGETS, START, INSTR, DONE, EVENT = range(12)
+_Node = list  # [parent, lane, task, call_id, info, code, frame, targets, start, instr, done, event]
 
 
-_STACK: ContextVar[_Node | None] = ContextVar("tracetool_stack", default=None)
+def _anchor(parent: Any, lane: int, task: Any) -> list:
+    return [parent, lane, task, None, None, None, None, (), 0.0, 0.0, True, None]
+
+
+_STACK: ContextVar[Any] = ContextVar("tracetool_stack", default=None)
 _SCOPE: ContextVar[tuple[Session, ...]] = ContextVar("tracetool_scope", default=())
 
 
-def current_node() -> _Node | None:
+def current_node() -> Any:
     return _STACK.get()
 
 
-def _pop(node: _Node) -> None:
+def _pop(node: list) -> None:
     """Remove `node` (and whatever was left open above it) from this context's stack."""
     top = _STACK.get()
     if top is node:
-        _STACK.set(node.parent)
+        _STACK.set(node[PARENT])
         return
     probe, depth = top, 0
     while probe is not None and depth < 256:
         if probe is node:
-            _STACK.set(node.parent)
+            _STACK.set(node[PARENT])
             return
-        probe, depth = probe.parent, depth + 1
+        probe, depth = probe[PARENT], depth + 1
     # not on this context's stack (closed from elsewhere): leave the stack as it is
 
 
@@ -148,14 +127,22 @@ class Recorder:
         self._scoped = 0
         self._ids = itertools.count(1)
         self._lanes = itertools.count(1)
-        self._open: dict[int, _Node] = {}
+        self._open: dict[int, list] = {}
         # True while any session is open: the instrumentation's idle check
         self.active = False
+        self._listeners: list[Any] = []  # objects whose `.on` mirrors `active`
+
+    def add_listener(self, obj: Any) -> None:
+        """Keep `obj.on` equal to `active` (the rewritten code's idle check)."""
+        self._listeners.append(obj)
+        obj.on = self.active
 
     # -- sessions ---------------------------------------------------------------------------
     def _refresh(self) -> None:
         self._globals = tuple(s for s in (self._process, self._remote) if s is not None)
         self.active = bool(self._globals) or self._scoped > 0
+        for listener in self._listeners:
+            listener.on = self.active
 
     def start(
         self,
@@ -240,34 +227,46 @@ class Recorder:
         scope = _SCOPE.get()
         return self._globals + scope if scope else self._globals
 
-    def _top(self) -> _Node:
+    def _top(self) -> list:
         """The current lane's innermost node, creating the lane anchor when needed."""
         top = _STACK.get()
         loop = _get_running_loop()
-        task = _current_task(loop) if loop is not None else None
-        if top is None or (task is not None and top.task is not task):
-            top = _Node(top, next(self._lanes), task)
+        if loop is None:
+            if top is None:
+                top = _anchor(None, next(self._lanes), None)
+                _STACK.set(top)
+            return top
+        task = _current_task(loop)
+        if top is None or (task is not None and top[TASK] is not task):
+            top = _anchor(top, next(self._lanes), task)
             _STACK.set(top)
         return top
 
-    # -- integration events -------------------------------------------------------------------
-    def call_event(self, fields: dict) -> int | None:
-        """Append a call event with `fields`; its id, or None when nothing records here."""
-        targets = self._targets()
-        if not targets:
-            return None
-        top = self._top()
-        call_id = next(self._ids)
-        node = _Node(top, top.lane, top.task)
-        node.call_id = call_id
-        node.targets = targets
-        event = (CALL, call_id, top.lane, fields)
+    @staticmethod
+    def _append_call(targets: tuple[Session, ...], event: tuple) -> bool:
+        recorded = False
         for session in targets:
             events = session.events
             if len(events) < session.limit:
                 events.append(event)
+                recorded = True
             else:
                 session.dropped += 1
+        return recorded
+
+    # -- integration events -------------------------------------------------------------------
+    def call_event(self, fields: dict) -> int | None:
+        """Append a call event with `fields`; its id, or None when nothing records here."""
+        scope = _SCOPE.get()
+        targets = self._globals + scope if scope else self._globals
+        if not targets:
+            return None
+        top = self._top()
+        call_id = next(self._ids)
+        lane = top[LANE]
+        if not self._append_call(targets, (CALL, call_id, lane, fields)):
+            return None
+        node = [top, lane, top[TASK], call_id, None, None, None, targets, 0.0, 0.0, False, None]
         self._open[call_id] = node
         _STACK.set(node)
         return call_id
@@ -280,87 +279,123 @@ class Recorder:
         if node is None:
             return
         _pop(node)
-        event = (RETURN, next(self._ids), node.lane, call_id, elapsed, fields)
-        for session in node.targets:
+        event = (RETURN, next(self._ids), node[LANE], call_id, elapsed, fields)
+        for session in node[TARGETS]:
             session.events.append(event)
 
     # -- code recording ---------------------------------------------------------------------
     def enter(
         self, info: FunctionInfo, frame: Any = None, args: tuple | None = None, code: Any = None
-    ) -> _Node | None:
+    ) -> list | None:
         """Record a call of `info` (arguments from `args`, else from `frame`); its node or None."""
         t0 = perf_counter()
         scope = _SCOPE.get()
         targets = self._globals + scope if scope else self._globals
         if not targets:
             return None
-        top = self._top()
-        if info.shallow and top.info is not None and top.info.package == info.package:
-            return None
+        top = _STACK.get()
+        if top is None or _get_running_loop() is not None:
+            top = self._top()
+        if info.shallow:
+            caller = top[INFO]
+            if caller is not None and caller.package == info.package:
+                return None
         if args is None:
             local = frame.f_locals
             args = tuple([local.get(n) for n in info.arg_names])
-            receiver = values.compact(local.get(info.receiver_name)) if info.receiver else None
+            receiver = compact(local.get(info.receiver_name)) if info.receiver else None
         elif info.receiver:
-            receiver = values.compact(args[0])
+            receiver = compact(args[0])
             args = args[1:]
         else:
             receiver = None
-        compact = values.compact
-        params = tuple([compact(a) for a in args])
+        n = len(args)
+        if n == 1:
+            params: tuple = (compact(args[0]),)
+        elif n == 0:
+            params = ()
+        elif n == 2:
+            params = (compact(args[0]), compact(args[1]))
+        else:
+            params = tuple([compact(a) for a in args])
         call_id = next(self._ids)
-        event = (FCALL, call_id, top.lane, info, receiver, params)
-        recorded = False
-        for session in targets:
+        lane = top[LANE]
+        event = (FCALL, call_id, lane, info.fid, receiver, params)
+        if len(targets) == 1:
+            session = targets[0]
             events = session.events
-            if len(events) < session.limit:
-                events.append(event)
-                recorded = True
-            else:
+            if len(events) >= session.limit:
                 session.dropped += 1
-        if not recorded:
+                return None
+            events.append(event)
+        elif not self._append_call(targets, event):
             return None
-        node = _Node(top, top.lane, top.task)
-        node.call_id = call_id
-        node.info = info
-        node.code = code
-        node.frame = frame
-        node.targets = targets
+        t1 = perf_counter()
+        node = [
+            top,
+            lane,
+            top[TASK],
+            call_id,
+            info,
+            code,
+            frame,
+            targets,
+            t1,
+            t1 - t0,
+            False,
+            event,
+        ]
         _STACK.set(node)
-        node.start = t1 = perf_counter()
-        node.instr = t1 - t0
         return node
 
-    def leave(self, node: _Node, value: Any) -> None:
+    def resume(self, node: list) -> None:
+        """Open a new activation of a suspended generator `node` (same function and arguments)."""
+        first = node[EVENT]
+        if not node[DONE] or first is None:
+            return
+        t0 = perf_counter()
+        top = self._top()
+        call_id = next(self._ids)
+        event = (FCALL, call_id, top[LANE], first[3], first[4], first[5])
+        if not self._append_call(node[TARGETS], event):
+            return
+        node[PARENT], node[LANE], node[TASK] = top, top[LANE], top[TASK]
+        node[CALL_ID] = call_id
+        node[DONE] = False
+        _STACK.set(node)
+        node[START] = t1 = perf_counter()
+        node[INSTR] = t1 - t0
+
+    def leave(self, node: list, value: Any) -> None:
         """Record the return of `node` with `value`."""
         t0 = perf_counter()
         _pop(node)
-        if node.done:
+        if node[DONE]:
             return
-        node.done = True
-        packed = values.compact(value)
+        node[DONE] = True
+        packed = compact(value)
         call_id = next(self._ids)
         t1 = perf_counter()
         event = (
             FRETURN,
             call_id,
-            node.lane,
-            node.call_id,
-            t0 - node.start,
-            node.instr + (t1 - t0),
+            node[LANE],
+            node[CALL_ID],
+            t0 - node[START],
+            node[INSTR] + (t1 - t0),
             packed,
             None,
         )
-        for session in node.targets:
+        for session in node[TARGETS]:
             session.events.append(event)
 
-    def leave_exception(self, node: _Node, exc: BaseException) -> None:
+    def leave_exception(self, node: list, exc: BaseException) -> None:
         """Record that `node` ended by raising `exc`."""
         t0 = perf_counter()
         _pop(node)
-        if node.done:
+        if node[DONE]:
             return
-        node.done = True
+        node[DONE] = True
         from tracetool.agent.recording import exception_chain
 
         chain = exception_chain(exc)
@@ -368,14 +403,14 @@ class Recorder:
         event = (
             FRETURN,
             next(self._ids),
-            node.lane,
-            node.call_id,
-            t0 - node.start,
-            node.instr + (t1 - t0),
+            node[LANE],
+            node[CALL_ID],
+            t0 - node[START],
+            node[INSTR] + (t1 - t0),
             None,
             chain,
         )
-        for session in node.targets:
+        for session in node[TARGETS]:
             session.events.append(event)
 
 

@@ -21,7 +21,7 @@ import orjson
 
 from tracetool.agent import values
 from tracetool.agent.config import active_config
-from tracetool.agent.functions import FunctionInfo, build_class_map, relative_path
+from tracetool.agent.functions import REGISTRY, FunctionInfo, build_class_map, relative_path
 from tracetool.agent.metadata import base_metadata
 from tracetool.agent.recorder import CALL, FCALL, FRETURN, RETURN
 from tracetool.trace.document import FORMAT_VERSION, atomic_write_stream, dumps
@@ -98,7 +98,7 @@ class Recording:
     @property
     def class_map(self) -> list[dict[str, Any]]:
         if self._class_map is None:
-            infos = {ev[3] for ev in self._events if ev[0] == FCALL}
+            infos = [REGISTRY[fid] for fid in {ev[3] for ev in self._events if ev[0] == FCALL}]
             try:
                 labels = dict(active_config().labels)
             except Exception:
@@ -112,6 +112,7 @@ class Recording:
         lanes: dict[int, int] = {}
         n = 0
         expand = values.expand
+        registry = REGISTRY
         for ev in self._events:
             kind = ev[0]
             lane = lanes.get(ev[2])
@@ -121,7 +122,7 @@ class Recording:
                 n += 1
                 ids[ev[1]] = n
                 if kind == FCALL:
-                    info: FunctionInfo = ev[3]
+                    info: FunctionInfo = registry[ev[3]]
                     out: dict[str, Any] = {
                         "id": n,
                         "event": "call",

@@ -122,16 +122,26 @@ def safe_repr(value: Any, limit: int = MAX_VALUE) -> str:
     return cap(text, limit)
 
 
+_PLAIN_NAMES = {
+    int: "builtins.int",
+    bool: "builtins.bool",
+    float: "builtins.float",
+    type(None): "builtins.NoneType",
+}
+
+
 def compact(value: Any) -> tuple[str, str, int, int | None]:
     """`(class, value, object_id, size)` — the cheap form stored while recording."""
     tp = type(value)
-    if tp is int or tp is bool or value is None:
-        # the common case, inlined: no container, no failure possible below 4300 digits
+    plain = _PLAIN_NAMES.get(tp)
+    if plain is not None:  # the common case, inlined
         try:
             text = repr(value)
-        except ValueError as exc:  # int too large to convert
+        except ValueError as exc:  # an int too large to convert
             text = _failed(value, exc)
-        return (class_name(value), cap(text), id(value), None)
+        return (plain, text if len(text) <= MAX_VALUE else cap(text), id(value), None)
+    if tp is str and len(value) <= MAX_VALUE:
+        return ("builtins.str", repr(value), id(value), None)
     size = len(value) if isinstance(value, _SIZED) else None
     return (class_name(value), safe_repr(value), id(value), size)
 
