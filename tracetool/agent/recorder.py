@@ -37,19 +37,18 @@ from __future__ import annotations
 
 import itertools
 import threading
+
+# Through asyncio, never `_asyncio` directly: importing the C module before asyncio leaves
+# asyncio.current_task() returning None in every task (3.9-3.13), which breaks anyio/Starlette.
+# asyncio re-exports the C accelerated versions where they exist.
+from asyncio import current_task as _current_task
+from asyncio.events import _get_running_loop
 from contextvars import ContextVar
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from tracetool.agent.config import max_events
 from tracetool.agent.values import compact
-
-try:  # the C accelerated versions: cheap enough for the per-call path
-    from _asyncio import _get_running_loop
-    from _asyncio import current_task as _current_task  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - non-CPython
-    from asyncio import current_task as _current_task
-    from asyncio.events import _get_running_loop
 
 if TYPE_CHECKING:
     from tracetool.agent.functions import FunctionInfo

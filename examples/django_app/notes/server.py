@@ -7,6 +7,7 @@ A threaded `wsgiref` server around Django's WSGI handler. Creates the tables on 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -26,6 +27,7 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "notes.settings")
     import django
     from django.core.handlers.wsgi import WSGIHandler

@@ -4,6 +4,7 @@ OS-chosen free port). Prints `listening on http://127.0.0.1:<port>` once the soc
 from __future__ import annotations
 
 import argparse
+import logging
 import socket
 
 import uvicorn
@@ -16,6 +17,7 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))

@@ -7,6 +7,7 @@ and tests can wait for that line. Threaded, so concurrent requests are served co
 from __future__ import annotations
 
 import argparse
+import logging
 
 from werkzeug.serving import make_server
 
@@ -18,6 +19,7 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     server = make_server(args.host, args.port, create_app(), threaded=True)
     print(f"listening on http://{args.host}:{server.server_port}", flush=True)
     server.serve_forever()

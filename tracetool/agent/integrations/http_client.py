@@ -34,10 +34,9 @@ def request_fields(method: str, url: str, headers: Iterable[tuple[Any, Any]]) ->
             "request_method": str(method).upper(),
             "url": base,
             "headers": header_dict(headers),
-        }
+        },
+        "message": parameters(query),  # required by AppMap's schema, even when empty
     }
-    if query:
-        fields["message"] = parameters(query)
     return fields
 
 

@@ -34,6 +34,11 @@ BODY_CAPTURE_LIMIT = 1 << 20  # JSON / form bodies larger than this are not pars
 current_request: contextvars.ContextVar[Optional[ServerRequest]] = contextvars.ContextVar(
     "tracetool_request", default=None
 )
+# True in a thread/task from the moment it answers `/_trace/...` until it starts serving another
+# request: the server's own access-log line for the remote-recording request is not recorded.
+serving_remote: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "tracetool_serving_remote", default=False
+)
 
 JSON = "application/json"
 
@@ -44,6 +49,7 @@ def is_remote(path: str) -> bool:
 
 def remote_response(method: str, path: str) -> tuple[int, Optional[str], bytes]:
     """(status, content type or None, body) for a request under `/_trace/`."""
+    serving_remote.set(True)
     if path.rstrip("/") != REMOTE_PATH:
         return 404, None, b""
     rec = recorder()
@@ -115,8 +121,11 @@ class ServerRequest:
         """Start recording this request (call event) and make it `current_request`."""
         from tracetool.agent import requests_recorder
 
+        if serving_remote.get():
+            serving_remote.set(False)
         self.per_request = requests_recorder.start()
-        fields: dict[str, Any] = {"http_server_request": self.request}
+        # `message` is required on HTTP calls by AppMap's schema, even when empty
+        fields: dict[str, Any] = {"http_server_request": self.request, "message": []}
         params = list(params)
         if params and recorder().active:
             fields["message"] = parameters(params)

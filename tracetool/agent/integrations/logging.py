@@ -11,7 +11,8 @@ of that stdlib method, the way AppMap tools show log output (AppMap marks log fu
 
 The classMap gets `logging` → `Logger` → <method> with `labels: ["log"]` (these are ordinary
 function events of the recorder, so the classMap, `find logs`, `inspect` and AppMap viewers all
-see them). Records of the `tracetool` logger are never recorded.
+see them). Records of the `tracetool` logger, and the access-log line a server writes for a
+`/_trace/` request, are not recorded.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from tracetool.agent.functions import FunctionInfo, relative_path
 from tracetool.agent.integrations._patch import patch_method
+from tracetool.agent.integrations.http_server import serving_remote
 from tracetool.agent.recorder import get_recorder
 
 LABEL = "log"
@@ -65,7 +67,12 @@ def install() -> None:
     rec = get_recorder()
 
     def handle(original: Any, self: logging.Logger, record: logging.LogRecord) -> Any:
-        if not rec.active or self.name == "tracetool" or self.name.startswith("tracetool."):
+        if (
+            not rec.active
+            or self.name == "tracetool"
+            or self.name.startswith("tracetool.")
+            or serving_remote.get()
+        ):
             return original(self, record)
         level = record.levelname.lower()
         info = function_info(level if level in _METHODS else "log")

@@ -24,6 +24,7 @@ from tracetool.agent.integrations.http_server import (
     current_request,
     is_remote,
     remote_response,
+    serving_remote,
     wants_body,
 )
 
@@ -87,13 +88,27 @@ def wrap_call(
     return _Closing(result, request, captured)
 
 
-def _remote(environ: Environ, start_response: StartResponse, path: str) -> list[bytes]:
+def _remote(environ: Environ, start_response: StartResponse, path: str) -> Iterable[bytes]:
     status, ctype, body = remote_response(environ.get("REQUEST_METHOD", "GET"), path)
     headers = [("Content-Length", str(len(body)))]
     if ctype:
         headers.insert(0, ("Content-Type", ctype))
     start_response(_STATUS_TEXT.get(status, f"{status} Status"), headers)
-    return [body]
+    return _RemoteBody(body)
+
+
+class _RemoteBody:
+    """A `/_trace/` response body. Servers write their access log while sending it (werkzeug)
+    or just before closing it (wsgiref); closing it ends the no-recording window."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self._body
+
+    def close(self) -> None:
+        serving_remote.set(False)
 
 
 def begin_environ(environ: Environ) -> ServerRequest:
