@@ -3,7 +3,8 @@
 Per test (``pytest_runtest_protocol``, so fixture setup and teardown are inside): start a
 recording (in-process scoped session, or ``POST /_trace/record`` of a remote app), collect the
 setup/call/teardown reports, stop it, add the test's metadata (`testmeta`) and save it with the
-agent's writer as ``<trace_dir>/pytest/<file-safe node id>.trace.json``.
+agent's writer as ``<trace_dir>/pytest/<file-safe node id>.trace.json`` -- on a background thread
+(`saver`), drained at session end.
 
 Recording trouble never changes a test's outcome: every step is guarded, problems are counted by
 kind and reported once each in the terminal summary (never as warnings, which ``-W error`` would
@@ -15,6 +16,7 @@ process tells a running daemon about its new files (`notify`).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any, Optional, Protocol
@@ -22,6 +24,7 @@ from typing import Any, Optional, Protocol
 import pytest
 
 from pytest_tracetool.remote import Problem
+from pytest_tracetool.saver import BackgroundSaver
 from pytest_tracetool.testmeta import (
     Outcome,
     PhaseResult,
@@ -87,7 +90,9 @@ class TracePlugin:
         self.record_skipped = bool(config.getoption("trace_record_skipped"))
         self.trace_dir = resolve_trace_dir(config.getoption("trace_dir")).absolute()
         self.pytest_version = pytest.__version__
-        self.written: list[Path] = []
+        self.written: list[Path] = []  # appended by the saver thread
+        self._lock = threading.Lock()
+        self.saver = BackgroundSaver(self._write, self.written.append, self._save_failed)
         self.workers_written = 0  # reported by pytest-xdist workers (controller only)
         self.problems: dict[str, list[Any]] = {}  # kind -> [count, first message]
         self.worker = hasattr(config, "workerinput")
@@ -96,6 +101,16 @@ class TracePlugin:
             url = config.getoption("trace_url") or os.environ.get("TRACETOOL_URL", "")
             self.url = url
             self.backend = RemoteBackend(url)
+            if not self.worker and getattr(config.option, "numprocesses", None):
+                self._problem(
+                    Problem(
+                        "xdist",
+                        "remote recording records one session at a time: with pytest-xdist, "
+                        "tests that run at the same time get 409 and are not recorded, and a "
+                        "recording may hold another worker's requests; run without -n to "
+                        "record every test",
+                    )
+                )
         else:
             self.url = ""
             from pytest_tracetool.inprocess import InProcessBackend
@@ -112,8 +127,9 @@ class TracePlugin:
     def _problem(self, problem: Problem | None) -> None:
         if problem is None:
             return
-        entry = self.problems.setdefault(problem.kind, [0, problem.message])
-        entry[0] += 1
+        with self._lock:  # the saver thread reports too
+            entry = self.problems.setdefault(problem.kind, [0, problem.message])
+            entry[0] += 1
         log.debug("tracetool: %s", problem.message)
 
     def _guard(self, what: str, func: Any, *args: Any) -> Any:
@@ -206,13 +222,23 @@ class TracePlugin:
         else:  # the agent's Recording
             meta = document.metadata
         apply_test_metadata(meta, info, outcome, self.pytest_version)
+        self.saver.submit(document, info.key)
+
+    def _write(self, document: Any, key: str) -> Path:
         from tracetool.agent.writer import save_recording
 
-        self.written.append(save_recording(document, info.key, SUBDIR, self.trace_dir))
+        return save_recording(document, key, SUBDIR, self.trace_dir)
+
+    def _save_failed(self, exc: Exception) -> None:
+        log.debug("tracetool: saving a recording failed", exc_info=exc)
+        self._problem(
+            Problem("internal", f"saving the recording failed: {type(exc).__name__}: {exc}")
+        )
 
     # -- session end -----------------------------------------------------------------------------
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.saver.close()
         if self.written:
             from pytest_tracetool.notify import notify_daemon
 
@@ -232,6 +258,9 @@ class TracePlugin:
         for kind, (count, message) in (mine.get("problems") or {}).items():
             entry = self.problems.setdefault(kind, [0, message])
             entry[0] += count
+
+    def pytest_unconfigure(self) -> None:
+        self.saver.close()  # a session that ended without sessionfinish (internal error)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         count = len(self.written) + self.workers_written
