@@ -118,6 +118,36 @@ def run(project: Path, extra: list[str]) -> tuple[float, float, str]:
     return elapsed, cpu, done.stdout.strip().splitlines()[-1]
 
 
+OFF_COST = r"""
+import os, sys, time
+for name in ("TRACETOOL", "TRACETOOL_URL"):
+    os.environ.pop(name, None)
+import pytest  # already loaded when pytest loads its plugins (and with it typing, pathlib, ...)
+t0 = time.perf_counter()
+import pytest_tracetool.plugin as plugin
+imported = time.perf_counter() - t0
+from _pytest.config import get_config
+config = get_config()
+config.pluginmanager.register(plugin, "tracetool-bench")
+parser = config._parser
+n = 2000
+t0 = time.perf_counter()
+for _ in range(n):
+    plugin.recording_mode(config, parser.parse_known_args([]))
+hooks = (time.perf_counter() - t0) / n
+print(imported, hooks)
+"""
+
+
+def off_cost() -> tuple[float, float]:
+    """Seconds to import the plugin, and per session for its off-path hooks (mode decision)."""
+    out = subprocess.run(
+        [sys.executable, "-c", OFF_COST], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    imported, hooks = out.stdout.split()
+    return float(imported), float(hooks)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -158,6 +188,13 @@ def main() -> None:
         ]
         row = "".join(f"{value:>11.3f}s{value / ref:>12.3f}" for value, ref in cells)
         print(f"{name:<16}{row}  {targets[name]}")
+    imported, hooks = off_cost()
+    share = (imported + 2 * hooks) / base["cpu"]
+    print(
+        f"\nthe plugin's own cost when off (measured directly, immune to load): import "
+        f"{imported * 1e3:.2f} ms + mode decision 2 x {hooks * 1e6:.1f} us = {share:.4%} of the "
+        "suite's CPU time"
+    )
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ MAX_MESSAGE = 4000
 # Markers that say how a test is collected or run, not what it is about.
 _NOISE_MARKERS = frozenset({"parametrize", "usefixtures", "filterwarnings"})
 # test_add_item -> add_item, testAddItem -> AddItem (but not testing_x)
+_ADDRESS = re.compile(r"( at 0x)[0-9a-fA-F]+>")
 _PLAIN_NODEID = re.compile(r"[A-Za-z0-9._/:-]+")
 _TEST_PREFIX = re.compile(r"^test(?:_+|(?=[A-Z0-9]))")
 
@@ -148,6 +149,8 @@ def _relative(path: Path, rootdir: Path) -> str:
 
 
 def failure_message(excinfo: Any = None, longrepr: Any = None) -> str:
+    """The exception's text (pytest's assertion explanation included), object addresses
+    masked, capped at `MAX_MESSAGE` characters."""
     if excinfo is not None:
         try:
             text = excinfo.exconly()
@@ -156,7 +159,8 @@ def failure_message(excinfo: Any = None, longrepr: Any = None) -> str:
     else:
         crash = getattr(longrepr, "reprcrash", None)
         text = crash.message if crash is not None else str(longrepr or "")
-    text = text.strip()
+    # `<function f at 0x7f3a...>` differs on every run: keep messages stable across re-runs
+    text = _ADDRESS.sub(r"\1…>", text.strip())
     if len(text) > MAX_MESSAGE:
         text = text[:MAX_MESSAGE] + " …[truncated]"
     return text

@@ -4,7 +4,6 @@ document per test, named after it, with the test's metadata and exactly its own 
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -270,18 +269,25 @@ def test_rerun_replaces_the_same_files_and_selection_options_work(
     out = make_project(pytester)
     first = pytester.runpytest_subprocess("--trace-record", "-k", "passes or fails")
     first.assert_outcomes(passed=1, failed=1)
-    before = {
-        name: json.dumps(doc["metadata"]["name"]) for name, doc in read_recordings(out).items()
-    }
-    assert len(before) == 2
-    # --lf runs only the failed test again: its file is replaced, the other stays as it was
-    stamp = (out / "test_suite.py_test_passes.trace.json").stat().st_mtime_ns
+    before = read_recordings(out)
+    assert sorted(before) == [
+        "test_suite.py_test_fails.trace.json",
+        "test_suite.py_test_passes.trace.json",
+    ]
+    # --lf runs only the failed test again: its file is replaced (an atomic rename: a new
+    # inode), the other stays as it was
+    passes = out / "test_suite.py_test_passes.trace.json"
+    fails = out / "test_suite.py_test_fails.trace.json"
+    kept, replaced = passes.stat().st_ino, fails.stat().st_ino
     second = pytester.runpytest_subprocess("--trace-record", "--lf", "-k", "passes or fails")
     second.assert_outcomes(failed=1)
     second.stdout.fnmatch_lines(["tracetool: 1 recording written to *"])
     after = read_recordings(out)
-    assert set(after) == set(before)
-    assert (out / "test_suite.py_test_passes.trace.json").stat().st_mtime_ns == stamp
+    assert sorted(after) == sorted(before)
+    assert passes.stat().st_ino == kept and after[passes.name] == before[passes.name]
+    assert fails.stat().st_ino != replaced
+    assert after[fails.name]["metadata"] == before[fails.name]["metadata"]
+    assert not list(out.glob(".*.tmp"))
 
 
 @pytest.mark.parametrize(

@@ -187,3 +187,42 @@ def test_notify_without_daemon_or_with_a_dead_port_is_quiet(
     assert fake_daemon.requests == []
     assert notify_daemon(trace_dir, [recording]) is True
     assert fake_daemon.requests[0]["params"] == {"paths": [str(recording)]}
+
+
+def test_background_saver_writes_in_order_and_reports_errors(tmp_path: Path) -> None:
+    from pytest_tracetool.saver import QUEUE_SIZE, BackgroundSaver
+
+    saved: list[Path] = []
+    errors: list[Exception] = []
+
+    def save(document: object, key: str) -> Path:
+        if key == "bad":
+            raise OSError("disk full")
+        path = tmp_path / key
+        path.write_text(str(document), encoding="utf-8")
+        return path
+
+    saver = BackgroundSaver(save, saved.append, errors.append)
+    keys = [f"k{i}" for i in range(QUEUE_SIZE * 3)]  # more than the queue holds: submit waits
+    for i, key in enumerate(keys):
+        saver.submit({"n": i}, key)
+        if i == 5:
+            saver.submit({}, "bad")
+    saver.close()
+    saver.close()  # idempotent
+    assert saved == [tmp_path / k for k in keys]
+    assert [str(e) for e in errors] == ["disk full"]
+    assert (tmp_path / "k7").read_text(encoding="utf-8") == "{'n': 7}"
+    saver.submit({"again": 1}, "later")  # usable after close: a new thread
+    saver.close()
+    assert saved[-1] == tmp_path / "later"
+
+
+def test_failure_messages_are_stable_across_runs_and_capped() -> None:
+    text = "AssertionError: assert 4 == 5\n +  where 4 = <function beta at 0x7f1afa942f20>(2)"
+    assert testmeta.failure_message(longrepr=text) == (
+        "AssertionError: assert 4 == 5\n +  where 4 = <function beta at 0x…>(2)"
+    )
+    assert testmeta.failure_message(longrepr="assert x == 0xdeadbeef") == "assert x == 0xdeadbeef"
+    long = testmeta.failure_message(longrepr="x" * (testmeta.MAX_MESSAGE + 10))
+    assert long.endswith("…[truncated]") and len(long) < testmeta.MAX_MESSAGE + 20
