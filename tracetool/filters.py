@@ -55,8 +55,8 @@ from urllib.parse import unquote
 import orjson
 
 from tracetool.errors import UsageError
-from tracetool.trace.codeobjects import ClassMap, CodeObject
-from tracetool.trace.document import TraceDocument
+from tracetool.trace.codeobjects import DATABASE_ROOT, ClassMap, CodeObject
+from tracetool.trace.document import TraceDocument, gc_paused
 from tracetool.trace.tree import CallNode, build_call_tree, iter_preorder
 
 DEFAULT_DEPENDENCY_FOLDERS = ("vendor", "node_modules")
@@ -135,7 +135,9 @@ _BOOL_KEYS = {"limitRootEvents", "hideMediaRequests", "hideUnlabeled"}
 # ---------------------------------------------------------------- decoding and encoding
 
 
-def decode(value: str | Mapping[str, Any] | FilterState | None, *, source: str = "--filter") -> FilterState:
+def decode(
+    value: str | Mapping[str, Any] | FilterState | None, *, source: str = "--filter"
+) -> FilterState:
     """A FilterState from a dict, JSON text or base64(url) JSON (module doc)."""
     if value is None:
         return FilterState()
@@ -357,25 +359,62 @@ class Bound:
     code_objects: dict[int, CodeObject]  # id(node) -> code object
 
 
-def bind(doc: TraceDocument) -> Bound:
-    """Build the call tree (eventUpdates applied, the document untouched) and bind code objects."""
+def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
+    """Build the call tree (eventUpdates applied, the document untouched) and bind code objects.
+
+    `sql_names=False` skips naming `query:` code objects by their parameterized SQL (the one
+    costly part: it tokenizes every distinct statement): all SQL calls then share one unnamed
+    query object under `database:Database`. Use it when no pattern can name a query.
+    """
     updates = doc.event_updates
     events = doc.events
-    if updates:
-        events = [
-            u if isinstance(u := updates.get(str(e.get("id"))), dict) else e for e in events
-        ]
-    tree = build_call_tree(events)
-    cmap = ClassMap.from_json(doc.class_map)
-    static = {id(o) for o in cmap}
-    nodes = [n for n, _ in iter_preorder(tree.roots)]
-    code_objects = {id(n): cmap.code_object_for(n.call) for n in nodes}
+    with gc_paused():
+        if updates:
+            events = [
+                u if isinstance(u := updates.get(str(e.get("id"))), dict) else e for e in events
+            ]
+        tree = build_call_tree(events)
+        cmap = ClassMap.from_json(doc.class_map)
+        static = {id(o) for o in cmap}
+        nodes = [n for n, _ in iter_preorder(tree.roots)]
+        unnamed = None
+        if not sql_names:
+            unnamed = cmap.child(cmap.child(None, "database", DATABASE_ROOT), "query", "")
+        code_objects: dict[int, CodeObject] = {}
+        # Function calls repeat: resolve each (location, name) once.
+        functions: dict[tuple[Any, ...], CodeObject] = {}
+        for n in nodes:
+            call = n.call
+            if unnamed is not None and "sql_query" in call:
+                code_objects[id(n)] = unnamed
+                continue
+            method = call.get("method_id")
+            if method is not None and "http_server_request" not in call:
+                key = (
+                    method,
+                    call.get("path"),
+                    call.get("lineno"),
+                    call.get("defined_class"),
+                    call.get("static"),
+                    "sql_query" in call or "http_client_request" in call,
+                )
+                co = functions.get(key)
+                if co is None:
+                    co = functions[key] = cmap.code_object_for(call)
+                code_objects[id(n)] = co
+                continue
+            code_objects[id(n)] = cmap.code_object_for(call)
     return Bound(doc, events, nodes, tree.roots, cmap, static, code_objects)
+
+
+def has_patterns(state: FilterState) -> bool:
+    """Whether `state` names code objects (so SQL query objects need their names)."""
+    return bool(state.root_objects or state.context or state.hide_tree or state.hide_name)
 
 
 def apply_filter(doc: TraceDocument, state: FilterState) -> TraceDocument:
     """A new document with only the events `state` keeps (module doc)."""
-    bound = bind(doc)
+    bound = bind(doc, sql_names=has_patterns(state))
     kept = filter_nodes(bound, state)
     return rebuild(bound, kept)
 
@@ -562,6 +601,7 @@ __all__ = [
     "describe",
     "encode",
     "filter_nodes",
+    "has_patterns",
     "is_local_path",
     "matching_code_objects",
     "merge",

@@ -9,6 +9,9 @@ Contract:
   `elapsed`, the class and property names of the return value, the classes of exceptions.
   Parameters, receivers, messages, header values and captured values are never materialized, so
   a 60 MB recording costs about half the memory of a full load and loads in half the time.
+- `minimal=True` keeps even less: identity, thread, parent, function name and location, and
+  only the presence of request/SQL/message objects (what size-mode `prune` needs), in
+  `MinimalEvent` structs that read like dicts (`get`, `in`) at a third of the memory.
 - With `raw=True`, `SlimDocument.raw_events[i]` is the exact JSON text (`msgspec.Raw`) of
   `events[i]` (and `raw_updates` of each eventUpdate): writers such as `prune` copy kept events
   byte for byte and know each event's serialized size without re-encoding it.
@@ -80,6 +83,56 @@ class _Event(TypedDict, total=False):
     exceptions: Optional[list[_Exception]]  # type: ignore[valid-type]
 
 
+class _Marker(TypedDict, total=False):
+    """An object whose content is skipped: only its presence matters."""
+
+
+class MinimalEvent(msgspec.Struct, gc=False):
+    """An event reduced to its call structure; reads like a dict (`get`, `in`).
+
+    A struct, not a dict: about a third of the memory, and invisible to the cyclic GC.
+    """
+
+    id: Any = None
+    event: Any = None
+    thread_id: Any = None
+    parent_id: Any = None
+    defined_class: Any = None
+    method_id: Any = None
+    path: Any = None
+    lineno: Any = None
+    static: Any = None
+    http_server_request: Optional[_Marker] = None
+    http_client_request: Optional[_Marker] = None
+    sql_query: Optional[_Marker] = None
+    message: Any = None
+    raw: Any = None  # the event's exact JSON, attached when loaded with raw=True
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = getattr(self, key, None)
+        return default if value is None else value
+
+    def __contains__(self, key: str) -> bool:
+        return getattr(self, key, None) is not None
+
+    def __getitem__(self, key: str) -> Any:
+        value = getattr(self, key, None)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        setattr(self, key, value)
+
+
+class _MinimalDoc(TypedDict, total=False):
+    version: Any
+    metadata: Any
+    classMap: Any
+    events: list[MinimalEvent]
+    eventUpdates: Optional[dict[str, MinimalEvent]]
+
+
 class _Doc(TypedDict, total=False):
     version: Any
     metadata: Any
@@ -94,6 +147,7 @@ class _RawDoc(TypedDict, total=False):
 
 
 _SLIM = msgspec.json.Decoder(_Doc)
+_MINIMAL = msgspec.json.Decoder(_MinimalDoc)
 _RAW = msgspec.json.Decoder(_RawDoc)
 
 
@@ -106,7 +160,7 @@ class SlimDocument(TraceDocument):
     slim: bool = True
 
 
-def load_slim(path: Path | str, *, raw: bool = False) -> SlimDocument:
+def load_slim(path: Path | str, *, raw: bool = False, minimal: bool = False) -> SlimDocument:
     """Read a recording keeping only structural event fields (module doc)."""
     p = Path(path)
     try:
@@ -117,23 +171,39 @@ def load_slim(path: Path | str, *, raw: bool = False) -> SlimDocument:
         raise TraceFormatError(f"{p}: is a directory, not a trace document") from None
     except OSError as exc:
         raise TraceFormatError(f"{p}: cannot read ({exc.strerror})") from None
-    return parse_slim(data, str(p), raw=raw, path=p)
+    return parse_slim(data, str(p), raw=raw, minimal=minimal, path=p)
 
 
 def parse_slim(
-    data: bytes, source: str = "<memory>", *, raw: bool = False, path: Path | None = None
+    data: bytes,
+    source: str = "<memory>",
+    *,
+    raw: bool = False,
+    minimal: bool = False,
+    path: Path | None = None,
 ) -> SlimDocument:
     try:
         with gc_paused():
-            obj = _SLIM.decode(data)
+            obj = (_MINIMAL if minimal else _SLIM).decode(data)
             raws = _RAW.decode(data) if raw else None
     except (msgspec.ValidationError, msgspec.DecodeError):
         return _fallback(path, data, source, raw)
+    events = obj.get("events") if isinstance(obj, dict) else None
+    if minimal and events is not None:
+        obj["events"] = []  # structs, not dicts: keep them out of from_data's dict check
     doc = from_data(obj, source)  # the same "is it a trace document" checks as a full load
+    if minimal and events is not None:
+        doc.data["events"] = events
     slim = SlimDocument(doc.data, path, doc.warnings)
     if raws is not None:
         slim.raw_events = raws.get("events") or []
         slim.raw_updates = raws.get("eventUpdates") or {}
+        if minimal:
+            for event, text in zip(slim.events, slim.raw_events):
+                event.raw = text  # type: ignore[attr-defined]
+            for key, update in (slim.data.get("eventUpdates") or {}).items():
+                if key in slim.raw_updates:
+                    update.raw = slim.raw_updates[key]
     return slim
 
 
@@ -155,4 +225,4 @@ def event_size(slim: SlimDocument, index: int) -> int:
     return len(dumps(slim.events[index]))
 
 
-__all__ = ["SlimDocument", "event_size", "load_slim", "parse_slim"]
+__all__ = ["MinimalEvent", "SlimDocument", "event_size", "load_slim", "parse_slim"]

@@ -36,9 +36,9 @@ from tracetool.diagram.model import (
     Actor,
     Diagram,
 )
-from tracetool.filters import Bound, bind
+from tracetool.filters import Bound, FilterState, bind, filter_nodes, has_patterns
 from tracetool.trace.codeobjects import CodeObject
-from tracetool.trace.document import TraceDocument
+from tracetool.trace.document import TraceDocument, gc_paused
 from tracetool.trace.tree import CallNode
 
 ACTOR_TYPES = frozenset({"package", "database", "http", "external-service"})
@@ -53,26 +53,55 @@ class DiagramOptions:
     loops: bool = True
 
 
-def build_diagram(doc: TraceDocument, options: DiagramOptions | None = None) -> Diagram:
-    """The sequence diagram of one recording (module doc)."""
-    return build_from_bound(bind(doc), options or DiagramOptions())
+def build_diagram(
+    doc: TraceDocument, options: DiagramOptions | None = None, filter: FilterState | None = None
+) -> Diagram:
+    """The sequence diagram of one recording, after `filter` when given (module doc)."""
+    options = options or DiagramOptions()
+    needs_names = bool(options.expand or options.exclude) or (
+        filter is not None and has_patterns(filter)
+    )
+    bound = bind(doc, sql_names=needs_names)
+    kept = filter_nodes(bound, filter) if filter is not None else None
+    diagram = build_from_bound(bound, options, kept)
+    release(bound)
+    return diagram
 
 
-def build_from_bound(bound: Bound, options: DiagramOptions) -> Diagram:
-    live = _live_code_objects(bound)
+def release(bound: Bound) -> None:
+    """Break the call tree's parent links so it is freed at once, without the cyclic GC."""
+    for node in bound.nodes:
+        node.parent = None
+        node.children = []
+    bound.nodes.clear()
+    bound.roots.clear()
+    bound.code_objects.clear()
+
+
+def build_from_bound(
+    bound: Bound, options: DiagramOptions, kept: set[int] | None = None
+) -> Diagram:
+    """The diagram of a bound recording; with `kept`, only those call nodes (ids) take part."""
+    with gc_paused():
+        return _build(bound, options, kept)
+
+
+def _build(bound: Bound, options: DiagramOptions, kept: set[int] | None) -> Diagram:
+    live = _live_code_objects(bound, kept)
     included = _included(bound, live, options)
     actors = _Actors(included)
     roots: list[Action] = []
     cos = bound.code_objects
+    factory = _Factory()
 
     stack: list[tuple[CallNode, Action | None]] = [(n, None) for n in reversed(bound.roots)]
     while stack:
         node, parent = stack.pop()
         co = cos[id(node)]
-        actor = actors.actor_for(co)
+        actor = actors.actor_for(co) if kept is None or id(node) in kept else None
         action = parent
         if actor is not None:
-            action = _action(node, co, actor, parent.callee if parent is not None else None)
+            action = factory.action(node, co, actor, parent.callee if parent is not None else None)
             (parent.children if parent is not None else roots).append(action)
         for child in reversed(node.children):
             stack.append((child, action))
@@ -83,10 +112,12 @@ def build_from_bound(bound: Bound, options: DiagramOptions) -> Diagram:
     return Diagram(actors.sorted(), roots)
 
 
-def _live_code_objects(bound: Bound) -> set[int]:
+def _live_code_objects(bound: Bound, kept: set[int] | None) -> set[int]:
     """Code objects with events, and their ancestors (AppMap drops the others)."""
     live: set[int] = set()
-    for co in bound.code_objects.values():
+    for node_id, co in bound.code_objects.items():
+        if kept is not None and node_id not in kept:
+            continue
         obj: CodeObject | None = co
         while obj is not None and id(obj) not in live:
             live.add(id(obj))
@@ -122,9 +153,7 @@ class _Actors:
         self.created: list[Actor] = []
         self.nearest: dict[int, Actor | None] = {}
         self.group: dict[str, int] = {HTTP_ACTOR: 0}
-        services = sorted(
-            co.fqid for co in included.values() if co.type == "external-service"
-        )
+        services = sorted(co.fqid for co in included.values() if co.type == "external-service")
         for i, fqid in enumerate([*services, DATABASE_ACTOR]):
             self.group.setdefault(fqid, (len(included) + i + 1) * 1000)
         self.base = 1
@@ -164,43 +193,90 @@ class _Actors:
         return sorted(self.created, key=lambda a: a.order)
 
 
-def _action(node: CallNode, co: CodeObject, callee: Actor, caller: Actor | None) -> Action:
-    call, ret = node.call, node.ret
-    ret_dict: dict[str, Any] = ret or {}
-    elapsed = ret_dict.get("elapsed") if ret is not None else None
-    if "http_server_request" in call and ret_dict.get("http_server_response"):
-        a = Action(SERVER_RPC, dg.digest(dg.stable_properties(call, ret, co.id)))
-        a.route = dg.appmap_route(call) or ""
-        a.status = dg.response_status(ret, "http_server_response")
-    elif "http_client_request" in call and ret_dict.get("http_client_response"):
-        a = Action(CLIENT_RPC, dg.digest(dg.stable_properties(call, ret, co.id)))
-        a.caller = caller
-        a.route = dg.appmap_route(call) or ""
-        a.status = dg.response_status(ret, "http_client_response")
-    elif sql := dg.sql_text(call):
-        q = call.get("sql_query") or {}
-        a = Action(QUERY, dg.sql_digest(sql, q.get("database_type")))
-        a.caller = caller
-        a.query = sql
-    else:
-        props = dg.stable_properties(call, ret, co.id)
-        a = Action(FUNCTION, dg.digest(props))
-        a.caller = caller
+class _Factory:
+    """Makes actions; caches what repeats across calls (digests, return types, labels)."""
+
+    def __init__(self) -> None:
+        self.functions: dict[tuple[int, bool], tuple[dict[str, Any], str]] = {}
+        self.returns: dict[Any, dict[str, Any] | None] = {}
+        self.labels: dict[int, list[str] | None] = {}
+        self.sql: dict[tuple[str, Any], str] = {}
+
+    def action(self, node: CallNode, co: CodeObject, callee: Actor, caller: Actor | None) -> Action:
+        call, ret = node.call, node.ret
+        ret_dict: dict[str, Any] = ret if ret is not None else {}
+        if "sql_query" in call and (sql := dg.sql_text(call)):
+            db = (call.get("sql_query") or {}).get("database_type")
+            key = (sql, db)
+            digest = self.sql.get(key)
+            if digest is None:
+                digest = self.sql[key] = dg.sql_digest(sql, db)
+            a = Action(QUERY, digest)
+            a.caller = caller
+            a.query = sql
+        elif "http_server_request" in call and ret_dict.get("http_server_response"):
+            a = Action(SERVER_RPC, dg.digest(dg.stable_properties(call, ret, co.id)))
+            a.route = dg.appmap_route(call) or ""
+            a.status = dg.response_status(ret, "http_server_response")
+        elif "http_client_request" in call and ret_dict.get("http_client_response"):
+            a = Action(CLIENT_RPC, dg.digest(dg.stable_properties(call, ret, co.id)))
+            a.caller = caller
+            a.route = dg.appmap_route(call) or ""
+            a.status = dg.response_status(ret, "http_client_response")
+        else:
+            a = self._function(call, ret, co)
+            a.caller = caller
+        a.callee = callee
+        elapsed = ret_dict.get("elapsed")
+        a.elapsed = elapsed if isinstance(elapsed, (int, float)) else None
+        event_id = call.get("id")
+        a.event_ids = [event_id] if event_id is not None else []
+        return a
+
+    def _function(self, call: dict[str, Any], ret: dict[str, Any] | None, co: CodeObject) -> Action:
+        if "http_server_request" in call or "http_client_request" in call:
+            props = dg.stable_properties(call, ret, co.id)
+            digest = dg.digest(props)
+        else:
+            key = (id(co), bool((ret or {}).get("exceptions")))
+            cached = self.functions.get(key)
+            if cached is None:
+                props = dg.stable_properties(call, ret, co.id)
+                cached = self.functions[key] = (props, dg.digest(props))
+            props, digest = cached
+        a = Action(FUNCTION, digest)
         a.name = co.name
         a.static = co.static
         a.stable_properties = props
-        a.return_value = dg.return_value(ret)
-        labels = set(co.labels)
+        a.return_value = self._return_value(ret)
+        labels = self.labels.get(id(co), ())
+        if labels == ():
+            labels = self.labels[id(co)] = sorted(co.labels) or None
         event_labels = call.get("labels")
-        if isinstance(event_labels, list):
-            labels.update(str(x) for x in event_labels)
-        if labels:
-            a.labels = sorted(labels)
-    a.callee = callee
-    a.elapsed = elapsed if isinstance(elapsed, (int, float)) else None
-    event_id = call.get("id")
-    a.event_ids = [event_id] if event_id is not None else []
-    return a
+        if isinstance(event_labels, list) and event_labels:
+            labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
+        a.labels = labels  # type: ignore[assignment]
+        return a
+
+    def _return_value(self, ret: dict[str, Any] | None) -> dict[str, Any] | None:
+        if ret is None:
+            return None
+        value = ret.get("return_value")
+        raises = bool(ret.get("exceptions"))
+        if isinstance(value, dict):
+            props = value.get("properties")
+            pkey = (
+                tuple((p.get("name"), p.get("class")) for p in props if isinstance(p, dict))
+                if isinstance(props, list)
+                else None
+            )
+            key: Any = (value.get("class"), pkey, raises, bool(value))
+        else:
+            key = (None, None, raises, bool(value))
+        found = self.returns.get(key, False)
+        if found is False:
+            found = self.returns[key] = dg.return_value(ret)
+        return found  # type: ignore[return-value]
 
 
 def _subtree_digests(roots: list[Action]) -> None:

@@ -14,7 +14,8 @@ Contract (reference/appmap.md §1.10, §3.3):
   The canonical form v1 is `tracetool.sql.normalize` (sqlglot tokenizer: literals → `?`, comments
   dropped, whitespace collapsed), then every bind placeholder (`$1`, `?1`, `:name`, `%s`,
   `%(name)s`, `@p1`) written `?`, then runs of `?, ?, …` collapsed to one `?` (as AppMap
-  collapses runs of variables), keywords upper-cased. A statement whose text ends in `...`
+  collapses runs of variables), keywords upper-cased. Plain numbers and '…' strings are masked
+  with a regex before tokenizing (same result, one tokenizer run per statement shape). A statement whose text ends in `...`
   (truncated by the agent) has digest "truncatedQuery", as in AppMap.
 - `subtree_digest(digest, child_digests)` = sha256 of the digest and the children's subtree
   digests joined by newlines.
@@ -45,9 +46,27 @@ _KEYWORDS = frozenset(
 )
 
 
-@lru_cache(maxsize=8192)
+# Plain literals, masked before tokenizing so statements that differ only in them share one
+# (cached) tokenizer run. Quoted identifiers are matched first so they stay intact; texts with
+# backslashes or dollar quotes skip this step (their literals need the dialect's tokenizer).
+_PRE = re.compile(
+    r'"(?:[^"]|"")*"|`[^`]*`|\[[^\]]*\]|(\'(?:[^\']|\'\')*\')|(?<![\w$.?:@])(\d+(?:\.\d+)?)(?![\w.])'
+)
+
+
+def _premask(sql: str) -> str:
+    if "\\" in sql or "$$" in sql:
+        return sql
+    return _PRE.sub(lambda m: "?" if m.group(1) or m.group(2) else m.group(0), sql)
+
+
 def canonical_sql(sql: str, database_type: str | None = None) -> str:
     """The v1 canonical form of one SQL statement (module doc)."""
+    return _canonical(_premask(sql), database_type)
+
+
+@lru_cache(maxsize=8192)
+def _canonical(sql: str, database_type: str | None) -> str:
     from tracetool import sql as sqlmod
 
     text = sqlmod.normalize(sql, database_type)

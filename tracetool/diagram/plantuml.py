@@ -31,7 +31,9 @@ from tracetool.diagram.model import (
     Diagram,
 )
 
-THEME = "!includeurl https://raw.githubusercontent.com/getappmap/plantuml-theme/main/appmap-theme.puml"
+THEME = (
+    "!includeurl https://raw.githubusercontent.com/getappmap/plantuml-theme/main/appmap-theme.puml"
+)
 LIMIT = 50
 INSERT_BACK = "#172238"
 DELETE_BACK = "#29201A"
@@ -155,8 +157,11 @@ def render(
             continue
         w.emit(
             depth,
-            tokens[0] + _request_arrow(w, action, caller, callee) + tokens[1]
-            + ": " + _request_label(w, action),
+            tokens[0]
+            + _request_arrow(w, action, caller, callee)
+            + tokens[1]
+            + ": "
+            + _request_label(w, action),
         )
         name = action.display_name
         if w.notes and len(name) > LIMIT:

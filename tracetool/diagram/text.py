@@ -86,4 +86,6 @@ def render(diagram: Diagram) -> str:
             child_depth = depth + 1
         for child in reversed(action.children):
             stack.append((child, child_depth))
-    return "\n".join(line if counts[line] == 1 else f"{counts[line]} times: {line}" for line in lines)
+    return "\n".join(
+        line if counts[line] == 1 else f"{counts[line]} times: {line}" for line in lines
+    )
