@@ -275,21 +275,28 @@ def output_path(source: Path, output_dir: Path) -> Path:
     return output_dir / source.name
 
 
+def human(size: float) -> str:
+    for unit in ("bytes", "KB", "MB"):
+        if size < 1024 or unit == "MB":
+            return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
+
+
 def describe(result: PruneResult) -> Iterable[str]:
     """Human lines for the text format."""
-    mb = 2**20
     yield (
-        f"{result.source}: {result.size_before / mb:.1f} MB → {result.size_after / mb:.1f} MB, "
+        f"{result.source}: {human(result.size_before)} → {human(result.size_after)}, "
         f"{result.events_before} → {result.events_after} events"
     )
     if result.removed:
         yield "The following has been pruned:"
         for r in result.removed:
-            yield f"  {r.fqid} ({r.calls} calls, {r.bytes / 1024:.0f} KB)"
+            yield f"  {r.fqid} ({r.calls} calls, {human(r.bytes)})"
     elif result.prune_filter:
         yield f"Filter applied: {filters.describe(filters.decode(result.prune_filter))}"
     if not result.reached and result.target is not None:
         yield (
-            f"warning: could not reach {result.target / mb:.1f} MB: HTTP requests and SQL "
+            f"warning: could not reach {human(result.target)}: HTTP requests and SQL "
             "queries are always kept"
         )
