@@ -252,9 +252,10 @@ def _serialize(
     parts: list[bytes] = [b"{"]
     first = True
 
-    def put(key: str, value: bytes) -> None:
+    def put(key: str, *value: Any) -> None:
         nonlocal first
-        parts.append((b"" if first else b",") + dumps(key) + b":" + value)
+        parts.append((b"" if first else b",") + dumps(key) + b":")
+        parts.extend(value)  # pieces, so the big event array is copied only once, at the end
         first = False
 
     for key in ("version", "metadata"):
@@ -264,11 +265,21 @@ def _serialize(
     for key, value in doc.data.items():
         if key not in ("version", "metadata", "classMap", "events", "eventUpdates", "pruneFilter"):
             put(key, dumps(value))
-    put("events", b"[" + b",".join(raws[e] for e in bound.events if id(e) in keep_events) + b"]")
+    kept_raws = [raws[e] for e in bound.events if id(e) in keep_events]
+    put("events", b"[", *_interleave(kept_raws), b"]")
     if prune_filter is not None:
         put("pruneFilter", dumps(filters.to_json(prune_filter)))
     parts.append(b"}")
     return b"".join(parts)
+
+
+def _interleave(items: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for i, item in enumerate(items):
+        if i:
+            out.append(b",")
+        out.append(item)
+    return out
 
 
 def output_path(source: Path, output_dir: Path) -> Path:
