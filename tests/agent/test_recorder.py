@@ -5,19 +5,20 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
 from tracetool.agent.recorder import Recorder, get_recorder
-from tracetool.trace.normalize import normalize
 from tracetool.trace.document import from_data
+from tracetool.trace.normalize import normalize
 
 from .conftest import tree
 
 
 @pytest.fixture
-def rec(project) -> Recorder:  # noqa: ANN001 - the project fixture gives a clean config
+def rec(project: Any) -> Recorder:
     project.configure()
     return get_recorder()
 
