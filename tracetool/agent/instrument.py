@@ -51,10 +51,18 @@ def choose_mechanism() -> str:
 
 
 def install(config: Config) -> None:
-    """Instrument trace.yml's packages now and at every later import (idempotent)."""
+    """Instrument trace.yml's packages now and at every later import.
+
+    Called again with another configuration, later imports follow the new one and configured
+    modules already imported are instrumented now; what is instrumented stays instrumented.
+    """
     global _manager
     with _lock:
         if _manager is not None:
+            if config is not _manager.config:
+                _manager.config = config
+                _manager.root = str(config.root)
+                _manager.instrument_loaded()
             return
         manager = _Manager(config, choose_mechanism())
         sys.meta_path.insert(0, _Finder(manager))

@@ -36,19 +36,38 @@ and the document says so in `metadata.truncated`.
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
-
-# Through asyncio, never `_asyncio` directly: importing the C module before asyncio leaves
-# asyncio.current_task() returning None in every task (3.9-3.13), which breaks anyio/Starlette.
-# asyncio re-exports the C accelerated versions where they exist.
-from asyncio import current_task as _current_task
-from asyncio.events import _get_running_loop
+from collections.abc import Callable
 from contextvars import ContextVar
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from tracetool.agent.config import max_events
 from tracetool.agent.values import compact
+
+
+def _no_loop() -> Any:
+    """`_get_running_loop` until the app imports asyncio (no asyncio: no loop, no tasks)."""
+    module = sys.modules.get("asyncio")
+    if module is None:
+        return None
+    events = getattr(module, "events", None)
+    finder = getattr(module, "current_task", None)
+    getter = getattr(events, "_get_running_loop", None)
+    if finder is None or getter is None:
+        return None  # asyncio is being imported right now
+    # Bind the real functions (the C versions where the interpreter has them). Importing
+    # _asyncio ourselves before asyncio breaks current_task() on 3.9, so we never do.
+    global _get_running_loop, _current_task
+    _current_task = finder
+    _get_running_loop = getter
+    return getter()
+
+
+_get_running_loop: Callable[[], Any] = _no_loop
+_current_task: Callable[[Any], Any] = lambda loop: None  # noqa: E731
+
 
 if TYPE_CHECKING:
     from tracetool.agent.functions import FunctionInfo
@@ -293,6 +312,9 @@ class Recorder:
         targets = self._globals + scope if scope else self._globals
         if not targets:
             return None
+        if len(targets) == 1 and len(targets[0].events) >= targets[0].limit:
+            targets[0].dropped += 1  # full: skip the work (the common case of one session)
+            return None
         top = _STACK.get()
         if top is None or _get_running_loop() is not None:
             top = self._top()
@@ -437,10 +459,10 @@ class ScopedRecording:
 def _finish(session: Session) -> Recording:
     from tracetool.agent.recording import Recording
 
-    events = session.events
+    events, limit = session.events, session.limit
     session.events = _DISCARD
     session.limit = 0
-    return Recording.from_session(session, events)
+    return Recording.from_session(session, events, limit)
 
 
 _recorder = Recorder()

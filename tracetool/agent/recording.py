@@ -80,13 +80,13 @@ class Recording:
         self._class_map: list[dict[str, Any]] | None = None
 
     @classmethod
-    def from_session(cls, session: Session, events: list[tuple]) -> Recording:
+    def from_session(cls, session: Session, events: list[tuple], limit: int) -> Recording:
         md = base_metadata(session.recorder_name, session.recorder_type, session.name)
         md.update(session.metadata)
         if session.dropped:
             md["truncated"] = {
                 "reason": "max_events",
-                "max_events": session.limit or len(events),
+                "max_events": limit,
                 "dropped_calls": session.dropped,
             }
         return cls(md, events[: len(events)])
