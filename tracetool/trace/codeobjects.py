@@ -254,9 +254,9 @@ class ClassMap:
 
 def query_name(call: Event) -> str:
     """The name of a SQL call's `query` code object: its parameterized SQL."""
-    from tracetool import sql
+    from tracetool import sql as sql_module
 
-    return sql.normalize(ev.sql_text(call), ev.database_type(call))
+    return sql_module.normalize(ev.sql_text(call), ev.database_type(call))
 
 
 def _labels(value: Any) -> list[str]:
