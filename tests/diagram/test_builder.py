@@ -74,7 +74,8 @@ def test_any_filter_keeps_only_command_roots() -> None:
 def test_sql_digest_is_versioned_canonical_form() -> None:
     ours = to_json(build_diagram(load(REVOKE)))
     selects = [
-        a for a in _flat(ours)
+        a
+        for a in _flat(ours)
         if a["nodeType"] == QUERY and a["query"].startswith('SELECT * FROM "api_keys"')
     ]
     assert len({a["digest"] for a in selects}) == 1
@@ -103,23 +104,53 @@ def _doc(calls: list[tuple[str, list[Any]]]) -> dict[str, Any]:
         kind, item = work.pop()
         if kind == "ret":
             events.append(
-                {"id": next(ids), "event": "return", "thread_id": 1, "parent_id": item,
-                 "elapsed": 0.001}
+                {
+                    "id": next(ids),
+                    "event": "return",
+                    "thread_id": 1,
+                    "parent_id": item,
+                    "elapsed": 0.001,
+                }
             )
             continue
         name, children = item
         call_id = next(ids)
         events.append(
-            {"id": call_id, "event": "call", "thread_id": 1, "defined_class": "Svc",
-             "method_id": name, "path": "app/svc.py", "lineno": ord(name[0]), "static": False}
+            {
+                "id": call_id,
+                "event": "call",
+                "thread_id": 1,
+                "defined_class": "Svc",
+                "method_id": name,
+                "path": "app/svc.py",
+                "lineno": ord(name[0]),
+                "static": False,
+            }
         )
         work.append(("ret", call_id))
         work.extend(("call", c) for c in reversed(children))
     names = sorted({e["method_id"] for e in events if e["event"] == "call"})
-    class_map = [{"name": "app", "type": "package", "children": [
-        {"name": "Svc", "type": "class", "children": [
-            {"name": n, "type": "function", "location": f"app/svc.py:{ord(n[0])}",
-             "static": False} for n in names]}]}]
+    class_map = [
+        {
+            "name": "app",
+            "type": "package",
+            "children": [
+                {
+                    "name": "Svc",
+                    "type": "class",
+                    "children": [
+                        {
+                            "name": n,
+                            "type": "function",
+                            "location": f"app/svc.py:{ord(n[0])}",
+                            "static": False,
+                        }
+                        for n in names
+                    ],
+                }
+            ],
+        }
+    ]
     return {"version": "1.12", "metadata": {}, "classMap": class_map, "events": events}
 
 

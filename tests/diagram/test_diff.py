@@ -67,14 +67,43 @@ def test_removed_and_added_calls_in_a_loop() -> None:
 
 def _doc_with_sql(sql: str, method: str = "find") -> dict[str, Any]:
     return {
-        "classMap": [{"name": "app", "type": "package", "children": [{"name": "Repo", "type": "class",
-            "children": [{"name": method, "type": "function", "location": "app/repo.py:3",
-                          "static": True}]}]}],
+        "classMap": [
+            {
+                "name": "app",
+                "type": "package",
+                "children": [
+                    {
+                        "name": "Repo",
+                        "type": "class",
+                        "children": [
+                            {
+                                "name": method,
+                                "type": "function",
+                                "location": "app/repo.py:3",
+                                "static": True,
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
         "events": [
-            {"id": 1, "event": "call", "thread_id": 1, "defined_class": "Repo", "method_id": method,
-             "path": "app/repo.py", "lineno": 3, "static": True},
-            {"id": 2, "event": "call", "thread_id": 1,
-             "sql_query": {"sql": sql, "database_type": "sqlite"}},
+            {
+                "id": 1,
+                "event": "call",
+                "thread_id": 1,
+                "defined_class": "Repo",
+                "method_id": method,
+                "path": "app/repo.py",
+                "lineno": 3,
+                "static": True,
+            },
+            {
+                "id": 2,
+                "event": "call",
+                "thread_id": 1,
+                "sql_query": {"sql": sql, "database_type": "sqlite"},
+            },
             {"id": 3, "event": "return", "thread_id": 1, "parent_id": 2, "elapsed": 0.001},
             {"id": 4, "event": "return", "thread_id": 1, "parent_id": 1, "elapsed": 0.002},
         ],
@@ -143,8 +172,15 @@ def test_cli_files_and_directories(tmp_path: Path) -> None:
 
     result = runner.invoke(
         cli,
-        ["sequence-diagram-diff", str(base / "sub/user.sequence.json"),
-         str(head / "sub/user.sequence.json"), "--output-dir", str(out), "--format", "json"],
+        [
+            "sequence-diagram-diff",
+            str(base / "sub/user.sequence.json"),
+            str(head / "sub/user.sequence.json"),
+            "--output-dir",
+            str(out),
+            "--format",
+            "json",
+        ],
     )
     assert result.exit_code == 0, result.output
     data = orjson.loads((out / "diff.sequence.json").read_bytes())
@@ -160,7 +196,9 @@ def test_cli_identical_and_bad_input(tmp_path: Path) -> None:
     bogus.write_text('{"hello": 1}')
     done = subprocess.run(
         [sys.executable, "-m", "tracetool", "sequence-diagram-diff", str(bogus), str(bogus)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 1
     assert done.stderr.startswith("tracetool: ") and "not a sequence diagram" in done.stderr

@@ -54,8 +54,12 @@ def _syntax(text: str, tmp_path: Path) -> str:
     # the AppMap theme is fetched from the network; the syntax check must not need it
     body = "\n".join(line for line in text.splitlines() if line != THEME)
     out = subprocess.run(
-        [PLANTUML or "plantuml", "-syntax"], input=body, capture_output=True, text=True,
-        timeout=120, check=False,
+        [PLANTUML or "plantuml", "-syntax"],
+        input=body,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     return out.stdout
 

@@ -119,8 +119,15 @@ def test_cli_filter_loops_expand_exclude(tmp_path: Path) -> None:
 def test_cli_show_browser_writes_and_opens_html(tmp_path: Path, _no_browser: list[str]) -> None:
     result = CliRunner().invoke(
         cli,
-        ["sequence-diagram", str(app("show_user")), "-f", "plantuml", "--show-browser",
-         "--output-dir", str(tmp_path)],
+        [
+            "sequence-diagram",
+            str(app("show_user")),
+            "-f",
+            "plantuml",
+            "--show-browser",
+            "--output-dir",
+            str(tmp_path),
+        ],
     )
     assert result.exit_code == 0, result.output
     page = tmp_path / "show_user.sequence.html"
@@ -133,14 +140,18 @@ def test_cli_default_png_beside_recording_e2e(tmp_path: Path) -> None:
     copy.write_bytes(REVOKE.read_bytes())
     done = subprocess.run(
         [sys.executable, "-m", "tracetool", "sequence-diagram", str(copy)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     with Image.open(tmp_path / "rec.sequence.png") as img:
         assert img.width > 300
     missing = subprocess.run(
         [sys.executable, "-m", "tracetool", "sequence-diagram", str(tmp_path / "nope.appmap.json")],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert missing.returncode == 1
     assert missing.stderr.strip() == f"tracetool: {tmp_path / 'nope.appmap.json'}: no such file"

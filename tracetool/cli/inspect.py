@@ -9,7 +9,11 @@ from tracetool.cli.common import common_options
 
 @click.command("inspect")
 @click.argument("code_object", metavar="CODE_OBJECT")
-@click.option("--trace-dir", metavar="DIR", help="Directory searched recursively (default: trace.yml trace_dir, else tmp/trace).")
+@click.option(
+    "--trace-dir",
+    metavar="DIR",
+    help="Directory searched recursively (default: trace.yml trace_dir, else tmp/trace).",
+)
 @click.option("-i", "--interactive", is_flag=True, help="Interactive table mode.")
 @common_options
 def command(code_object: str, trace_dir: str | None, interactive: bool) -> None:

@@ -13,11 +13,41 @@ from tracetool.cli.common import common_options
 
 @click.command("prune")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("-o", "--output-dir", type=click.Path(path_type=Path), default=Path("."), show_default=True, help="Where the pruned recording is written (same file name).")
-@click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="text", show_default=True, help="Format of the report of what was pruned.")
-@click.option("-s", "--size", default="15mb", show_default=True, help="Prune to this size (binary units: 15mb = 15·2^20 bytes).")
-@click.option("--filter", "filter_", metavar="FILTER", help="Filter state (JSON or base64, as the editors copy it).")
-@click.option("--output-data", is_flag=True, default=None, help="Write the pruned recording to stdout instead of a file.")
+@click.option(
+    "-o",
+    "--output-dir",
+    type=click.Path(path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Where the pruned recording is written (same file name).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "text"]),
+    default="text",
+    show_default=True,
+    help="Format of the report of what was pruned.",
+)
+@click.option(
+    "-s",
+    "--size",
+    default="15mb",
+    show_default=True,
+    help="Prune to this size (binary units: 15mb = 15·2^20 bytes).",
+)
+@click.option(
+    "--filter",
+    "filter_",
+    metavar="FILTER",
+    help="Filter state (JSON or base64, as the editors copy it).",
+)
+@click.option(
+    "--output-data",
+    is_flag=True,
+    default=None,
+    help="Write the pruned recording to stdout instead of a file.",
+)
 @common_options
 def command(
     file: Path,
@@ -48,7 +78,9 @@ def command(
         state = filters.decode(filter_)
         for key in state.unknown:
             warn(f"--filter: unknown key {key!r} ignored")
-    result = prune.prune_file(file, size=prune.parse_size(size) if size_given else None, filter=state)
+    result = prune.prune_file(
+        file, size=prune.parse_size(size) if size_given else None, filter=state
+    )
     if output_data:
         sys.stdout.buffer.write(result.data)
         sys.stdout.buffer.write(b"\n")

@@ -220,9 +220,7 @@ def _http_request(node: CallNode) -> str:
     return f"{text} ({status})" if status is not None else text
 
 
-def _context(
-    node: CallNode, cos: dict[int, CodeObject], recording: str
-) -> dict[str, list[str]]:
+def _context(node: CallNode, cos: dict[int, CodeObject], recording: str) -> dict[str, list[str]]:
     from tracetool import sql
 
     co = cos[id(node)]
@@ -240,8 +238,12 @@ def _context(
         elif d is not node and _labeled(cos[id(d)], d):
             descendants.append(cos[id(d)].fqid)
     caller_co = cos[id(parent)] if parent is not None else None
-    callees = node.children or [None]
-    trigrams: dict[str, list[str]] = {"packageTrigrams": [], "classTrigrams": [], "functionTrigrams": []}
+    callees: list[CallNode | None] = list(node.children) or [None]
+    trigrams: dict[str, list[str]] = {
+        "packageTrigrams": [],
+        "classTrigrams": [],
+        "functionTrigrams": [],
+    }
     for callee in callees:
         callee_co = cos[id(callee)] if callee is not None else None
         for key, name in (
