@@ -52,12 +52,14 @@ class RecordingNames:
     def __init__(self, names: Names, class_map: Any) -> None:
         self._names = names
         self._class_map = class_map
-        self._index: Optional[dict[str, list[tuple[str, Chain]]]] = None
+        self._index: Optional[dict[str, list[tuple[str, Optional[Chain]]]]] = None
         self._full: Optional[ClassMap] = None
 
-    def _locations(self) -> dict[str, list[tuple[str, Chain]]]:
-        # same traversal order and coercions as ClassMap.from_json
-        index: dict[str, list[tuple[str, Chain]]] = {}
+    def _locations(self) -> dict[str, list[tuple[str, Optional[Chain]]]]:
+        # same traversal order and coercions as ClassMap.from_json; a function nested in a
+        # function (not in the format, but readable) has no plain chain: None sends it to the
+        # full ClassMap
+        index: dict[str, list[tuple[str, Optional[Chain]]]] = {}
         data = self._class_map if isinstance(self._class_map, list) else []
         stack: list[tuple[Any, Chain]] = [(item, ()) for item in reversed(data)]
         while stack:
@@ -71,7 +73,8 @@ class RecordingNames:
                 static = bool(item.get("static", False))
                 link: Chain = (*chain, (kind, name, static, location))
                 if location:
-                    index.setdefault(str(location), []).append((name, link))
+                    plain = all(len(part) == 2 for part in chain)
+                    index.setdefault(str(location), []).append((name, link if plain else None))
             else:
                 link = (*chain, (kind, name))
             children = item.get("children")
@@ -91,7 +94,9 @@ class RecordingNames:
                 self._index = self._locations()
             method_id = str(call.get("method_id", ""))
             for name, chain in self._index.get(f"{path}:{lineno}", ()):
-                if name == method_id and all(len(link) == 2 for link in chain[:-1]):
+                if name == method_id:
+                    if chain is None:
+                        break
                     return self._names.fqid_of_chain(chain)
         if self._full is None:
             self._full = ClassMap.from_json(self._class_map)
