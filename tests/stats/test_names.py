@@ -61,7 +61,9 @@ def test_awkward_class_maps() -> None:
         {"type": "function", "name": "top", "location": "t.py:9"},
     ]
 
-    def call(cls: str, method: str, path: str | None, line: int | None, static: bool) -> dict[str, Any]:
+    def call(
+        cls: str, method: str, path: str | None, line: int | None, static: bool
+    ) -> dict[str, Any]:
         return {
             "event": "call",
             "defined_class": cls,
