@@ -56,7 +56,6 @@ def _function_key(call: dict[str, Any]) -> tuple[Any, ...]:
 
 
 _SQL = "\0sql"
-_NOT_FUNCTIONS = ("sql_query", "http_server_request", "http_client_request")
 
 
 def _other_key(call: dict[str, Any]) -> tuple[str, ...]:
@@ -67,7 +66,7 @@ def _other_key(call: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _file_overhead(path: Path, names: Names) -> dict[Key, list[float]]:
-    stream = open_stream(path)
+    stream = open_stream(path, header_keys=("classMap",))
     # Sum under a raw key first (cheap: a tuple of the call's identifying fields) and name each
     # distinct key once at the end; a function call is identified by its defined_class,
     # method_id, path, lineno and static, anything else by its kind and text.
@@ -135,12 +134,17 @@ def js_length(encoded: bytes) -> int:
 
 def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], int]:
     """(fqid, count, size, location) per function of one recording, and the number of calls."""
-    stream = open_stream(path)
+    stream = open_stream(path, header_keys=("classMap",))
     sums: dict[tuple[Any, ...], list[Any]] = {}
     calls = 0
     dumps = orjson.dumps
     for event in stream.events():
-        if event.get("event") != "call" or any(k in event for k in _NOT_FUNCTIONS):
+        if (
+            event.get("event") != "call"
+            or "sql_query" in event
+            or "http_server_request" in event
+            or "http_client_request" in event
+        ):
             continue
         calls += 1
         key = _function_key(event)

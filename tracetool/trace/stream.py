@@ -93,6 +93,7 @@ def open_stream(
     threshold: Optional[int] = None,
     must_contain: Optional[str] = None,
     raw: Optional[bytes] = None,
+    header_keys: tuple[str, ...] = HEADER_KEYS,
 ) -> TraceStream:
     """Open a recording for one pass over its events (module doc).
 
@@ -106,7 +107,7 @@ def open_stream(
     if raw is None:
         raw = read_small(p, threshold)
         if raw is None:
-            return _open_streamed(p, file_size(p), must_contain)
+            return _open_streamed(p, file_size(p), must_contain, header_keys)
     size = len(raw)
     if not raw or raw.isspace():
         raise TraceFormatError(f"{p}: empty file, not a trace document")
@@ -145,7 +146,12 @@ def read_small(path: Path | str, threshold: Optional[int] = None) -> Optional[by
         raise TraceFormatError(f"{p}: cannot read ({exc.strerror})") from None
 
 
-def _open_streamed(path: Path, size: int, must_contain: Optional[str] = None) -> TraceStream:
+def _open_streamed(
+    path: Path,
+    size: int,
+    must_contain: Optional[str] = None,
+    header_keys: tuple[str, ...] = HEADER_KEYS,
+) -> TraceStream:
     with open(path, "rb") as handle:
         head = handle.read(4096).lstrip(_WS)
     if not head:
@@ -154,12 +160,13 @@ def _open_streamed(path: Path, size: int, must_contain: Optional[str] = None) ->
         raise TraceFormatError(f"{path}: not a trace document (top level is not an object)")
     header: dict[str, Any] = {}
     extra = (must_contain,) if must_contain else ()
-    found = _locate_keys(path, (*HEADER_KEYS, "events", *extra))
+    wanted = tuple(dict.fromkeys((*header_keys, "eventUpdates")))
+    found = _locate_keys(path, (*wanted, "events", *extra))
     if not found.get("events"):
         raise TraceFormatError(f"{path}: not a trace document (no events array)")
     if must_contain and not found.get(must_contain):
         return TraceStream(path, size, {}, streamed=False)
-    for key in HEADER_KEYS:
+    for key in wanted:
         offsets = found.get(key, [])
         if not offsets:
             continue
