@@ -229,3 +229,20 @@ def _walk(actions: list[dict]) -> list[dict]:
         out.append(action)
         stack.extend(action.get("children") or [])
     return out
+
+
+def test_differently_analyzed_sides_are_rebuilt(project: Project) -> None:
+    """Stored diagrams made with different filters do not compare: both sides are rebuilt."""
+    revisions = []
+    for extra in ((), ("--filter", "hide_name=function:app/views#helper")):
+        revisions.append(project.commit(f"commit {len(revisions)}"))
+        project.record({"t/a.trace.json": recording("a", helper=True)})
+        ok("archive", "-t", "full", *extra)
+    c1, c2 = revisions
+    for side, rev in (("base", c1), ("head", c2)):
+        ok("restore", "-r", rev, "--output-dir", f"rep/{side}")
+    out = ok("compare", "-b", c1, "-h", c2, "--output-dir", "rep")
+    assert "analyzed with different settings" in out.stderr
+    report = json.loads(Path("rep/change-report.json").read_text())
+    assert report["changedAppMaps"] == []
+    assert report["warnings"]["analysis"]

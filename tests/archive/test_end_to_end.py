@@ -150,8 +150,13 @@ def test_archive_restore_compare_report(project: Project) -> None:
     assert "https://viewer.example/open?path=head%2Fpytest%2Ftest_missing.trace.json" in md
     assert "(https://git.example/shop/blob/main/tests/test_app.py#L3)" in md
     assert "`posts`" in md  # new table
+    assert "| [SQL changes](#sql-changes) | :floppy_disk: 1 new query, 1 new table |" in md
+    assert ":chart_with_upwards_trend: 1 query runs more often, 1 request issues more SQL" in md
     if HAS_OPENAPI:
-        assert "Add response status code `404 GET /users/{id}`" in md
+        assert ":warning: 1 breaking :wrench: 1 non-breaking" in md
+        assert "- Add response status code `404 GET /users/{id}`" in md
+        assert "are <b>not</b> backwards-compatible" in md
+        assert "- Remove path `/old`" in md  # only the removed test requested it
 
 
 def test_archive_through_a_real_process(project: Project) -> None:
@@ -213,3 +218,33 @@ def test_archive_errors(project: Project, tmp_path: Path, monkeypatch) -> None:
     result = run("archive", "-r", "abc")
     assert result.code == 1 and "no trace.yml found" in result.stderr
     assert result.stderr.count("\n") == 1  # one line, no traceback
+
+
+def test_golden_set_a_through_archives(project: Project, golden_a: Path) -> None:
+    """AppMap's compare fixture recorded at two commits, through our whole pipeline."""
+    expected = json.loads((golden_a / "change-report.json").read_text())
+    revisions = []
+    for side in ("base", "head"):
+        revisions.append(project.commit(side))
+        project.record({})
+        for source in (golden_a / side / "minitest").glob("*.appmap.json"):
+            target = project.trace_dir / "minitest" / source.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+        ok("archive", "-t", "full", "--thread-count", "2")
+    c1, c2 = revisions
+    report_dir = Path(".trace/change-report") / f"{c1}-{c2}"
+    for side, rev in (("base", c1), ("head", c2)):
+        ok("restore", "-r", rev, "--output-dir", str(report_dir / side))
+    ok("compare", "-b", c1, "-h", c2)
+    report = json.loads((report_dir / "change-report.json").read_text())
+    assert report["newAppMaps"] == expected["newAppMaps"]
+    assert report["removedAppMaps"] == expected["removedAppMaps"]
+    assert [c["appmap"] for c in report["changedAppMaps"]] == [
+        c["appmap"] for c in expected["changedAppMaps"]
+    ]
+    assert report["sqlDiff"] == expected["sqlDiff"]
+    if HAS_OPENAPI:
+        added = [d["description"] for d in report["apiDiff"]["nonBreakingDifferences"]]
+        assert "Add response status code `302 GET /users/{id}`" in added
+        assert report["apiDiff"]["breakingDifferencesFound"] is False

@@ -118,6 +118,8 @@ def compare(options: CompareOptions) -> CompareResult:
     config = load_config()
     cf = load_compare_filter(config.raw, (), str(config.path or "trace.yml"))
     base, head = Snapshot(out / "base", cf), Snapshot(out / "head", cf)
+    warnings: dict[str, list[str]] = {}
+    _check_analysis(base, head, warnings)
 
     b_tests = {n for n in base.recordings if base.is_test(n)}
     h_tests = {n for n in head.recordings if head.is_test(n)}
@@ -136,7 +138,6 @@ def compare(options: CompareOptions) -> CompareResult:
         "changedAppMaps": [],
         "sequenceDiagramDiff": {},
     }
-    warnings: dict[str, list[str]] = {}
     _diagram_diffs(report, out, base, head, changed, options, base_revision, head_revision)
     report["appMapMetadata"] = {
         "base": {n: base.metadata(n) for n in sorted(base.recordings)},
@@ -182,6 +183,23 @@ def compare(options: CompareOptions) -> CompareResult:
         deleted=deleted,
         warnings=tuple(w for ws in warnings.values() for w in ws),
     )
+
+
+def _check_analysis(base: Snapshot, head: Snapshot, warnings: dict[str, list[str]]) -> None:
+    """Digests only compare when both sides were analyzed the same way (module doc)."""
+    layouts = {base.layout, head.layout} - {"plain"}
+    if len(layouts) > 1:
+        warnings.setdefault("analysis", []).append(
+            "base and head were archived by different tools (tracetool and AppMap); their SQL "
+            "digests differ, so recordings with SQL may show as changed"
+        )
+    b_key, h_key = base.analysis_key(), head.analysis_key()
+    if b_key is not None and h_key is not None and b_key != h_key:
+        base.use_stored = head.use_stored = False
+        warnings.setdefault("analysis", []).append(
+            "base and head were analyzed with different settings or tool versions; "
+            "diagrams and index data were rebuilt from the recordings"
+        )
 
 
 def _diagram_diffs(

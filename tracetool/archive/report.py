@@ -41,10 +41,10 @@ REPORT_MD = "report.md"
 MAX_ITEMS = 10
 MAX_DIFF_LINES = 30  # of the text diff shown per changed recording
 _SQL_LABELS = {
-    "newQueries": "new queries",
-    "removedQueries": "removed queries",
-    "newTables": "new tables",
-    "removedTables": "removed tables",
+    "newQueries": "new query",
+    "removedQueries": "removed query",
+    "newTables": "new table",
+    "removedTables": "removed table",
 }
 
 
@@ -184,7 +184,7 @@ def render(root: Path, report: dict[str, Any], options: ReportOptions) -> str:
             rows.append(("[API changes](#openapi-changes)", " ".join(status)))
             body += ['<h2 id="openapi-changes">🔄 API changes</h2>', ""]
             for title, note, items in (
-                (":warning: Breaking changes", "<b>not</b>", breaking),
+                (":warning: Breaking changes", "are <b>not</b>", breaking),
                 (":wrench: Non-breaking changes", "<b>are</b>", non_breaking),
             ):
                 if items:
@@ -204,7 +204,11 @@ def render(root: Path, report: dict[str, Any], options: ReportOptions) -> str:
     if isinstance(sql, dict):
         parts = [(label, sql.get(key) or []) for key, label in _SQL_LABELS.items()]
         if any(v for _, v in parts):
-            summary = ", ".join(f"{len(v)} {label}" for label, v in parts if v)
+            summary = ", ".join(
+                _count(len(v), label, label[:-1] + "ies" if label.endswith("y") else None)
+                for label, v in parts
+                if v
+            )
             rows.append(("[SQL changes](#sql-changes)", f":floppy_disk: {summary}"))
             body += ['<h2 id="sql-changes">🗄️ SQL changes</h2>', ""]
             body += _sql_section(sql, links)
@@ -257,6 +261,10 @@ def render(root: Path, report: dict[str, Any], options: ReportOptions) -> str:
     return "\n".join([*head, "", "", *body]).rstrip() + "\n"
 
 
+def _count(n: int, singular: str, plural: str | None = None) -> str:
+    return f"{n} {singular if n == 1 else plural or singular + 's'}"
+
+
 def _count_status(counts: dict[str, Any]) -> str:
     queries = counts.get("queries") or []
     requests = counts.get("requests") or []
@@ -264,9 +272,13 @@ def _count_status(counts: dict[str, Any]) -> str:
     heavier = sum(1 for e in requests if e["headSqlCount"] > e["baseSqlCount"])
     parts = []
     if more:
-        parts.append(f":chart_with_upwards_trend: {more} queries run more often")
+        verb = "runs" if more == 1 else "run"
+        parts.append(
+            f":chart_with_upwards_trend: {_count(more, 'query', 'queries')} {verb} more often"
+        )
     if heavier:
-        parts.append(f"{heavier} requests issue more SQL")
+        verb = "issues" if heavier == 1 else "issue"
+        parts.append(f"{_count(heavier, 'request')} {verb} more SQL")
     if len(queries) - more or len(requests) - heavier:
         parts.append(
             f":chart_with_downwards_trend: {len(queries) + len(requests) - more - heavier} fewer"

@@ -9,7 +9,9 @@ A snapshot is a directory of recordings plus, optionally, their analysis, in eit
 
 A stored diagram is used as is, so AppMap data keeps AppMap's digests. Whatever is missing is
 computed from the recording with the same code `archive` uses (`tracetool.archive.analysis`),
-on demand and once per recording; computed analysis is not written back.
+on demand and once per recording; computed analysis is not written back. `use_stored = False`
+ignores stored analysis altogether (compare sets it when base and head were analyzed
+differently, since their digests would not be comparable).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Snapshot:
         self.root = root
         self.filter = compare_filter
         self.manifest = read_manifest(root)
+        self.use_stored = True
         self.recordings: dict[str, Recording] = {}
         self.warnings: list[str] = []
         for path in find_trace_files(root):
@@ -62,6 +65,18 @@ class Snapshot:
             self.recordings[name] = Recording(name, rel, path)
         self._index: dict[str, dict[str, Any]] = {}
         self._diagram: dict[str, dict[str, Any]] = {}
+
+    @property
+    def layout(self) -> str:
+        """`tracetool`, `appmap` (restored by AppMap) or `plain` (recordings only)."""
+        if self.manifest is not None:
+            return "tracetool"
+        return "appmap" if (self.root / APPMAP_MANIFEST).is_file() else "plain"
+
+    def analysis_key(self) -> Any:
+        if self.manifest is None or not self.manifest.analysis.get("analyzed"):
+            return None
+        return self.manifest.analysis.get("key")
 
     @staticmethod
     def has_data(root: Path) -> bool:
@@ -82,6 +97,8 @@ class Snapshot:
         self._diagram.setdefault(name, orjson.loads(result.diagram))
 
     def _stored(self, name: str, *candidates: str) -> dict[str, Any] | None:
+        if not self.use_stored:
+            return None
         for rel in candidates:
             path = self.root / rel
             if path.is_file():
