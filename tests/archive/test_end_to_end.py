@@ -168,7 +168,7 @@ def test_archive_through_a_real_process(project: Project) -> None:
             "-m",
             "tracetool",
             "archive",
-            "--no-analyze",
+            "--no-index"  # alias of --no-analyze,
             "-f",
             "snap.tar",
             "--output-dir",
@@ -248,3 +248,22 @@ def test_golden_set_a_through_archives(project: Project, golden_a: Path) -> None
         added = [d["description"] for d in report["apiDiff"]["nonBreakingDifferences"]]
         assert "Add response status code `302 GET /users/{id}`" in added
         assert report["apiDiff"]["breakingDifferencesFound"] is False
+
+
+def test_pool_and_inline_analysis_agree(project: Project, golden_a: Path, monkeypatch) -> None:
+    project.commit("one")
+    for source in (golden_a / "base" / "minitest").glob("*.appmap.json"):
+        target = project.trace_dir / "minitest" / source.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(source.read_bytes())
+    ok("archive", "--thread-count", "1", "-f", "inline.tar")
+    monkeypatch.setattr("tracetool.archive.analysis.POOL_MIN_BYTES", 0)
+    ok("archive", "--thread-count", "2", "-f", "pool.tar")
+    manifests = []
+    for name in ("inline.tar", "pool.tar"):
+        with tarfile.open(Path(".trace/archive/full") / name) as tar:
+            handle = tar.extractfile(MANIFEST_NAME)
+            assert handle is not None
+            manifests.append(orjson.loads(handle.read()))
+    assert manifests[0]["files"] == manifests[1]["files"]
+    assert len(manifests[0]["files"]) == 6 * 3 + (1 if HAS_OPENAPI else 0)

@@ -39,8 +39,9 @@ from tracetool.archive.compare_filter import CompareFilter
 from tracetool.archive.manifest import ANALYSIS_VERSION, as_dict
 from tracetool.errors import TraceToolError
 
-# Below this much work a process pool costs more than it saves.
+# Below this much work a process pool costs more than it saves (start-up, pickling results).
 POOL_MIN_FILES = 4
+POOL_MIN_BYTES = 16_000_000
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,7 @@ def analyze_file(task: AnalysisTask) -> AnalysisResult:
 def run_analysis(tasks: list[AnalysisTask], workers: int | None) -> Iterator[AnalysisResult]:
     """Results of `analyze_file` for every task, in completion order."""
     count = workers or os.cpu_count() or 1
-    if count <= 1 or len(tasks) < POOL_MIN_FILES:
+    if count <= 1 or len(tasks) < POOL_MIN_FILES or _total_size(tasks) < POOL_MIN_BYTES:
         for task in tasks:
             yield analyze_file(task)
         return
@@ -195,6 +196,16 @@ def run_analysis(tasks: list[AnalysisTask], workers: int | None) -> Iterator[Ana
         max_workers=min(count, len(tasks)), mp_context=multiprocessing.get_context(method)
     ) as pool:
         yield from pool.map(analyze_file, tasks, chunksize=1)
+
+
+def _total_size(tasks: list[AnalysisTask]) -> int:
+    total = 0
+    for task in tasks:
+        try:
+            total += os.path.getsize(task.path)
+        except OSError:
+            pass
+    return total
 
 
 def generate_openapi(

@@ -120,6 +120,8 @@ def compare(options: CompareOptions) -> CompareResult:
     base, head = Snapshot(out / "base", cf), Snapshot(out / "head", cf)
     warnings: dict[str, list[str]] = {}
     _check_analysis(base, head, warnings)
+    for snapshot in (base, head):
+        snapshot.prefetch()
 
     b_tests = {n for n in base.recordings if base.is_test(n)}
     h_tests = {n for n in head.recordings if head.is_test(n)}

@@ -22,7 +22,13 @@ from typing import Any
 
 import orjson
 
-from tracetool.archive.analysis import AnalysisTask, analyze_file, recording_digest
+from tracetool.archive.analysis import (
+    AnalysisResult,
+    AnalysisTask,
+    analyze_file,
+    recording_digest,
+    run_analysis,
+)
 from tracetool.archive.compare_filter import CompareFilter
 from tracetool.archive.manifest import (
     ANALYSIS_DIR,
@@ -64,7 +70,8 @@ class Snapshot:
                 continue
             self.recordings[name] = Recording(name, rel, path)
         self._index: dict[str, dict[str, Any]] = {}
-        self._diagram: dict[str, dict[str, Any]] = {}
+        self._computed: dict[str, dict[str, Any]] = {}  # built diagrams not yet handed out
+        self._digests: dict[str, str] = {}
 
     @property
     def layout(self) -> str:
@@ -90,11 +97,14 @@ class Snapshot:
 
     def _compute(self, name: str) -> None:
         rec = self.recordings[name]
-        result = analyze_file(AnalysisTask(str(rec.path), rec.relpath, self.filter.to_json()))
+        self._take(analyze_file(AnalysisTask(str(rec.path), rec.relpath, self.filter.to_json())))
+
+    def _take(self, result: AnalysisResult) -> None:
+        rec = self.recordings[recording_name(result.relpath)]
         if result.error is not None:
             raise TraceFormatError(f"{rec.path}: {result.error}")
-        self._index.setdefault(name, orjson.loads(result.index))
-        self._diagram.setdefault(name, orjson.loads(result.diagram))
+        self._index.setdefault(rec.name, orjson.loads(result.index))
+        self._computed[rec.name] = orjson.loads(result.diagram)
 
     def _stored(self, name: str, *candidates: str) -> dict[str, Any] | None:
         if not self.use_stored:
@@ -111,6 +121,30 @@ class Snapshot:
                     return data
         return None
 
+    def _diagram_files(self, name: str) -> tuple[str, str]:
+        return diagram_path(name), f"{name}/sequence.json"
+
+    def prefetch(self, workers: int | None = None) -> None:
+        """Analyze, on a process pool, every recording that lacks stored analysis. A recording
+        that cannot be analyzed is dropped from the snapshot with a warning."""
+        todo = []
+        for name, rec in self.recordings.items():
+            stored = self.use_stored and (
+                (self.root / index_path(name)).is_file()
+                and any((self.root / p).is_file() for p in self._diagram_files(name))
+            )
+            if not stored and name not in self._index:
+                todo.append(AnalysisTask(str(rec.path), rec.relpath, self.filter.to_json()))
+        for result in run_analysis(todo, workers):
+            name = recording_name(result.relpath)
+            if result.error is not None:
+                self.warnings.append(f"{self.root.name}/{result.relpath}: ignored: {result.error}")
+                del self.recordings[name]
+                continue
+            self._take(result)
+            if self._stored_diagram(name) is None:  # keep only the digest: diagrams are big
+                self._digests[name] = _digest(self._computed.pop(name))
+
     def index(self, name: str) -> dict[str, Any]:
         """The index entry (`tracetool.archive.analysis` module doc) of a recording."""
         if name not in self._index:
@@ -121,19 +155,28 @@ class Snapshot:
                 self._compute(name)
         return self._index[name]
 
+    def _stored_diagram(self, name: str) -> dict[str, Any] | None:
+        stored = self._stored(name, *self._diagram_files(name))
+        return (
+            stored if stored is not None and isinstance(stored.get("rootActions"), list) else None
+        )
+
     def diagram(self, name: str) -> dict[str, Any]:
-        """The recording's sequence.json object (stored, ours or AppMap's, else built)."""
-        if name not in self._diagram:
-            stored = self._stored(name, diagram_path(name), f"{name}/sequence.json")
-            if stored is not None and isinstance(stored.get("rootActions"), list):
-                self._diagram[name] = stored
-            else:
-                self._compute(name)
-        return self._diagram[name]
+        """The recording's sequence.json object (stored, ours or AppMap's, else built).
+
+        Not cached (diagrams are big): callers keep what they need.
+        """
+        stored = self._stored_diagram(name)
+        if stored is not None:
+            return stored
+        if name not in self._computed:
+            self._compute(name)
+        return self._computed.pop(name)
 
     def digest(self, name: str) -> str:
-        roots = self.diagram(name)["rootActions"]
-        return recording_digest([str(a.get("subtreeDigest", "")) for a in roots])
+        if name not in self._digests:
+            self._digests[name] = _digest(self.diagram(name))
+        return self._digests[name]
 
     def metadata(self, name: str) -> dict[str, Any]:
         if name in self._index:
@@ -172,3 +215,7 @@ class Snapshot:
     def analysis_paths(self, name: str) -> list[Path]:
         """Derived files and folders of a recording (both layouts), for deletion."""
         return [self.root / ANALYSIS_DIR / name, self.root / name]
+
+
+def _digest(diagram: dict[str, Any]) -> str:
+    return recording_digest([str(a.get("subtreeDigest", "")) for a in diagram["rootActions"]])
