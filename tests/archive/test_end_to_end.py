@@ -168,7 +168,7 @@ def test_archive_through_a_real_process(project: Project) -> None:
             "-m",
             "tracetool",
             "archive",
-            "--no-index"  # alias of --no-analyze,
+            "--no-index",  # alias of --no-analyze
             "-f",
             "snap.tar",
             "--output-dir",
