@@ -86,6 +86,14 @@ def test_incremental_chain_restores_in_history_order(project: Project) -> None:
         names = tar.getnames()
     assert "t/a.trace.json" not in names  # unchanged: not stored again
     assert set(names) == {MANIFEST_NAME, *manifest["members"]}
+    # a full archive of the same state reuses a's restored analysis (elsewhere: not in the store)
+    full = json.loads(ok("archive", "-t", "full", "--output-dir", "side", "--json").stdout)
+    assert (full["analyzed"], full["reused"], full["type"]) == (2, 1, "full")
+    side = _manifest(Path(full["path"]))
+    assert ".analysis/t/a/index.json" in side["members"]
+    assert (
+        side["files"][".analysis/t/a/index.json"] == manifest["files"][".analysis/t/a/index.json"]
+    )
 
     # c3 sorts before c2 alphabetically: AppMap would apply c3's increment first
     project.write_source(3)
