@@ -52,6 +52,11 @@ def _coerce(event: Event) -> None:
             resp["status_code"] = resp.pop("status")
 
 
+# Public name for event-at-a-time normalizers (tracetool.transform.stream) that apply the same
+# coercions while streaming a document without holding it.
+coerce_event = _coerce
+
+
 def _signature_agrees(call: Event, ret: Event) -> bool:
     for key in ("defined_class", "method_id", "path", "static"):
         if key in ret and ret.get(key) != call.get(key):
