@@ -25,9 +25,15 @@ def _normalized_by_stream(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("path", corpus_recordings(), ids=lambda p: p.name)
-def test_streamed_normalization_equals_core_normalize_on_corpus(path) -> None:
+def test_streamed_normalization_equals_core_normalize_on_corpus(path, monkeypatch) -> None:
     data = orjson.loads(path.read_bytes())
-    assert _normalized_by_stream(data) == _normalized_by_core(data)
+    expected = _normalized_by_core(data)
+    assert _normalized_by_stream(data) == expected
+    # indented (event by event) and in many small batches: the same events
+    doc = stream.split(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    assert list(doc.normalized_events()) == expected
+    monkeypatch.setattr(stream, "_BATCH_BYTES", 2000)
+    assert _normalized_by_stream(data) == expected
 
 
 def test_streamed_normalization_handles_every_repair(builder) -> None:
@@ -93,3 +99,24 @@ def test_split_accepts_what_parse_accepts() -> None:
         parse(raw)
         doc = stream.split(raw)
         assert list(doc.normalized_events()) == []
+
+
+def test_balanced_documents_skip_balancing(builder, monkeypatch) -> None:
+    outer = builder.function("A", "outer", "a.py", 1)
+    inner = builder.function("A", "inner", "a.py", 5)
+    builder.ret(inner)
+    builder.ret(outer)
+    data = builder.doc()
+
+    def boom(*args, **kwargs):
+        raise AssertionError("balance() must not run for a normalized document")
+
+    monkeypatch.setattr(stream, "balance", boom)
+    assert _normalized_by_stream(data) == _normalized_by_core(data)
+    data["events"][1]["id"] = 7  # ids not 1..N but balanced: renumbered without balance()
+    data["events"][2]["parent_id"] = 7
+    data["events"][3]["id"] = 70
+    assert _normalized_by_stream(data) == _normalized_by_core(data)
+    data["events"].pop(2)  # inner never returns: balance() must run
+    with pytest.raises(AssertionError, match="must not run"):
+        _normalized_by_stream(data)

@@ -25,6 +25,7 @@ from tracetool.transform.tokens import TOKEN, Tokenizer, classify, read_allow_fi
         ("12:30:05", "iso8601"),
         ("deadbeef42", "hex"),
         ("0x1F2E3D4C5B", "hex"),
+        ("0x12345678", "hex"),
         ("6236d15f65129f002e80286c78fdd1f1", "hex"),
         ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", "jwt"),
         ("jane.doe+x@mail.example.org", "email"),

@@ -64,8 +64,12 @@ def _signature_agrees(call: Event, ret: Event) -> bool:
     return True
 
 
-def balance(events: list[Event]) -> tuple[list[Event], int]:
-    """Pair returns with calls (see module doc). Returns (new list, number of dropped returns)."""
+def balance(events: list[Event], *, coerce: bool = True) -> tuple[list[Event], int]:
+    """Pair returns with calls (see module doc). Returns (new list, number of dropped returns).
+
+    `coerce=False` skips the legacy-shape coercion, for callers that pair lightweight event
+    heads and coerce the full events themselves (tracetool.transform.stream).
+    """
     out: list[Event] = []
     stacks: dict[Any, list[Event]] = {}
     open_calls: dict[Any, Event] = {}  # call id -> call, while open
@@ -80,7 +84,8 @@ def balance(events: list[Event]) -> tuple[list[Event], int]:
         }
 
     for event in events:
-        _coerce(event)
+        if coerce:
+            _coerce(event)
         ev_kind = event.get("event")
         if ev_kind == "call":
             stacks.setdefault(event.get("thread_id"), []).append(event)

@@ -65,6 +65,15 @@ def _param(obj: Any, fn: Rewriter) -> None:
     Iterative (an explicit stack, pre-order): a hostile document nesting values thousands of
     levels deep is walked completely, never cut off and never a RecursionError.
     """
+    if not isinstance(obj, dict):
+        return
+    if "properties" not in obj and "items" not in obj:  # the common, flat case
+        if "value" in obj:
+            old = obj["value"]
+            new = fn(VALUE, old, None)
+            if new is not old:
+                obj["value"] = new
+        return
     stack = [obj]
     while stack:
         node = stack.pop()
@@ -182,9 +191,8 @@ def rewrite_event(event: dict[str, Any], fn: Rewriter) -> None:
     """Call `fn` on every captured field of one event, in document order, storing its result."""
     fields = _EVENT_FIELDS
     for key in event:
-        visit = fields.get(key)
-        if visit is not None:
-            visit(event[key], fn)
+        if key in fields:
+            fields[key](event[key], fn)
 
 
 _METADATA_MESSAGES = ("exception", "test_failure")

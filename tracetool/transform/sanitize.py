@@ -25,7 +25,7 @@ Contract (spec `sanitize` rules 1–11, `metadata.sanitized`, Errors):
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -33,11 +33,12 @@ from typing import Any
 
 from tracetool import __version__
 from tracetool.routes import normalize_path, normalize_url
-from tracetool.trace import TraceDocument, parse
+from tracetool.trace import TraceDocument, gc_paused, parse
 from tracetool.transform import captured, files, stream
 from tracetool.transform.tokens import Tokenizer
 
 SANITIZED = "sanitized"
+_TOKENIZED = frozenset((captured.VALUE, captured.MESSAGE, captured.HEADER, captured.ROUTED_PATH))
 _TOKEN_NUMBER = re.compile(rb"<(?:[a-z0-9]+:)?v([0-9]+)>")
 _URL_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
 
@@ -81,7 +82,11 @@ class _Masker:
 
     def __call__(self, kind: str, value: Any, context: Any) -> Any:
         tok = self.tok
-        if kind in (captured.VALUE, captured.MESSAGE, captured.HEADER, captured.ROUTED_PATH):
+        if kind in _TOKENIZED:
+            if value.__class__ is str:  # the hot path: a value seen before
+                known = tok.memo.get(value)
+                if known is not None:
+                    return known
             return tok.mask(value)
         if not isinstance(value, str):
             return tok.mask(value)
@@ -103,6 +108,13 @@ class _Masker:
         return tok.mask(value)  # a kind added to `captured` later: mask, never leak
 
 
+def _masked(events: Iterator[dict[str, Any]], masker: _Masker) -> Iterator[dict[str, Any]]:
+    rewrite = captured.rewrite_event
+    for event in events:
+        rewrite(event, masker)
+        yield event
+
+
 def _strip_git_credentials(metadata: dict[str, Any]) -> None:
     git = metadata.get("git")
     if isinstance(git, dict) and isinstance(git.get("repository"), str):
@@ -118,6 +130,13 @@ def sanitize_bytes(
     raw: bytes, options: SanitizeOptions = SanitizeOptions(), source: str = "<memory>"
 ) -> tuple[bytes | None, SanitizeReport]:
     """Sanitize a document given as bytes; returns (None, report) when the file is skipped."""
+    with gc_paused():  # millions of short-lived acyclic containers: the cyclic GC only costs
+        return _sanitize_bytes(raw, options, source)
+
+
+def _sanitize_bytes(
+    raw: bytes, options: SanitizeOptions, source: str
+) -> tuple[bytes | None, SanitizeReport]:
     doc = stream.split(raw, source)
     metadata = doc.metadata
     marker = metadata.get("sanitized")
@@ -150,11 +169,9 @@ def sanitize_bytes(
             captured.rewrite_metadata(metadata, masker)
             values["metadata"] = metadata
         elif key == "events" and key not in values:
-            chunks = []
-            for event in doc.normalized_events():
-                captured.rewrite_event(event, masker)
-                chunks.append(stream.dumps(event, source))
-            values["events"] = stream.array(chunks)
+            writer = stream.ArrayWriter(source)
+            writer.add_all(_masked(doc.normalized_events(), masker))
+            values["events"] = writer.done()
     recorded = tuple(sorted(allow))
     metadata["sanitized"] = {
         "version": __version__,

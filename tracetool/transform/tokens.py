@@ -33,25 +33,24 @@ BUILTIN_ALLOW = frozenset(("true", "false", "null", "nil", "None", "True", "Fals
 
 TOKEN = re.compile(r"<(?:[a-z0-9]+:)?v([0-9]+)>")
 
-_INT = re.compile(r"[-+]?[0-9]+")
-_FLOAT = re.compile(
-    r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+"
-)
-_UUID = re.compile(
-    r"\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?"
-)
-_ISO8601 = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+# One pattern, tried in this order (the first alternative matching the whole text wins).
+_SHAPES = re.compile(
+    r"(?P<int>[-+]?[0-9]+)"
+    r"|(?P<float>[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+)"
+    r"|(?P<uuid>\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?)"
+    r"|(?P<iso8601>[0-9]{4}-[0-9]{2}-[0-9]{2}"
     r"(?:[Tt ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]+)?)?(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?)?"
-    r"|[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?"
+    r"|[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?)"
+    r"|(?P<ip>(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?::[0-9]{1,5})?)"
+    r"|(?P<jwt>eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)"
+    r"|(?P<hex>(?:0[xX])?[0-9a-fA-F]{8,})"
 )
-_HEX = re.compile(r"(?:0[xX])?[0-9a-fA-F]{8,}")
-_HAS_DIGIT = re.compile(r"[0-9]")
-_HAS_HEX_LETTER = re.compile(r"[a-fA-F]")
-_JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
+# Every text _SHAPES can match starts with one of these; others skip the regex.
+_SHAPE_START = frozenset("0123456789+-.{abcdefABCDEF")
 _EMAIL = re.compile(r"[^@\s<>()\[\],;:\"']+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
-_IPV4 = re.compile(r"(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?::[0-9]{1,5})?")
+_HAS_DIGIT = re.compile(r"[0-9]")
+_HAS_HEX_LETTER = re.compile(r"[a-fA-F]")
 _IPV6_CHARS = re.compile(r"\[?[0-9a-fA-F:.]+\]?(?::[0-9]{1,5})?")
 
 
@@ -70,23 +69,15 @@ def classify(text: str) -> str | None:
     """The kind annotation for a value's text, or None when no shape is recognized."""
     if not text or len(text) > 4096:
         return None
-    first = text[0]
-    if first.isdigit() or first in "-+.":
-        if _INT.fullmatch(text):
-            return "int"
-        if _FLOAT.fullmatch(text):
-            return "float"
-    if _UUID.fullmatch(text):
-        return "uuid"
-    if first.isdigit():
-        if _ISO8601.fullmatch(text):
-            return "iso8601"
-        if _IPV4.fullmatch(text):
-            return "ip"
-    if first == "e" and _JWT.fullmatch(text):
-        return "jwt"
-    if _HEX.fullmatch(text) and _HAS_DIGIT.search(text) and _HAS_HEX_LETTER.search(text[2:]):
-        return "hex"
+    if text[0] in _SHAPE_START:
+        match = _SHAPES.fullmatch(text)
+        if match is not None:
+            kind = match.lastgroup
+            # Without "0x", a hex number needs a digit and a letter: "deadbeef" is a word.
+            if kind == "hex" and text[:2] not in ("0x", "0X"):
+                if not (_HAS_DIGIT.search(text) and _HAS_HEX_LETTER.search(text)):
+                    return None
+            return kind
     if "@" in text and _EMAIL.fullmatch(text):
         return "email"
     if "://" in text and _URL.fullmatch(text):
@@ -123,40 +114,52 @@ class Tokenizer:
         self.keep_tokens = keep_tokens
         self.count = start
         self.new = 0  # distinct values tokenized by this tokenizer
-        self._tokens: dict[str, str] = {}
+        self._tokens: dict[str, str] = {}  # value identity -> token
+        # raw string -> what mask() returns for it (token, or the string itself when kept):
+        # most captured strings repeat, and this makes a repeat one dict lookup.
+        self.memo: dict[str, str] = {}
 
     def is_kept(self, text: str) -> bool:
         """True when a string stays verbatim (allowed, empty or an earlier run's token)."""
         if not text or text in self.allow:
             return True
-        if text[0] in "'\"":
+        first = text[0]
+        if first == "'" or first == '"':
             inner = unquote(text)
             if not inner or inner in self.allow:
                 return True
-        return self.keep_tokens and text[0] == "<" and TOKEN.fullmatch(text) is not None
+        return self.keep_tokens and first == "<" and TOKEN.fullmatch(text) is not None
 
     def token(self, text: str, kind: str | None = None) -> str:
         """The token of a string value that is not kept (callers check `is_kept` first)."""
-        key = unquote(text) if text[0] in "'\"" else text
+        first = text[0]
+        key = unquote(text) if first == "'" or first == '"' else text
         token = self._tokens.get(key)
         if token is None:
-            self.count += 1
+            self.count = count = self.count + 1
             self.new += 1
             if kind is None:
                 kind = classify(key)
-            token = f"<{kind}:v{self.count}>" if kind else f"<v{self.count}>"
+            token = f"<{kind}:v{count}>" if kind else f"<v{count}>"
             self._tokens[key] = token
         return token
 
     def mask(self, value: Any, kind: str | None = None) -> Any:
         """`value` with every captured string or number replaced by its token."""
-        if isinstance(value, str):
+        if value.__class__ is str:
+            memo = self.memo
+            result = memo.get(value)
+            if result is None:
+                result = value if self.is_kept(value) else self.token(value, kind)
+                memo[value] = result
+            return result
+        if isinstance(value, str):  # a str subclass: same rules, no memo
             return value if self.is_kept(value) else self.token(value, kind)
         if value is None or isinstance(value, bool):
             return value
         if isinstance(value, (int, float)):
             text = repr(value)
-            return text if text in self.allow else self.token(text)
+            return value if text in self.allow else self.token(text)
         try:
             if isinstance(value, list):
                 return [self.mask(item) for item in value]

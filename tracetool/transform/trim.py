@@ -27,7 +27,7 @@ from typing import Any
 
 from tracetool import __version__
 from tracetool.errors import UsageError
-from tracetool.trace import TraceDocument, parse
+from tracetool.trace import TraceDocument, gc_paused, parse
 from tracetool.transform import files, stream
 from tracetool.transform.captured import TRIMMED_KINDS, rewrite_event, rewrite_metadata
 
@@ -102,6 +102,11 @@ def trim_bytes(
     raw: bytes, options: TrimOptions = TrimOptions(), source: str = "<memory>"
 ) -> tuple[bytes | None, TrimReport]:
     """Trim a document given as bytes; returns (None, report) when the file is skipped."""
+    with gc_paused():  # millions of short-lived acyclic containers: the cyclic GC only costs
+        return _trim_bytes(raw, options, source)
+
+
+def _trim_bytes(raw: bytes, options: TrimOptions, source: str) -> tuple[bytes | None, TrimReport]:
     doc = stream.split(raw, source)
     cap = options.max_length
     version, previous = _previous_cap(doc.metadata)
@@ -120,14 +125,17 @@ def trim_bytes(
     recorded = cap if previous is None else min(cap, previous)
     metadata["trimmed"] = {"version": __version__, "max_length": recorded}
 
-    def events() -> Any:
-        for event in doc.events():
-            rewrite_event(event, cutter)
-            yield stream.dumps(event, source)
-
     values: dict[str, Any] = {"metadata": metadata}
     if "events" in doc.top:
-        values["events"] = stream.array(events())
+        writer = stream.ArrayWriter(source)
+        for raw_event, event in doc.events():
+            before = cutter.count
+            rewrite_event(event, cutter)
+            if cutter.count == before:  # nothing cut: the event's bytes stay as they were
+                writer.add_raw(raw_event)
+            else:
+                writer.add(event)
+        values["events"] = writer.done()
     updates = doc.event_updates()
     if updates:
         for update in updates.values():
