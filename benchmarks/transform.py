@@ -3,7 +3,8 @@
 Two inputs, generated with ../shared/tools/make_corpus.py: one 50 MB recording, and 1000 small
 ones. For each, in separate processes (so peaks do not mix):
 
-- MB/s of bytes → bytes: the floor is `orjson.dumps(orjson.loads(raw))` with the cyclic GC paused
+- MB/s of bytes → bytes, in CPU time of the worker process (steadier than wall time on a shared
+  machine; the "files" rows include I/O and fsync, so they use wall time): the floor is `orjson.dumps(orjson.loads(raw))` with the cyclic GC paused
   (the fastest a full parse and re-serialization can be in Python); ours is `trim_bytes` /
   `sanitize_bytes` (parse, normalize for sanitize, rewrite, serialize). Best of --repeat runs.
 - "files" rows: the same through `trim_files` / `sanitize_files` (read, transform, atomic write
@@ -79,14 +80,14 @@ if mode.endswith("-files"):
 else:
     blobs = [f.read_bytes() for f in files] if len(files) > 1 else None
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         for i, f in enumerate(files):
             # one big file is read inside the timing (every mode pays it alike); many small
             # ones are read beforehand, so 1000 file opens do not drown the comparison
             raw = blobs[i] if blobs is not None else f.read_bytes()
             step(raw)
             del raw
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # peak traced allocations while processing one file (reading its bytes included)
     del blobs

@@ -274,3 +274,10 @@ def test_e2e_sanitize_and_trim_as_processes(recs, tmp_path) -> None:
     assert orjson.loads(trimmed.stdout)[0]["status"] == "trimmed"
     usage = run("trim", recs[0].parent)
     assert usage.returncode == 2 and "is a directory" in usage.stderr
+
+
+def test_recursive_on_a_directory_without_recordings_warns(tt, tmp_path) -> None:
+    (tmp_path / "empty").mkdir()
+    run = tt("sanitize", "--recursive", tmp_path / "empty")
+    assert run.code == 0
+    assert "no recordings to process" in run.err

@@ -412,3 +412,27 @@ def test_indented_input_and_event_order_agnostic_keys(builder, indent: bool) -> 
     out, _ = _run({}, raw=raw)
     assert list(out) == ["events", "classMap", "metadata"]
     assert out["metadata"]["sanitized"]["tokens"] == 3
+
+
+def test_sql_module_failure_masks_the_statement_whole(builder, monkeypatch) -> None:
+    import sys
+    import types
+
+    from tracetool.transform import sanitize as module
+
+    fake = types.ModuleType("tracetool.sql")
+
+    def parameterize(sql: str, database_type: Any = None) -> tuple[str, bool]:
+        raise RuntimeError("parser bug")
+
+    fake.parameterize = parameterize  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tracetool.sql", fake)
+    module._parameterize.cache_clear()
+    q = builder.call(sql_query={"database_type": "sqlite", "sql": "SELECT 'k3y-zz9'"})
+    builder.ret(q)
+    try:
+        out, report = _run(builder.doc())
+    finally:
+        module._parameterize.cache_clear()
+    assert out["events"][0]["sql_query"]["sql"] == "<sql:v1>"
+    assert report.counts["sql_tokenized"] == 1

@@ -33,6 +33,7 @@ def test_streamed_normalization_equals_core_normalize_on_corpus(path, monkeypatc
     doc = stream.split(orjson.dumps(data, option=orjson.OPT_INDENT_2))
     assert list(doc.normalized_events()) == expected
     monkeypatch.setattr(stream, "_BATCH_BYTES", 2000)
+    monkeypatch.setattr(stream, "_MIN_BATCH_BYTES", 1)
     assert _normalized_by_stream(data) == expected
 
 

@@ -27,6 +27,8 @@ def size_change(before: int, after: int) -> str:
 
 def render(reports: Sequence[Any], as_json: bool, describe: Callable[[Any], str], done: str) -> int:
     """Print the reports (module doc); returns the exit code."""
+    if not reports:
+        warn("no recordings to process (directories given with --recursive held none)")
     failed = 0
     for report in reports:
         for message in report.warnings:

@@ -25,9 +25,9 @@ Contract (spec `sanitize` rules 1–11, `metadata.sanitized`, Errors):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +65,10 @@ class SanitizeReport:
 def _parameterize(sql: str, database_type: str | None) -> tuple[str, bool]:
     from tracetool.sql import parameterize  # sqlglot: imported only when SQL is met
 
-    return parameterize(sql, database_type)
+    try:
+        return parameterize(sql, database_type)
+    except Exception:  # a statement the SQL module chokes on is masked whole, never leaked
+        return sql, False
 
 
 class _Masker:
@@ -83,10 +86,9 @@ class _Masker:
     def __call__(self, kind: str, value: Any, context: Any) -> Any:
         tok = self.tok
         if kind in _TOKENIZED:
-            if value.__class__ is str:  # the hot path: a value seen before
+            if value.__class__ is str:  # the hot path
                 known = tok.memo.get(value)
-                if known is not None:
-                    return known
+                return known if known is not None else tok.mask_new(value)
             return tok.mask(value)
         if not isinstance(value, str):
             return tok.mask(value)
@@ -106,13 +108,6 @@ class _Masker:
             self.counts["urls_normalized"] += 1
             return normalize_url(value)
         return tok.mask(value)  # a kind added to `captured` later: mask, never leak
-
-
-def _masked(events: Iterator[dict[str, Any]], masker: _Masker) -> Iterator[dict[str, Any]]:
-    rewrite = captured.rewrite_event
-    for event in events:
-        rewrite(event, masker)
-        yield event
 
 
 def _strip_git_credentials(metadata: dict[str, Any]) -> None:
@@ -168,9 +163,9 @@ def _sanitize_bytes(
             _strip_git_credentials(metadata)
             captured.rewrite_metadata(metadata, masker)
             values["metadata"] = metadata
-        elif key == "events" and key not in values:
+        elif key == "events" and key not in values and doc.events_array is not None:
             writer = stream.ArrayWriter(source)
-            writer.add_all(_masked(doc.normalized_events(), masker))
+            writer.add_all(doc.normalized_events(), partial(captured.rewrite_event, fn=masker))
             values["events"] = writer.done()
     recorded = tuple(sorted(allow))
     metadata["sanitized"] = {

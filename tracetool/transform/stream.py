@@ -24,7 +24,7 @@ Contract:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,8 +63,10 @@ class _Signature(msgspec.Struct):
     static: Any = msgspec.UNSET
 
 
-# Bytes of events parsed per orjson call (see RawDocument._parsed).
+# Bytes of events parsed per orjson call (see RawDocument._parsed): a parsed batch takes ~10x its
+# size, so a batch is at most 1 MB and at most 1/16 of the document (32 KB at least).
 _BATCH_BYTES = 1 << 20
+_MIN_BATCH_BYTES = 32 << 10
 _ARRAY_START = re.compile(rb"\s*\[")
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
@@ -101,11 +103,25 @@ class RawDocument:
     source: str
     size: int
     top: dict[str, msgspec.Raw]
-    raw_events: list[msgspec.Raw]
     metadata: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     _updates: dict[str, Any] | None = None
     _replaced: dict[int, dict[str, Any]] = field(default_factory=dict)
+    _raw_events: list[msgspec.Raw] | None = None
+
+    @property
+    def events_array(self) -> msgspec.Raw | None:
+        """The raw events array (None when the document has none)."""
+        raw = self.top.get("events")
+        return raw if raw is not None and _kind_name(raw) == "array" else None
+
+    @property
+    def raw_events(self) -> list[msgspec.Raw]:
+        """One raw slice per event (decoded on first use: small documents never need it)."""
+        if self._raw_events is None:
+            array = self.events_array
+            self._raw_events = [] if array is None else list(_RAW_LIST.decode(array))
+        return self._raw_events
 
     @property
     def keys(self) -> list[str]:
@@ -126,11 +142,20 @@ class RawDocument:
         as one call per event for small events, with memory still bounded by the batch. Other
         layouts are parsed event by event.
         """
-        raws = self.raw_events
-        if not raws:
+        events = self.events_array
+        if events is None:
             return
+        limit = min(_BATCH_BYTES, max(_MIN_BATCH_BYTES, self.size // 16))
+        if len(events) <= limit:  # the whole array is one batch
+            try:
+                batch = orjson.loads(memoryview(events))
+            except orjson.JSONDecodeError as exc:
+                raise TraceFormatError(f"{self.source}: events unreadable ({exc})") from None
+            yield from batch
+            return
+        raws = self.raw_events
         lengths = [len(raw) for raw in raws]
-        array = memoryview(self.top["events"])
+        array = memoryview(events)
         if len(array) != 2 + sum(lengths) + len(lengths) - 1:
             for index in range(len(raws)):
                 try:
@@ -144,7 +169,7 @@ class RawDocument:
         first = 0
         while first < len(lengths):
             last, size = first, 0
-            while last < len(lengths) and (size < _BATCH_BYTES or last == first):
+            while last < len(lengths) and (size < limit or last == first):
                 size += lengths[last] + 1
                 last += 1
             chunk = b"[" + array[start : start + size - 1].tobytes() + b"]"
@@ -217,8 +242,6 @@ class RawDocument:
 
     def _heads(self, heads: list[Any]) -> list[dict[str, Any]]:
         """What balance/renumber read of each event, as small dicts (+ the raw index)."""
-        if not self.raw_events:
-            return []
         # The signature fields matter only to match returns that lack parent_id.
         signatures: list[Any] = []
         if any(
@@ -256,7 +279,7 @@ class RawDocument:
         """Normalized order: per output position a raw index or a synthetic return, and the
         parent id each return gets (None: leave the event's own); None when the events are
         balanced (see `_balanced`)."""
-        if not self.raw_events:
+        if self.events_array is None:
             return [], []
         decoded = self._decode_heads(_HEADS, _HEAD)
         if self._balanced(decoded):
@@ -351,7 +374,7 @@ class ArrayWriter:
     raw events are copied as they are.
     """
 
-    BATCH = 256
+    BATCH = 1024
 
     def __init__(self, source: str = "<memory>") -> None:
         self.source = source
@@ -368,12 +391,15 @@ class ArrayWriter:
         if len(self._batch) >= self.BATCH:
             self._flush()
 
-    def add_all(self, events: Iterator[Any]) -> None:
-        """`add` for each event (one method call per batch, not per event)."""
+    def add_all(self, events: Iterator[Any], each: Callable[[Any], Any] | None = None) -> None:
+        """`add` for each event, after `each(event)` if given (one call per batch, not per
+        event)."""
         self._flush()
         batch = self._batch
         size = self.BATCH
         for event in events:
+            if each is not None:
+                each(event)
             batch.append(event)
             if len(batch) >= size:
                 self._parts.append(dumps(batch, self.source)[1:-1])
@@ -419,16 +445,11 @@ def split(raw: bytes, source: str = "<memory>") -> RawDocument:
                 f"{source}: not a trace document ({key} is a {_kind_name(value)}, "
                 f"expected {'an array' if expected == 'array' else 'an object'})"
             )
-    events_raw = top.get("events")
-    raw_events: list[msgspec.Raw] = []
-    if events_raw is not None and _kind_name(events_raw) == "array":
-        raw_events = list(_RAW_LIST.decode(events_raw))
     md_raw = top.get("metadata")
     metadata = orjson.loads(memoryview(md_raw)) if md_raw is not None else None
     return RawDocument(
         source=source,
         size=len(raw),
         top=top,
-        raw_events=raw_events,
         metadata=metadata if isinstance(metadata, dict) else {},
     )

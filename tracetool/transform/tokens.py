@@ -144,6 +144,12 @@ class Tokenizer:
             self._tokens[key] = token
         return token
 
+    def mask_new(self, value: str) -> str:
+        """`mask` for a str that is not in `memo` yet (callers look there first)."""
+        result = value if self.is_kept(value) else self.token(value)
+        self.memo[value] = result
+        return result
+
     def mask(self, value: Any, kind: str | None = None) -> Any:
         """`value` with every captured string or number replaced by its token."""
         if value.__class__ is str:

@@ -126,7 +126,7 @@ def _trim_bytes(raw: bytes, options: TrimOptions, source: str) -> tuple[bytes | 
     metadata["trimmed"] = {"version": __version__, "max_length": recorded}
 
     values: dict[str, Any] = {"metadata": metadata}
-    if "events" in doc.top:
+    if doc.events_array is not None:
         writer = stream.ArrayWriter(source)
         for raw_event, event in doc.events():
             before = cutter.count
