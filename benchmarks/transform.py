@@ -3,8 +3,8 @@
 Two inputs, generated with ../shared/tools/make_corpus.py: one 50 MB recording, and 1000 small
 ones. For each, in separate processes (so peaks do not mix):
 
-- MB/s of bytes → bytes, in CPU time of the worker process (steadier than wall time on a shared
-  machine; the "files" rows include I/O and fsync, so they use wall time): the floor is `orjson.dumps(orjson.loads(raw))` with the cyclic GC paused
+- MB/s of bytes → bytes, in CPU time of the worker process (user + system: steadier than wall
+  time on a shared machine, and the disk's fsync latency is the same for everyone): the floor is `orjson.dumps(orjson.loads(raw))` with the cyclic GC paused
   (the fastest a full parse and re-serialization can be in Python); ours is `trim_bytes` /
   `sanitize_bytes` (parse, normalize for sanitize, rewrite, serialize). Best of --repeat runs.
 - "files" rows: the same through `trim_files` / `sanitize_files` (read, transform, atomic write
@@ -72,9 +72,9 @@ if mode.endswith("-files"):
     run = {"trim-files": trim_files, "sanitize-files": sanitize_files}.get(mode, floor_files)
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as out:
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             reports = run(files, output_dir=out)
-            best = min(best, time.perf_counter() - t0)
+            best = min(best, time.process_time() - t0)
         assert all(r.status != "error" for r in reports)
     traced = 0.0
 else:
