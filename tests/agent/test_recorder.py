@@ -268,9 +268,9 @@ def test_event_cap_truncates_with_marker(rec: Recorder, monkeypatch: pytest.Monk
 def test_recording_write_streams_the_same_document(
     rec: Recorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tracetool.agent import recording as recording_module
+    from tracetool.agent import recorder as recorder_module
 
-    monkeypatch.setattr(recording_module, "BATCH", 3)  # several batches
+    monkeypatch.setattr(recorder_module, "CHUNK", 3)  # several chunks
     assert rec.start()
     for i in range(7):
         sql(rec, f"select {i}")

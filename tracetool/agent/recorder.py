@@ -44,7 +44,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from tracetool.agent.config import max_events
-from tracetool.agent.values import compact
+from tracetool.agent.values import encode
 
 
 def _no_loop() -> Any:
@@ -87,19 +87,68 @@ class _Discard(list):
 _DISCARD = _Discard()
 
 
-class Session:
-    """One recording in progress."""
+CHUNK = 4096  # events per chunk (see Session)
 
-    __slots__ = ("dropped", "events", "limit", "metadata", "name", "recorder_name", "recorder_type")
+
+class Session:
+    """One recording in progress.
+
+    Events go into `events`, a chunk of at most `room` entries; a full chunk is frozen into a
+    tuple in `chunks`. The cyclic GC untracks tuples of plain values, so a frozen chunk costs a
+    full collection nothing — a single list of a million events would be traversed by every
+    one. `room` is also how the `limit` (max events) is enforced: one comparison per call.
+    """
+
+    __slots__ = (
+        "chunks",
+        "dropped",
+        "events",
+        "limit",
+        "metadata",
+        "name",
+        "recorder_name",
+        "recorder_type",
+        "room",
+        "total",
+    )
 
     def __init__(self, name: str | None, recorder_name: str, recorder_type: str) -> None:
         self.name = name
         self.recorder_name = recorder_name
         self.recorder_type = recorder_type
         self.events: list[tuple] = []
+        self.chunks: list[tuple] = []
+        self.total = 0
         self.limit = max_events()
+        self.room = min(CHUNK, self.limit)
         self.dropped = 0
         self.metadata: dict[str, Any] = {}
+
+    def overflow(self, event: tuple) -> bool:
+        """The chunk is full: freeze it and append `event` to a new one, or drop it at the cap."""
+        events = self.events
+        if events:
+            self.chunks.append(tuple(events))
+            self.total += len(events)
+            self.events = events = []
+        remaining = self.limit - self.total
+        if remaining <= 0:
+            self.room = 0
+            self.dropped += 1
+            return False
+        self.room = min(CHUNK, remaining)
+        events.append(event)
+        return True
+
+    def take(self) -> tuple[list[tuple], int]:
+        """Stop accepting events; (chunks with every event so far, the limit that applied)."""
+        events, limit = self.events, self.limit
+        self.events = _DISCARD
+        self.limit = self.room = 0
+        chunks = self.chunks
+        if events:
+            chunks.append(tuple(events))
+        return chunks, limit
 
 
 # A node is a list (10x cheaper to create than an object): an open call on a lane's stack, or
@@ -266,11 +315,11 @@ class Recorder:
         recorded = False
         for session in targets:
             events = session.events
-            if len(events) < session.limit:
+            if len(events) < session.room:
                 events.append(event)
                 recorded = True
-            else:
-                session.dropped += 1
+            elif session.overflow(event):
+                recorded = True
         return recorded
 
     # -- integration events -------------------------------------------------------------------
@@ -312,8 +361,8 @@ class Recorder:
         targets = self._globals + scope if scope else self._globals
         if not targets:
             return None
-        if len(targets) == 1 and len(targets[0].events) >= targets[0].limit:
-            targets[0].dropped += 1  # full: skip the work (the common case of one session)
+        if len(targets) == 1 and not targets[0].room:
+            targets[0].dropped += 1  # at its cap: skip the work (the common case of one session)
             return None
         top = _STACK.get()
         if top is None or _get_running_loop() is not None:
@@ -325,31 +374,30 @@ class Recorder:
         if args is None:
             local = frame.f_locals
             args = tuple([local.get(n) for n in info.arg_names])
-            receiver = compact(local.get(info.receiver_name)) if info.receiver else None
+            receiver = b"{" + encode(local.get(info.receiver_name)) if info.receiver else None
         elif info.receiver:
-            receiver = compact(args[0])
+            receiver = b"{" + encode(args[0])
             args = args[1:]
         else:
             receiver = None
+        heads = info.param_heads
         n = len(args)
         if n == 1:
-            params: tuple = (compact(args[0]),)
+            params = heads[0] + encode(args[0])
         elif n == 0:
-            params = ()
-        elif n == 2:
-            params = (compact(args[0]), compact(args[1]))
+            params = b""
         else:
-            params = tuple([compact(a) for a in args])
+            params = b",".join([heads[i] + encode(a) for i, a in enumerate(args)])
         call_id = next(self._ids)
         lane = top[LANE]
         event = (FCALL, call_id, lane, info.fid, receiver, params)
         if len(targets) == 1:
             session = targets[0]
             events = session.events
-            if len(events) >= session.limit:
-                session.dropped += 1
+            if len(events) < session.room:
+                events.append(event)
+            elif not session.overflow(event):
                 return None
-            events.append(event)
         elif not self._append_call(targets, event):
             return None
         t1 = perf_counter()
@@ -395,7 +443,7 @@ class Recorder:
         if node[DONE]:
             return
         node[DONE] = True
-        packed = compact(value)
+        packed = encode(value)
         call_id = next(self._ids)
         t1 = perf_counter()
         event = (
@@ -459,10 +507,8 @@ class ScopedRecording:
 def _finish(session: Session) -> Recording:
     from tracetool.agent.recording import Recording
 
-    events, limit = session.events, session.limit
-    session.events = _DISCARD
-    session.limit = 0
-    return Recording.from_session(session, events, limit)
+    chunks, limit = session.take()
+    return Recording.from_session(session, chunks, limit)
 
 
 _recorder = Recorder()
