@@ -208,9 +208,9 @@ class Recording:
         for chunk in self._chunks:
             with gc_paused():  # only acyclic bytes are made here (not held across the yield)
                 encoded = [encode(ev) for ev in chunk]
-            parts = [p for p in encoded if p is not None] if None in encoded else encoded
+            parts: list[bytes] = [p for p in encoded if p is not None]
             if parts:
-                yield (b"" if first else b",") + b",".join(parts)  # type: ignore[arg-type]
+                yield (b"" if first else b",") + b",".join(parts)
                 first = False
         yield b"]}"
 
