@@ -201,3 +201,38 @@ def test_both_mechanisms_record_the_same(tmp_path: Path) -> None:
 
     assert shape(docs[0]) == shape(docs[1])
     assert docs[0]["classMap"] == docs[1]["classMap"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_writes_its_own_process_recording(tmp_path: Path) -> None:
+    make_app(tmp_path)
+    (tmp_path / "trace.yml").write_text("trace_dir: out\npackages: [app]\n")
+    (tmp_path / "forking.py").write_text(
+        textwrap.dedent(
+            """
+            import os
+            from app.logic import Cart, checkout
+            checkout()
+            pid = os.fork()
+            if pid == 0:
+                Cart().add("child", 1)  # then a normal exit: atexit writes the child's file
+            else:
+                os.waitpid(pid, 0)
+                Cart().total()
+            """
+        )
+    )
+    proc = run(["forking.py"], tmp_path, TRACETOOL="1", TRACETOOL_RECORD_PROCESS="1")
+    assert proc.returncode == 0, proc.stderr
+    files = sorted((tmp_path / "out" / "process").glob("*.trace.json"))
+    assert len(files) == 2
+    recorded = []
+    for path in files:
+        doc = orjson.loads(path.read_bytes())
+        recorded.append(sorted(e["method_id"] for e in doc["events"] if e["event"] == "call"))
+    assert sorted(recorded) == sorted(
+        [
+            ["__init__", "__init__", "add", "add", "checkout", "total", "total"],  # parent
+            ["__init__", "add"],  # child: only what it did after the fork
+        ]
+    )

@@ -255,6 +255,16 @@ class Recorder:
             self._refresh()
             return True
 
+    def drop_process(self) -> None:
+        """Forget the process session without building its recording (in a forked child)."""
+        self._lock = threading.Lock()  # another thread of the parent may have held it at fork
+        with self._lock:
+            session = self._process
+            self._process = None
+            self._refresh()
+        if session is not None:
+            session.take()
+
     def finish_process(self) -> Recording | None:
         with self._lock:
             session = self._process

@@ -9,7 +9,7 @@ all. When truthy it calls `activate_from_env()`, which:
    source rewriting before), including modules already imported;
 3. installs the integrations (`tracetool.agent.integrations.install_all()`, when present);
 4. with `TRACETOOL_RECORD_PROCESS=true`, records the whole process and writes it at exit to
-   `<trace_dir>/process/<app>_<time>_<pid>.trace.json`.
+   `<trace_dir>/process/<app>_<time>_<pid>.trace.json` (a forked child writes its own).
 Nothing here may break the app: failures are reported on stderr and the agent stays off.
 """
 
@@ -84,23 +84,42 @@ def activate_from_env() -> bool:
         return False
 
 
+def _process_name() -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    return f"{active_config().name or 'process'}_{stamp}_{os.getpid()}"
+
+
 def start_process_recording() -> None:
-    """Record the whole process; the recording is written when the interpreter exits."""
+    """Record the whole process; the recording is written when the interpreter exits.
+
+    A forked child (gunicorn, multiprocessing) drops what its parent recorded and records itself
+    into its own file (named with its pid).
+    """
     from tracetool.agent.recorder import get_recorder
 
-    config = active_config()
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    name = f"{config.name or 'process'}_{stamp}_{os.getpid()}"
-    if get_recorder().start_process(name):
-        atexit.register(_write_process_recording, name)
+    if get_recorder().start_process(_process_name()):
+        atexit.register(_write_process_recording)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_restart_in_child)
 
 
-def _write_process_recording(name: str) -> None:
+def _restart_in_child() -> None:
+    from tracetool.agent.recorder import get_recorder
+
+    recorder = get_recorder()
+    try:
+        recorder.drop_process()
+        recorder.start_process(_process_name())
+    except Exception as exc:
+        _warn(f"process recording not restarted after fork ({type(exc).__name__}: {exc})")
+
+
+def _write_process_recording() -> None:
     from tracetool.agent.recorder import get_recorder
 
     try:
         recording = get_recorder().finish_process()
         if recording is not None:
-            recording.save(name, subdir="process")
+            recording.save(subdir="process")
     except Exception as exc:
         _warn(f"process recording not written ({type(exc).__name__}: {exc})")
