@@ -16,8 +16,9 @@ One process-wide `Recorder` (`get_recorder()`) feeds any number of open sessions
   recording = scope.stop()             # a Recording: .metadata (mutable), .to_dict(), .save(...)
   ```
 
-Events are stored compactly (tuples referencing their `FunctionInfo`) and turned into AppMap dicts
-only when a recording is finished (`tracetool.agent.recording`). Ids are process-wide and
+Events are stored compactly — tuples of ints, floats and captured values already encoded as JSON
+bytes, frozen in chunks (`tracetool.agent.sessions`) — and become a document only when a
+recording is finished (`tracetool.agent.recording`). Ids are process-wide and
 renumbered 1..N per document; `thread_id` is a *lane*: a number per OS thread, and a separate one
 per asyncio task (tasks interleave on one thread, so AppMap's per-thread nesting would otherwise be
 wrong). A thread that runs with a context copied from a task (`asyncio.to_thread`, Starlette's
@@ -43,7 +44,7 @@ from contextvars import ContextVar
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from tracetool.agent.config import max_events
+from tracetool.agent.sessions import ScopedRecording, Session, scoped_recording
 from tracetool.agent.values import encode
 
 
@@ -73,82 +74,10 @@ if TYPE_CHECKING:
     from tracetool.agent.functions import FunctionInfo
     from tracetool.agent.recording import Recording
 
+__all__ = ["Recorder", "ScopedRecording", "Session", "get_recorder", "scoped_recording"]
+
 # event tuple kinds
 CALL, RETURN, FCALL, FRETURN = 0, 1, 2, 3
-
-
-class _Discard(list):
-    """The event list of a stopped session: late events from other threads are dropped."""
-
-    def append(self, item: Any) -> None:
-        pass
-
-
-_DISCARD = _Discard()
-
-
-CHUNK = 4096  # events per chunk (see Session)
-
-
-class Session:
-    """One recording in progress.
-
-    Events go into `events`, a chunk of at most `room` entries; a full chunk is frozen into a
-    tuple in `chunks`. The cyclic GC untracks tuples of plain values, so a frozen chunk costs a
-    full collection nothing — a single list of a million events would be traversed by every
-    one. `room` is also how the `limit` (max events) is enforced: one comparison per call.
-    """
-
-    __slots__ = (
-        "chunks",
-        "dropped",
-        "events",
-        "limit",
-        "metadata",
-        "name",
-        "recorder_name",
-        "recorder_type",
-        "room",
-        "total",
-    )
-
-    def __init__(self, name: str | None, recorder_name: str, recorder_type: str) -> None:
-        self.name = name
-        self.recorder_name = recorder_name
-        self.recorder_type = recorder_type
-        self.events: list[tuple] = []
-        self.chunks: list[tuple] = []
-        self.total = 0
-        self.limit = max_events()
-        self.room = min(CHUNK, self.limit)
-        self.dropped = 0
-        self.metadata: dict[str, Any] = {}
-
-    def overflow(self, event: tuple) -> bool:
-        """The chunk is full: freeze it and append `event` to a new one, or drop it at the cap."""
-        events = self.events
-        if events:
-            self.chunks.append(tuple(events))
-            self.total += len(events)
-            self.events = events = []
-        remaining = self.limit - self.total
-        if remaining <= 0:
-            self.room = 0
-            self.dropped += 1
-            return False
-        self.room = min(CHUNK, remaining)
-        events.append(event)
-        return True
-
-    def take(self) -> tuple[list[tuple], int]:
-        """Stop accepting events; (chunks with every event so far, the limit that applied)."""
-        events, limit = self.events, self.limit
-        self.events = _DISCARD
-        self.limit = self.room = 0
-        chunks = self.chunks
-        if events:
-            chunks.append(tuple(events))
-        return chunks, limit
 
 
 # A node is a list (10x cheaper to create than an object): an open call on a lane's stack, or
@@ -239,7 +168,7 @@ class Recorder:
                 return None
             self._remote = None
             self._refresh()
-        return _finish(session)
+        return session.finish()
 
     def stop(self) -> dict | None:
         """Stop the remote session; the trace document dict, or None if none runs."""
@@ -270,7 +199,7 @@ class Recorder:
             session = self._process
             self._process = None
             self._refresh()
-        return None if session is None else _finish(session)
+        return None if session is None else session.finish()
 
     def start_scoped(
         self,
@@ -492,33 +421,6 @@ class Recorder:
         )
         for session in node[TARGETS]:
             session.events.append(event)
-
-
-class ScopedRecording:
-    """A running scoped session; `stop()` ends it and returns its Recording (idempotent)."""
-
-    def __init__(self, recorder: Recorder, session: Session) -> None:
-        self._recorder = recorder
-        self._session = session
-        self.recording: Recording | None = None
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """Extra metadata merged into the finished recording (e.g. test_status)."""
-        return self._session.metadata
-
-    def stop(self) -> Recording:
-        if self.recording is None:
-            self._recorder._end_scoped(self._session)
-            self.recording = _finish(self._session)
-        return self.recording
-
-
-def _finish(session: Session) -> Recording:
-    from tracetool.agent.recording import Recording
-
-    chunks, limit = session.take()
-    return Recording.from_session(session, chunks, limit)
 
 
 _recorder = Recorder()
