@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
 import gc
 import importlib.machinery
@@ -163,7 +164,9 @@ class _Manager:
                         info.set_decorator(kind)
 
     # -- rewriting ------------------------------------------------------------------------------
-    def rewrite(self, source: bytes, filename: str, module: str, pkg: PackageSpec) -> CodeType:
+    def rewrite(
+        self, source: bytes | ast.Module, filename: str, module: str, pkg: PackageSpec
+    ) -> CodeType:
         from tracetool.agent.functions import FunctionInfo
         from tracetool.agent.rewrite import rewrite_module
 
@@ -250,7 +253,12 @@ class _Loader(importlib.machinery.SourceFileLoader):
             return code  # type: ignore[return-value]
         path = self.get_filename(fullname)
         source = self.get_data(path)
-        return manager.rewrite(source, path, fullname, self._pkg)
+        tree = ast.parse(source, filename=path)  # the module's own syntax errors surface here
+        try:
+            return manager.rewrite(tree, path, fullname, self._pkg)
+        except Exception as exc:  # our rewrite failed: run the module as written, unrecorded
+            print(f"tracetool: {fullname} not instrumented ({exc})", file=sys.stderr)
+            return super().get_code(fullname)  # type: ignore[return-value]
 
     def exec_module(self, module: ModuleType) -> None:
         self._manager.done_files.add(self.path)

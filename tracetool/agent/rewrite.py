@@ -16,18 +16,23 @@ function objects get the new `__code__` in place (closures and registered views 
 The rewrite of `def f(a, b): body`:
 
     def f(a, b):
+        __tracetool_r__ = None
         __tracetool_c__ = __tracetool__.enter(<fid>, (a, b)) if __tracetool__.on else None
         try:
-            body            # `return x` → record the return of x, then return it
-            <record return None when the body falls through>
+            body            # `return x` → `__tracetool_r__ = x; return __tracetool_r__`
         except BaseException as __tracetool_e__:
             <record the exception>; raise
+        finally:
+            <record the return of __tracetool_r__ unless the exception was recorded>
+
+Recording the return in `finally` means it is recorded after the function's own `finally`
+clauses ran, with the value actually returned — or not at all when one of them raised.
 
 In generators and async generators each `yield v` becomes
 `__tracetool__.resume(c, (yield __tracetool__.suspend(c, v)))` (when recording), so every
 activation is its own call/return pair; `yield from` and `await` are left alone (an activation
 spans them). Lambdas, comprehensions and class bodies are not instrumented. The function's
-`locals()` shows `__tracetool_c__`; that is the only visible trace.
+`locals()` shows `__tracetool_c__` and `__tracetool_r__`; that is the only visible trace.
 """
 
 from __future__ import annotations
@@ -138,8 +143,9 @@ def _when_recording(stmt: ast.stmt) -> ast.If:
 class _OwnBody(ast.NodeTransformer):
     """Rewrites the returns and yields of one function, not of functions nested in it."""
 
-    def __init__(self, segments: bool) -> None:
+    def __init__(self, segments: bool, async_generator: bool) -> None:
         self.segments = segments
+        self.async_generator = async_generator  # no `return` with a value there
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         return node
@@ -155,10 +161,12 @@ class _OwnBody(ast.NodeTransformer):
 
     def visit_Return(self, node: ast.Return) -> Any:
         self.generic_visit(node)
-        value = node.value if node.value is not None else ast.Constant(None)
+        if self.async_generator or node.value is None:
+            return node  # the value is None, already in RESULT
+        # keep the value for the `finally` that records the return: a `finally` of the user's
+        # may still replace it (another return) or turn it into an exception
         stmts = [
-            ast.Assign(targets=[_name(RESULT, ast.Store())], value=value),
-            _when_recording(ast.Expr(_hook_call("ret", _name(CALL), _name(RESULT)))),
+            ast.Assign(targets=[_name(RESULT, ast.Store())], value=node.value),
             ast.Return(value=_name(RESULT)),
         ]
         for stmt in stmts:
@@ -271,23 +279,24 @@ class _Rewriter(ast.NodeTransformer):
             doc, body = body[:1], body[1:]
         first = body[0] if body else node
         args_tuple = ast.Tuple(elts=[_name(n) for n in names], ctx=ast.Load())
-        prologue = ast.Assign(
-            targets=[_name(CALL, ast.Store())],
-            value=ast.IfExp(
-                test=ast.Attribute(value=_name(HOOK), attr="on", ctx=ast.Load()),
-                body=_hook_call("enter", ast.Constant(fid), args_tuple),
-                orelse=ast.Constant(None),
+        prologue = [
+            ast.Assign(targets=[_name(RESULT, ast.Store())], value=ast.Constant(None)),
+            ast.Assign(
+                targets=[_name(CALL, ast.Store())],
+                value=ast.IfExp(
+                    test=ast.Attribute(value=_name(HOOK), attr="on", ctx=ast.Load()),
+                    body=_hook_call("enter", ast.Constant(fid), args_tuple),
+                    orelse=ast.Constant(None),
+                ),
             ),
-        )
-        own = _OwnBody(segments=kind in (GENERATOR, ASYNC_GENERATOR))
+        ]
+        own = _OwnBody(kind in (GENERATOR, ASYNC_GENERATOR), kind == ASYNC_GENERATOR)
         new_body: list[ast.stmt] = []
         for stmt in body:
             result = own.visit(stmt)
             new_body.extend(result if isinstance(result, list) else [result])
-        # falling off the end returns None (or ends the generator)
-        new_body.append(
-            _when_recording(ast.Expr(_hook_call("ret", _name(CALL), ast.Constant(None))))
-        )
+        if not new_body:
+            new_body.append(ast.Pass())
         handler = ast.ExceptHandler(
             type=_name("BaseException"),
             name=ERROR,
@@ -296,16 +305,19 @@ class _Rewriter(ast.NodeTransformer):
                 ast.Raise(exc=None, cause=None),
             ],
         )
-        wrapped = ast.Try(body=new_body, handlers=[handler], orelse=[], finalbody=[])
-        for stmt in (prologue, wrapped):
+        # the return is recorded on the way out, after the user's own `finally` clauses ran (an
+        # exception recorded by the handler wins: `ret` ignores a call that already ended)
+        epilogue = _when_recording(ast.Expr(_hook_call("ret", _name(CALL), _name(RESULT))))
+        wrapped = ast.Try(body=new_body, handlers=[handler], orelse=[], finalbody=[epilogue])
+        for stmt in (*prologue, wrapped):
             ast.copy_location(stmt, first)
-        node.body = [*doc, prologue, wrapped]
+        node.body = [*doc, *prologue, wrapped]
         return node
 
 
-def rewrite_module(source: bytes | str, filename: str, register: Register) -> CodeType:
-    """Compile `source` with every function instrumented (see module doc)."""
-    tree = ast.parse(source, filename=filename)
+def rewrite_module(source: bytes | str | ast.Module, filename: str, register: Register) -> CodeType:
+    """Compile `source` (text, or its parsed tree) with every function instrumented."""
+    tree = source if isinstance(source, ast.Module) else ast.parse(source, filename=filename)
     tree = _Rewriter(register).visit(tree)
     ast.fix_missing_locations(tree)
     return compile(tree, filename, "exec", dont_inherit=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import importlib.util
 import os
 import sys
 import threading
@@ -55,14 +56,13 @@ def activate(*, integrations: bool = True) -> bool:
             _active = True
         if integrations and not _integrations:
             _integrations = True
-            try:
-                from tracetool.agent.integrations import install_all
-            except ImportError:
-                install_all = None  # type: ignore[assignment]
-            if install_all is not None:
+            # not there until the integrations land; a failure inside them is reported, never
+            # swallowed as "missing", and never breaks the app
+            if importlib.util.find_spec("tracetool.agent.integrations") is not None:
                 try:
-                    install_all()
-                except Exception as exc:  # an integration must never break the app
+                    module = importlib.import_module("tracetool.agent.integrations")
+                    module.install_all()
+                except Exception as exc:
                     _warn(f"integrations not installed ({type(exc).__name__}: {exc})")
         return True
 
