@@ -291,3 +291,21 @@ def test_scoped_recording_context_manager(rec: Recorder) -> None:
     assert doc["metadata"]["name"] == "GET /x"
     assert [e["event"] for e in doc["events"]] == ["call", "return"]
     assert not rec.active
+
+
+def test_scoped_session_follows_threads_started_inside(rec: Recorder) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tracetool.agent.recorder import follow_threads
+
+    follow_threads()
+    with ThreadPoolExecutor(1) as pool:
+        scope = rec.start_scoped("t")
+        sql(rec, "select 'main'")
+        t = threading.Thread(target=sql, args=(rec, "select 'thread'"))
+        t.start()
+        t.join()
+        pool.submit(sql, rec, "select 'pool'").result()  # a pool worker serves everyone
+        doc = scope.stop().to_dict()
+    got = [(e["sql_query"]["sql"], e["thread_id"]) for e in doc["events"] if "sql_query" in e]
+    assert got == [("select 'main'", 1), ("select 'thread'", 2)]

@@ -7,8 +7,9 @@ One process-wide `Recorder` (`get_recorder()`) feeds any number of open sessions
   one so remote recording keeps working while the whole process is recorded;
 - **scoped** sessions (`start_scoped()` → `ScopedRecording`, or the `scoped_recording()` context
   manager), bound to the current thread / asyncio task through a context variable: they receive
-  the events of that thread or task and of the asyncio tasks (and context-copying thread hand-offs
-  such as `asyncio.to_thread`) it spawns, while the remote and process sessions get every event.
+  the events of that thread or task, of the asyncio tasks (and context-copying thread hand-offs
+  such as `asyncio.to_thread`) it spawns, and of the `threading.Thread`s started inside it (once
+  the agent is active: `follow_threads`), while the remote and process sessions get every event.
   Per-request recording and the pytest plugin use them; they nest and may overlap freely.
   ```python
   scope = get_recorder().start_scoped("test_checkout", recorder_name="pytest", recorder_type="tests")
@@ -92,6 +93,39 @@ def _anchor(parent: Any, lane: int, task: Any) -> list:
 
 _STACK: ContextVar[Any] = ContextVar("tracetool_stack", default=None)
 _SCOPE: ContextVar[tuple[Session, ...]] = ContextVar("tracetool_scope", default=())
+
+
+_thread_start_patched = False
+
+
+def follow_threads() -> None:
+    """Make `threading.Thread`s started inside a scoped recording record into it as well.
+
+    Threads do not inherit context variables (before 3.14), so `start()` hands the starting
+    thread's scopes to the new one. Only the scopes travel, not the call stack: the new thread
+    gets its own lane. Thread-pool workers are left alone — they outlive the task that happened
+    to create them and serve everyone.
+    """
+    global _thread_start_patched
+    if _thread_start_patched:
+        return
+    _thread_start_patched = True
+    original = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        scope = _SCOPE.get()
+        target = getattr(self, "_target", None)
+        if scope and getattr(target, "__module__", "") != "concurrent.futures.thread":
+            run = self.run
+
+            def run_in_scope() -> None:
+                _SCOPE.set(scope)
+                run()
+
+            self.run = run_in_scope  # type: ignore[method-assign]
+        original(self)
+
+    threading.Thread.start = start  # type: ignore[method-assign]
 
 
 def current_node() -> Any:

@@ -53,6 +53,9 @@ def activate(*, integrations: bool = True) -> bool:
                 instrument = None
             if instrument is not None:
                 instrument.install(config)
+            from tracetool.agent.recorder import follow_threads
+
+            follow_threads()
             _active = True
         if integrations and not _integrations:
             _integrations = True
