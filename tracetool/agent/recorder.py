@@ -77,6 +77,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Recorder", "ScopedRecording", "Session", "get_recorder", "scoped_recording"]
 
+_RETURN_VALUE = b',"return_value":{'
+
 # event tuple kinds
 CALL, RETURN, FCALL, FRETURN = 0, 1, 2, 3
 
@@ -347,20 +349,20 @@ class Recorder:
         if args is None:
             local = frame.f_locals
             args = tuple([local.get(n) for n in info.arg_names])
-            receiver = b"{" + encode(local.get(info.receiver_name)) if info.receiver else None
+            receiver = encode(local.get(info.receiver_name)) if info.receiver else None
         elif info.receiver:
-            receiver = b"{" + encode(args[0])
+            receiver = encode(args[0])
             args = args[1:]
         else:
             receiver = None
         heads = info.param_heads
         n = len(args)
         if n == 1:
-            params = heads[0] + encode(args[0])
+            params = encode(args[0], heads[0])
         elif n == 0:
             params = b""
         else:
-            params = b",".join([heads[i] + encode(a) for i, a in enumerate(args)])
+            params = b",".join([encode(a, heads[i]) for i, a in enumerate(args)])
         call_id = next(self._ids)
         lane = top[LANE]
         event = (FCALL, call_id, lane, info.fid, receiver, params)
@@ -416,7 +418,7 @@ class Recorder:
         if node[DONE]:
             return
         node[DONE] = True
-        packed = encode(value)
+        packed = encode(value, _RETURN_VALUE)
         call_id = next(self._ids)
         t1 = perf_counter()
         event = (

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
@@ -140,7 +140,7 @@ def _encoder() -> Callable[[tuple], bytes | None]:
         if ev[7] is not None:
             outcome = b',"exceptions":' + _dumps(ev[7])
         elif ev[6] is not None:
-            outcome = b',"return_value":{' + ev[6]
+            outcome = ev[6]  # `,"return_value":{…}`, encoded when recorded
         else:
             outcome = b""
         return b'{"id":%d,"event":"return","thread_id":%d,"parent_id":%d,%b%b}' % (
@@ -208,7 +208,9 @@ class Recording:
         for chunk in self._chunks:
             with gc_paused():  # only acyclic bytes are made here (not held across the yield)
                 encoded = [encode(ev) for ev in chunk]
-            parts: list[bytes] = [p for p in encoded if p is not None]
+            if None in encoded:  # (never in practice: a return whose call was not recorded)
+                encoded = [p for p in encoded if p is not None]
+            parts = cast("list[bytes]", encoded)
             if parts:
                 yield (b"" if first else b",") + b",".join(parts)
                 first = False

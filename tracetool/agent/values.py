@@ -164,9 +164,9 @@ def _head(tp: type, value: Any) -> bytes:
     return head
 
 
-def encode(value: Any) -> bytes:
-    """The JSON members of `value`'s parameter object plus the closing brace:
-    `"class":…,"value":…,"object_id":…[,"size":…]}` — prefix it with `{` (or `{"name":…,`).
+def encode(value: Any, prefix: bytes = b"{") -> bytes:
+    """`value`'s parameter object as JSON: `prefix` (`{`, or `{"name":…,"kind":…,`), then
+    `"class":…,"value":…,"object_id":…[,"size":…]}`.
 
     The hot-path form: code recording stores these few bytes per value, so writing a recording
     is mostly joining them.
@@ -180,9 +180,9 @@ def encode(value: Any) -> bytes:
             text = _failed(value, exc)
         if len(text) > MAX_VALUE:
             text = cap(text)
-        return b'%b%b,"object_id":%d}' % (head, orjson.dumps(text), id(value))
+        return b'%b%b%b,"object_id":%d}' % (prefix, head, orjson.dumps(text), id(value))
     if tp is str and len(value) <= MAX_VALUE:
-        return b'%b%b,"object_id":%d}' % (head, orjson.dumps(repr(value)), id(value))
+        return b'%b%b%b,"object_id":%d}' % (prefix, head, orjson.dumps(repr(value)), id(value))
     if tp in _default_repr:
         # the default repr depends only on the type and the address: the usual receiver (the
         # same `self` again and again) is encoded once
@@ -196,16 +196,17 @@ def encode(value: Any) -> bytes:
                 orjson.dumps(safe_repr(value)),
                 id(value),
             )
-        return done
+        return prefix + done
     text = safe_repr(value)
     if isinstance(value, _SIZED):
-        return b'%b%b,"object_id":%d,"size":%d}' % (
+        return b'%b%b%b,"object_id":%d,"size":%d}' % (
+            prefix,
             head,
             orjson.dumps(text),
             id(value),
             len(value),
         )
-    return b'%b%b,"object_id":%d}' % (head, orjson.dumps(text), id(value))
+    return b'%b%b%b,"object_id":%d}' % (prefix, head, orjson.dumps(text), id(value))
 
 
 def expand(packed: tuple[str, str, int, int | None], name: str | None = None) -> dict[str, Any]:
