@@ -104,3 +104,16 @@ def test_classmap_round_trips(corpus: Path) -> None:
     again = ClassMap.from_json(cmap.to_json())
     assert [o.fqid for o in again] == [o.fqid for o in cmap]
     assert "function:app/models/ApiKey.revoke" in cmap.by_fqid
+
+
+def test_sql_events_bind_to_normalized_query_objects() -> None:
+    cmap = ClassMap()
+    a = cmap.code_object_for(
+        {"sql_query": {"sql": "SELECT * FROM users WHERE id = 1", "database_type": "sqlite"}}
+    )
+    b = cmap.code_object_for(
+        {"sql_query": {"sql": "SELECT * FROM users WHERE id = 2", "database_type": "sqlite"}}
+    )
+    assert a is b
+    assert a.fqid == "query:SELECT * FROM users WHERE id = ?"
+    assert a.parent is not None and a.parent.fqid == "database:Database"

@@ -234,8 +234,11 @@ class ClassMap:
     def _function_for(self, call: Event) -> CodeObject:
         method_id = str(call.get("method_id", ""))
         path, lineno = call.get("path"), call.get("lineno")
-        if path is not None and lineno is not None:
-            for candidate in self.by_location.get(f"{path}:{lineno}", ()):
+        if path is not None:
+            # Agents write `location` as "path:line", or as the bare path when there is no line
+            # (Ruby C functions: "JSON::Ext::Generator::State#generate").
+            key = f"{path}:{lineno}" if lineno is not None else str(path)
+            for candidate in self.by_location.get(key, ()):
                 if candidate.name == method_id:
                     return candidate
         static = bool(call.get("static", False))
@@ -251,9 +254,9 @@ class ClassMap:
 
 def query_name(call: Event) -> str:
     """The name of a SQL call's `query` code object: its parameterized SQL."""
-    from tracetool import sql
+    from tracetool import sql as sql_module
 
-    return sql.normalize(ev.sql_text(call), ev.database_type(call))
+    return sql_module.normalize(ev.sql_text(call), ev.database_type(call))
 
 
 def _labels(value: Any) -> list[str]:

@@ -1,0 +1,421 @@
+"""SQL normalization, parameterization and analysis (tables, operations).
+
+Contract:
+
+- `analyze(sql, database_type)` returns a `SqlInfo`: the *normalized* statement (every literal
+  replaced by `?`, comments removed, whitespace runs collapsed to one space, stripped), whether that
+  result is *reliable*, the primary *operation* and the *tables* the statement names.
+- The normalized text is spliced from the user's own text at the positions of sqlglot's tokenizer
+  tokens (dialect chosen from AppMap's `database_type`); SQL is never regenerated from an AST, so
+  casing, quoting and placeholders (`$1`, `?`, `?1`, `:name`, `@p1`, `%s`, `%(name)s`) stay as
+  written. Quoted identifiers (`"x"`, `` `x` ``, `[x]`) are never masked.
+- Literals are strings of every flavour (`'…'`, `E'…'`, `N'…'`, `X'…'`, `B'…'`, `U&'…'`, `q'[…]'`,
+  `$$…$$`, `$tag$…$tag$`), numbers (a sign directly after an operator belongs to the number:
+  `= -5` → `= ?`), hex numbers, TRUE, FALSE and NULL. One `?` per literal: `IN (1, 2)` → `IN (?, ?)`.
+  NULL/TRUE/FALSE directly after `IS`, `IS NOT` or `NOT` are syntax, not values, and are kept
+  (`x IS NULL`, `a INT NOT NULL`) — AppMap masks those too; we deliberately do not. Numbers in
+  DDL are literals too (`varchar(255)` → `varchar(?)`), as in AppMap. Optimizer hints
+  (`/*+ … */`) are comments and go.
+- `reliable` is conservative, because `sanitize` keeps a statement only when it is True. It is
+  False when the tokenizer fails (unterminated quote or comment, …); when anything but whitespace
+  and comments lies between tokens; when a quote, backslash, comment marker (`--`, `/*`, `*/`,
+  `#` outside Postgres), stray `$` or digit-led word survives outside quoted identifiers; when a
+  literal touches a word (a sign of a string the dialect misread, e.g. MySQL `\\'` escapes read
+  as standard SQL); or when a quoted identifier holds what no name would (a `'`, a line break, a
+  comment marker, edge spaces). Without sqlglot installed nothing is reliable. An unreliable
+  result still carries best-effort normalized text (regex masking when tokenizing failed).
+- Known limit: a string written in double quotes where the dialect reads double quotes as an
+  identifier (SQLite accepts `name = "bob"`) stays visible, as identifiers are never masked;
+  pass the right `database_type` (MySQL reads `"bob"` as a string and masks it).
+- Tables are lower-cased and unquoted, `schema.table` kept when given, CTE names excluded; they
+  come from FROM/JOIN/INTO/UPDATE/TABLE/REFERENCES/CREATE INDEX … ON/PRAGMA table_info(…) and
+  never contain literal text. `operation` is that of the first statement; for `WITH …` and for
+  `DECLARE … CURSOR FOR …` it is the operation of the statement they wrap. `operations` lists
+  the operation of every `;`-separated statement, in order, without repeats.
+
+sqlglot is imported lazily; importing this module stays cheap (the agent may import it).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from tracetool._sql_analysis import Tok, operations_and_tables, to_toks
+
+__all__ = ["SqlInfo", "analyze", "dialect_for", "normalize", "parameterize"]
+
+
+@dataclass(frozen=True)
+class SqlInfo:
+    """What one SQL text is: its parameterized form, how far to trust it, what it touches."""
+
+    normalized: str
+    reliable: bool
+    operation: str
+    tables: tuple[str, ...]
+    # Operation of every statement, in order, without repeats (`operation` is the first one).
+    operations: tuple[str, ...] = ()
+
+
+# AppMap database_type values (Ruby adapter names, Python driver names, JDBC product names), by
+# the sqlglot dialect they map to; matching is on the lower-cased value, see dialect_for().
+_ALIASES = {
+    "sqlite": "sqlite|sqlite3|spatialite",
+    "postgres": "postgres|postgresql|pg|postgis|psycopg|psycopg2|cockroachdb",
+    "mysql": "mysql|mysql2|mariadb|trilogy|pymysql|mysqldb",
+    "oracle": "oracle|oracle_enhanced|oracledb|cx_oracle",
+    "tsql": "mssql|sqlserver|sql server|microsoft sql server|tsql|pyodbc",
+    # No sqlglot dialect for these Java engines; ANSI-ish generic tokenizing suits them.
+    "": "h2|hsqldb|hsql database engine|derby|apache derby",
+}
+_DIALECTS = {alias: d or None for d, names in _ALIASES.items() for alias in names.split("|")}
+# sqlglot dialects whose own name may arrive as database_type.
+_PASSTHROUGH = frozenset(
+    "athena bigquery clickhouse databricks doris drill duckdb hive materialize presto redshift "
+    "risingwave snowflake spark starrocks teradata trino".split()
+)
+# Substrings of product names (JDBC `getDatabaseProductName`, DB-API module names).
+_CONTAINS = (
+    ("postgres", "postgres"),
+    ("sqlite", "sqlite"),
+    ("mysql", "mysql"),
+    ("mariadb", "mysql"),
+    ("oracle", "oracle"),
+    ("sql server", "tsql"),
+)
+
+
+@functools.lru_cache(maxsize=256)
+def dialect_for(database_type: Optional[str]) -> Optional[str]:
+    """The sqlglot dialect name for an AppMap `database_type`; None means the generic dialect."""
+    if not database_type:
+        return None
+    key = database_type.strip().lower()
+    if key in _DIALECTS:
+        return _DIALECTS[key]
+    if key in _PASSTHROUGH:
+        return key
+    for needle, dialect in _CONTAINS:
+        if needle in key:
+            return dialect
+    return None
+
+
+# Token type names (strings, so no sqlglot import is needed here and renamed enum members in other
+# sqlglot versions cannot break the import).
+_STRING_TYPES = frozenset(
+    "STRING NATIONAL_STRING BIT_STRING HEX_STRING BYTE_STRING RAW_STRING HEREDOC_STRING "
+    "UNICODE_STRING".split()
+)
+_VALUE_KEYWORDS = frozenset(("TRUE", "FALSE", "NULL"))
+_LITERAL_TYPES = _STRING_TYPES | _VALUE_KEYWORDS | {"NUMBER"}
+_NUMBER_STARTS = frozenset(("DASH", "PLUS", "DOT"))
+# Tokens after which a number cannot be a literal: it is part of a placeholder ($1, ?1, :1, @1).
+_PLACEHOLDER_PREFIXES = frozenset(("PARAMETER", "PLACEHOLDER", "COLON"))
+# After these, `-5` is a negative number, not a subtraction.
+_SIGN_CONTEXT_WORDS = frozenset(
+    "SELECT WHERE AND OR NOT THEN ELSE WHEN IN LIMIT OFFSET VALUES SET RETURN IS LIKE ILIKE "
+    "BETWEEN ON HAVING CASE DEFAULT BY TOP FETCH".split()
+)
+_VALUE_ENDING_TYPES = frozenset(("VAR", "IDENTIFIER", "R_PAREN", "R_BRACKET", "R_BRACE"))
+_WORD = re.compile(r"[^\W\d][\w$]*\Z")
+_SURVIVOR = re.compile(r"['\"`\\]|--|/\*|\*/")
+_DIGIT_WORD = re.compile(r"(?<![\w$:?@.])\d+(?![\w.])")
+_WS = re.compile(r"\s+")
+_DOLLAR_PLACEHOLDER = re.compile(r"\$(?:\d+|[^\W\d]\w*)\Z")
+_ALNUM = re.compile(r"\w+\Z")
+# sqlglot calls some unquoted words IDENTIFIER too (`0x5Gq`); only quoted ones are exempt.
+_IDENTIFIER_QUOTES = frozenset('"`[')
+_ODD_IDENTIFIER = re.compile(r"['\r\n]|--|/\*|\*/|\A\s|\s\Z")
+_DOLLAR_WORD = re.compile(r"[^\W\d]\w*(?:\$\w+)*\Z")
+
+
+def _blank(gap: str, mysql: bool) -> bool:
+    """Whether `gap` (text between two tokens) holds only whitespace and comments.
+
+    A hand-written scan rather than a regex: nested quantifiers over comments backtrack
+    exponentially on a long gap that fails to match.
+    """
+    if gap.isspace():
+        return True
+    i, n = 0, len(gap)
+    while i < n:
+        if gap[i].isspace():
+            i += 1
+        elif gap.startswith("--", i) or (mysql and gap[i] == "#"):
+            end = gap.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif gap.startswith("/*", i):
+            end = gap.find("*/", i + 2)
+            if end < 0:
+                return False
+            i = end + 2
+        else:
+            return False
+    return True
+
+
+_local = threading.local()
+
+
+def _tokenizer(dialect: Optional[str]) -> Any:
+    """A per-thread tokenizer for `dialect` (sqlglot tokenizers keep state while tokenizing)."""
+    cache = getattr(_local, "tokenizers", None)
+    if cache is None:
+        cache = _local.tokenizers = {}
+    tokenizer = cache.get(dialect)
+    if tokenizer is None:
+        from sqlglot.dialects.dialect import Dialect
+
+        try:
+            d = Dialect.get_or_raise(dialect)
+        except Exception:  # a dialect this sqlglot version lacks: generic tokenizing
+            d = Dialect.get_or_raise(None)
+        base = d.tokenizer_class
+        # Without COMMANDS the tokenizer tokenizes DECLARE/EXPLAIN/CALL/SHOW statements fully
+        # instead of folding their rest into one synthetic string token.
+        cls = type("_Tracetool" + base.__name__, (base,), {"COMMANDS": set()})
+        tokenizer = cache[dialect] = cls(dialect=d)
+    return tokenizer
+
+
+# Texts longer than this are analyzed but not cached: a few multi-megabyte bulk INSERTs must not
+# pin gigabytes in a 4096-entry cache.
+_CACHE_MAX_CHARS = 65536
+
+
+def analyze(sql: str, database_type: Optional[str] = None) -> SqlInfo:
+    """Normalize, parameterize and analyze one SQL text (cached, see `analyze.cache_info()`).
+
+    Never raises: a non-string `sql` (a malformed recording) gives an empty, unreliable result.
+    """
+    if not isinstance(sql, str):
+        return SqlInfo("", False, "other", ())
+    if len(sql) > _CACHE_MAX_CHARS:
+        return _analyze(sql, database_type)
+    return _analyze_cached(sql, database_type)
+
+
+def _analyze(sql: str, database_type: Optional[str]) -> SqlInfo:
+    dialect = dialect_for(database_type if isinstance(database_type, str) else None)
+    try:
+        raw = _tokenizer(dialect).tokenize(sql)
+    except Exception:  # TokenError; or ImportError without sqlglot: never trust, still mask
+        return _fallback(sql, dialect)
+    toks = to_toks(raw)
+    normalized, reliable = _splice(sql, toks, dialect)
+    ops, tables = operations_and_tables(toks)
+    return SqlInfo(normalized, reliable, ops[0] if ops else "other", tables, ops)
+
+
+_analyze_cached = functools.lru_cache(maxsize=4096)(_analyze)
+analyze.cache_info = _analyze_cached.cache_info  # type: ignore[attr-defined]
+analyze.cache_clear = _analyze_cached.cache_clear  # type: ignore[attr-defined]
+
+
+def normalize(sql: str, database_type: Optional[str] = None) -> str:
+    """The parameterized text of `sql` (see the module contract)."""
+    return analyze(sql, database_type).normalized
+
+
+def parameterize(sql: str, database_type: Optional[str] = None) -> tuple[str, bool]:
+    """(normalized text, reliable) — sanitize keeps the text only when reliable is True."""
+    info = analyze(sql, database_type)
+    return info.normalized, info.reliable
+
+
+def _glued(a: Tok, b: Tok) -> bool:
+    return a.end + 1 == b.start
+
+
+def _ends_value(tok: Tok) -> bool:
+    """Whether `tok` can end an operand, making a following `-`, `.` or `:` an operator."""
+    if tok.type in _VALUE_ENDING_TYPES or tok.type in _STRING_TYPES or tok.type == "NUMBER":
+        return True
+    if tok.word:
+        return tok.word not in _SIGN_CONTEXT_WORDS
+    return tok.type == "PLACEHOLDER"
+
+
+def _is_literal(toks: list[Tok], i: int) -> bool:
+    tok = toks[i]
+    if tok.type in _STRING_TYPES:
+        return True
+    if tok.type == "NUMBER":
+        prev = toks[i - 1] if i else None
+        if prev is None or not _glued(prev, tok):
+            return True
+        # `$1`, `?1`, `:1`, `@1`: the number is a placeholder's index. A colon after an operand
+        # is a slice (`a[1:2]`), not a placeholder.
+        if prev.type not in _PLACEHOLDER_PREFIXES or not tok.text.isdigit():
+            return True  # `?1.5` is a placeholder and a number
+        if prev.type == "COLON":
+            return i >= 2 and _glued(toks[i - 2], prev) and _ends_value(toks[i - 2])
+        return False
+    if tok.type in _VALUE_KEYWORDS:
+        return not i or toks[i - 1].type not in ("IS", "NOT")
+    return False
+
+
+def _number_end(toks: list[Tok], i: int) -> int:
+    """If toks[i] starts a signed (`-5`) or dotted (`.5`) number, the index of its NUMBER; else -1.
+
+    A sign belongs to the number when glued to it and not following an operand (`= -5`, but
+    `a -5` is a subtraction).
+    """
+    j = i
+    if toks[i + 1].type not in ("NUMBER", "DOT"):
+        return -1
+    if toks[j].type in ("DASH", "PLUS"):
+        if i and _ends_value(toks[i - 1]):
+            return -1
+        j += 1
+    if j < len(toks) and toks[j].type == "DOT":
+        if j == i and i and _glued(toks[i - 1], toks[i]) and _ends_value(toks[i - 1]):
+            return -1  # t.5 is no number
+        j += 1
+    if j == i or j >= len(toks) or toks[j].type != "NUMBER" or not _is_literal(toks, j):
+        return -1
+    for k in range(i, j):
+        if not _glued(toks[k], toks[k + 1]):
+            return -1
+    return j
+
+
+def _splice(sql: str, toks: list[Tok], dialect: Optional[str]) -> tuple[str, bool]:
+    """Rebuild the text from the tokens' own source spans, literals as `?`."""
+    mysql = dialect == "mysql"
+    out: list[str] = []  # the normalized pieces
+    plain: list[str] = []  # the same with identifiers blanked out, for the survivor check
+    reliable = True
+    pos = 0  # first source position not yet consumed
+    space = False  # a gap (whitespace, comments) precedes the next piece
+    prev: Optional[Tok] = None  # last token consumed
+    prev_literal = False
+    i, n = 0, len(toks)
+    while i < n:
+        tok = toks[i]
+        if tok.start < pos or tok.end < tok.start - 1:  # synthetic or overlapping token
+            reliable = False
+            i += 1
+            continue
+        gap = sql[pos : tok.start]
+        if gap and not _blank(gap, mysql):
+            reliable = False
+        space = space or bool(gap)
+        glued = not gap and prev is not None
+        last = i
+        literal = quoted = False
+        kind = tok.type
+        if kind == "HINT":
+            piece = ""  # an optimizer hint `/*+ … */` is a comment, and comments go
+        elif kind in _NUMBER_STARTS and i + 1 < n and _number_end(toks, i) > i:
+            last, piece, literal = _number_end(toks, i), "?", True
+        elif kind in _LITERAL_TYPES and _is_literal(toks, i):
+            piece, literal = "?", True
+            if glued and prev_literal:
+                piece = ""  # a literal the tokenizer split in two: still one `?`
+            elif glued and prev is not None and prev.type == "VAR" and tok.type in _STRING_TYPES:
+                # A word glued to a string: a prefix this dialect does not know (x'..', E'..')
+                # or a mis-read escape; mask both, and distrust anything but a short prefix.
+                if len(prev.text) > 2:
+                    reliable = False
+                out[-1] = plain[-1] = ""
+        elif glued and prev_literal and tok.type == "VAR":
+            # A word glued to a literal's end: a number suffix (generic `0x1F`, `1_000`, `3L`)
+            # or the tail of a string the dialect did not understand.
+            piece, literal = "", True
+            if prev is None or prev.type != "NUMBER" or not _ALNUM.match(tok.text):
+                reliable = False
+        else:
+            piece = sql[tok.start : tok.end + 1]
+            quoted = kind == "IDENTIFIER" and piece[:1] in _IDENTIFIER_QUOTES
+            if quoted:
+                if _odd_identifier(piece):
+                    reliable = False
+            else:
+                if piece != tok.text:  # a multi-word keyword such as `GROUP\n BY`
+                    piece = _WS.sub(" ", piece)
+                if kind != "NUMBER" and _suspicious(tok, piece):  # (a kept NUMBER is `$1`'s 1)
+                    reliable = False
+        if piece:
+            if space and out:
+                out.append(" ")
+                plain.append(" ")
+            space = False
+            out.append(piece)
+            plain.append("_" if quoted else piece)
+        prev, prev_literal = toks[last], literal
+        pos = toks[last].end + 1
+        i = last + 1
+    tail = sql[pos:]
+    if tail and not _blank(tail, mysql):
+        reliable = False
+    if reliable and _survivors("".join(plain), dialect):
+        reliable = False
+    return "".join(out), reliable
+
+
+def _odd_identifier(piece: str) -> bool:
+    """A quoted identifier no schema would have: likely text the dialect read differently.
+
+    Such as a string in MySQL-style double quotes (`"it's"`), or a stray quote that swallowed
+    part of the statement (`[ x 'secret' ]`). It is kept as written, but not trusted.
+    """
+    inner = piece[1:-1]
+    if _ODD_IDENTIFIER.search(inner):
+        return True
+    others = {'"': "`", "`": '"', "[": '"`'}.get(piece[0], "")
+    return any(c in inner for c in others)
+
+
+def _suspicious(tok: Tok, text: str) -> bool:
+    """A kept token that looks like part of a literal the dialect did not understand.
+
+    That is a word starting with a digit (`0x5Gq`), or a `$` that is neither a placeholder
+    (`$1`, `$name`) nor a single `$` inside a word (`v$session`): a dollar quote.
+    """
+    if text[:1].isdigit():
+        return True
+    if "$" not in text or tok.type == "PARAMETER" or _DOLLAR_PLACEHOLDER.match(text):
+        return False
+    return not _DOLLAR_WORD.match(text)
+
+
+def _survivors(plain: str, dialect: Optional[str]) -> bool:
+    """Whether the kept text (identifiers blanked) still holds a quote, comment or digit word.
+
+    Checked on the whole text, not per token: `-` `-` glued is `--`, which some reader (or the
+    database itself: Postgres reads `#--x` as `#` and a comment) takes for a comment.
+    """
+    if _SURVIVOR.search(plain) or _DIGIT_WORD.search(plain):
+        return True
+    return "#" in plain and dialect != "postgres"  # a MySQL comment; XOR in Postgres
+
+
+_FALLBACK_LITERALS = re.compile(
+    r"""(?:[A-Za-z]|U&)?'(?:[^'\\]|\\.|'')*(?:'|\Z)"""  # strings, unterminated ones too
+    r"""|\$([A-Za-z_]\w*)?\$.*?(?:\$\1\$|\Z)"""  # dollar quotes
+    r"""|(?<![\w$:?@])-?\b(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\b""",
+    re.S,
+)
+_FALLBACK_COMMENTS = re.compile(r"--[^\n]*|/\*.*?(?:\*/|\Z)|#[^\n]*", re.S)
+
+
+def _fallback(sql: str, dialect: Optional[str]) -> SqlInfo:
+    """Best effort for text the tokenizer rejects: regex masking, never reliable."""
+    text = _FALLBACK_LITERALS.sub("?", sql)
+    text = _FALLBACK_COMMENTS.sub(" ", text)
+    text = _WS.sub(" ", text).strip()
+    ops: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()
+    try:
+        raw = _tokenizer(dialect).tokenize(text)
+        ops, tables = operations_and_tables(to_toks(raw))
+    except Exception:
+        pass
+    return SqlInfo(text, False, ops[0] if ops else "other", tables, ops)
