@@ -12,6 +12,8 @@ and tracebacks (original line numbers, no extra frame) are unchanged, decorators
 instrumented function itself, and the idle cost is one global load, one attribute load and a
 branch per call. Modules imported before activation are recompiled the same way and their live
 function objects get the new `__code__` in place (closures and registered views included).
+Rewritten modules are cached beside their bytecode (`tracetool.agent.rewrite_cache`), so only
+the first start after a change pays for the parse.
 
 The rewrite of `def f(a, b): body`:
 
