@@ -53,7 +53,9 @@ def print_table(
         table.add_column(name, justify=(justify[i] if justify else "left"))  # type: ignore[arg-type]
     for row in rows:
         table.add_row(*("" if v is None else str(v) for v in row))
-    Console(soft_wrap=False).print(table)
+    # Piped output (files, CI logs, tests) is not wrapped to a guessed 80 columns.
+    width = None if sys.stdout.isatty() else 200
+    Console(soft_wrap=False, width=width).print(table)
 
 
 def warn(message: str) -> None:
