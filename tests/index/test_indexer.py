@@ -268,6 +268,10 @@ def test_one_writer_at_a_time(shop: Path, qdb: Path) -> None:
         with pytest.raises(IndexBusyError, match="test holder"):
             index_directory(shop, IndexOptions(query_db=qdb, workers=1, lock_timeout=0.05))
     assert len(run(shop, qdb).added) == 4  # released
+    with WriterLock(qdb, purpose="a watcher holding the lock for its lifetime"):
+        touched = shop / "main/users_show.trace.json"
+        touched.write_bytes(touched.read_bytes() + b" ")
+        assert run(shop, qdb, lock=False).updated == ("main/users_show.trace.json",)
 
 
 def _table_digest(qdb: Path) -> list[tuple[object, ...]]:
