@@ -28,7 +28,17 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+
+
+def _find_shared() -> Path:
+    """`../shared` beside the project root (or beside an ancestor, from a git worktree)."""
+    for base in (ROOT, *ROOT.parents):
+        if (base.parent / "shared" / "tools").is_dir():
+            return base.parent / "shared"
+    return ROOT.parent / "shared"
+
+
+SHARED = _find_shared()
 PEER = Path("/tmp/peer/node_modules/.bin/appmap")
 # shared/README.md: "appmap index on 1000 generated recordings (300 MB) 98 s wall / 415 MB peak"
 PEER_REFERENCE = {"wall": 98.0, "cpu": 185.0, "peak_mb": 415.0}

@@ -351,19 +351,12 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
     if isinstance(meta.get("git"), dict):
         meta["git"] = {k: v for k, v in meta["git"].items() if k != "status"}
     out.metadata = meta
-    _break_cycles(tree.nodes.values(), cmap)
-    return out
-
-
-def _break_cycles(nodes: Any, cmap: ClassMap) -> None:
-    """Unlink parent/child references so the document is freed by reference counting at once,
-    instead of by a cyclic-GC pass over every event (tens of ms per recording)."""
-    for node in nodes:
-        node.parent = None
-        node.children = []
+    # Free the document by reference counting now, not by a GC pass over every event later.
+    tree.release()
     for co in list(cmap):
         co.parent = None
         co.children = []
+    return out
 
 
 def _exceptions(

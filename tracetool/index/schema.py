@@ -170,7 +170,8 @@ CREATE INDEX IF NOT EXISTS code_objects_class ON code_objects (class_name, metho
 CREATE INDEX IF NOT EXISTS code_objects_method ON code_objects (method);
 CREATE INDEX IF NOT EXISTS recording_code_objects_recording
   ON recording_code_objects (recording_id, code_object_id);
-CREATE INDEX IF NOT EXISTS http_requests_recording ON http_requests (recording_id, event_id);
+CREATE INDEX IF NOT EXISTS http_requests_recording
+  ON http_requests (recording_id, event_id, method, route, status, duration_ms, sql_count);
 CREATE INDEX IF NOT EXISTS http_requests_route
   ON http_requests (route, method, status, duration_ms, sql_count);
 CREATE INDEX IF NOT EXISTS http_requests_status ON http_requests (status);

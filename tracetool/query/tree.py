@@ -26,7 +26,9 @@ from tracetool.trace.tree import CallNode
 DEFAULT_LIMIT = 1000
 
 
-def _label(node: CallNode, sql_labels: dict[Any, str]) -> tuple[str, str, dict[str, Any]]:
+def _label(
+    node: CallNode, sql_labels: dict[Any, str], fn_labels: dict[tuple[Any, ...], str]
+) -> tuple[str, str, dict[str, Any]]:
     call = node.call
     kind = ev.kind(call)
     extra: dict[str, Any] = {}
@@ -47,7 +49,8 @@ def _label(node: CallNode, sql_labels: dict[Any, str]) -> tuple[str, str, dict[s
 
             label = sql.normalize(ev.sql_text(call), ev.database_type(call))
     elif kind == ev.FUNCTION:
-        label = ev.function_name(call)
+        key = (call.get("defined_class"), call.get("method_id"), call.get("static"))
+        label = fn_labels.get(key) or fn_labels.setdefault(key, ev.function_name(call))
     else:
         label = str(call.get("method_id") or call.get("defined_class") or kind)
     return kind, label, extra
@@ -83,7 +86,10 @@ def tree(
         # Event ids stay the file's, as in the index.
         apply_event_updates(doc)
         calls = build_call_tree(doc.events)
-        return _rows(calls.roots, depth, fold, limit, sql_labels)
+        rows = _rows(calls.roots, depth, fold, limit, sql_labels)
+        calls.release()  # freed now by reference counting, not by a GC pass after this block
+        del doc
+    return rows
 
 
 def _rows(
@@ -95,9 +101,10 @@ def _rows(
 ) -> list[dict[str, Any]]:
 
     info: dict[int, tuple[str, str, dict[str, Any]]] = {}
+    fn_labels: dict[tuple[Any, ...], str] = {}  # recordings repeat the same functions a lot
     sig: dict[int, int] = {}
     for node in iter_postorder(roots):
-        info[id(node)] = _label(node, sql_labels)
+        info[id(node)] = _label(node, sql_labels, fn_labels)
         kind, label, extra = info[id(node)]
         sig[id(node)] = hash(
             (kind, label, extra.get("status"), tuple(sig[id(c)] for c in node.children))
