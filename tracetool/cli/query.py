@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from tracetool.cli.common import common_options
+from tracetool.cli.query_servers import mcp_command, ui_command
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -114,9 +115,13 @@ def command() -> None:
     """Search indexed recordings (run `tracetool index` first).
 
     \b
-    Verbs: endpoints, find, tree, related, hotspots, compare.
-    Every verb takes --trace-dir, --query-db and --json.
+    Verbs: endpoints, find, tree, related, hotspots, compare, mcp, ui.
+    Every verb takes --trace-dir and --query-db; the listings take --json.
     """
+
+
+command.add_command(mcp_command)
+command.add_command(ui_command)
 
 
 @command.command("endpoints")
