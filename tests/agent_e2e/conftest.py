@@ -234,9 +234,17 @@ def start_app(name: str, tmp: Path, stub: str, **extra: str) -> AppServer:
     return AppServer(cwd, target, app_env(workdir, stub, **extra), workdir / "stderr.log")
 
 
+EXAMPLE_DEPS = ("flask", "fastapi", "uvicorn", "django", "sqlalchemy", "httpx", "requests")
+
+
 @pytest.fixture(scope="session")
 def servers(e2e_tmp: Path, stub_url: str) -> Iterator[dict[str, AppServer]]:
     """Every app, started in parallel (each start is mostly interpreter and import time)."""
+    import importlib.util
+
+    missing = [m for m in EXAMPLE_DEPS if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"the examples need {', '.join(missing)} (pip install -e '.[examples]')")
     started: dict[str, AppServer] = {}
     errors: list[BaseException] = []
 

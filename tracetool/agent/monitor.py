@@ -29,7 +29,7 @@ from types import CodeType
 from typing import Any
 
 from tracetool.agent.functions import ASYNC_GENERATOR, GENERATOR, FunctionInfo
-from tracetool.agent.recorder import CALL_ID, CODE, FRAME, PARENT, Recorder, current_node
+from tracetool.agent.recorder import _STACK, CALL_ID, CODE, FRAME, PARENT, Recorder
 
 # (typeshed for the mypy target 3.11 has no sys.monitoring)
 MON: Any = getattr(sys, "monitoring", None)
@@ -76,6 +76,7 @@ class MonitoringBackend:
         disable = mon.DISABLE
         wrapped_type = _async_gen_wrapped_type()
         referents = gc.get_referents
+        current_node = _STACK.get  # the innermost open call of this thread/task
 
         def find(code: CodeType, frame: Any) -> list | None:
             node = current_node()
@@ -131,13 +132,15 @@ class MonitoringBackend:
             if info is None or info.kind not in _SEGMENTED:
                 return  # PY_THROW is global: coroutines (cancellation) and foreign code
             frame = getframe(1)
-            top = current_node()
-            if top is not None and top[CODE] is code and top[FRAME] is frame:
+            if find(code, frame) is not None:
                 return  # an async generator resuming after an await: its activation is open
             try:
                 rec.enter(info, frame, None, code)
             except Exception:
                 pass
+
+        def on_throw(code: CodeType, offset: int, exc: BaseException) -> None:
+            on_resume(code, offset)
 
         def on_yield(code: CodeType, offset: int, value: Any) -> None:
             top = current_node()
@@ -162,7 +165,7 @@ class MonitoringBackend:
         mon.register_callback(tool, ev.PY_RETURN, on_return)
         mon.register_callback(tool, ev.PY_UNWIND, on_unwind)
         mon.register_callback(tool, ev.PY_RESUME, on_resume)
-        mon.register_callback(tool, ev.PY_THROW, on_resume)
+        mon.register_callback(tool, ev.PY_THROW, on_throw)
         mon.register_callback(tool, ev.PY_YIELD, on_yield)
         # PY_UNWIND and PY_THROW cannot be local events: they are set for the whole process and
         # the callbacks drop foreign code with one dict lookup

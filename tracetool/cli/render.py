@@ -7,7 +7,8 @@ progress go to stderr, so `--json` output stays machine-readable. NO_COLOR is ho
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import orjson
@@ -42,17 +43,25 @@ def print_table(
     *,
     title: str | None = None,
     justify: Sequence[str] | None = None,
+    overflow: Sequence[str] | None = None,
 ) -> None:
-    """A rich table on stdout; `justify` gives "left"/"right" per column."""
+    """A rich table on stdout; `justify` gives "left"/"right" per column, `overflow`
+    "ellipsis" (default) or "fold" (wrap long identifiers instead of cutting them)."""
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title, show_lines=False, header_style="bold")
     for i, name in enumerate(columns):
-        table.add_column(name, justify=(justify[i] if justify else "left"))  # type: ignore[arg-type]
+        table.add_column(
+            name,
+            justify=(justify[i] if justify else "left"),  # type: ignore[arg-type]
+            overflow=(overflow[i] if overflow else "ellipsis"),  # type: ignore[arg-type]
+        )
     for row in rows:
         table.add_row(*("" if v is None else str(v) for v in row))
-    Console(soft_wrap=False).print(table)
+    # Piped output (files, CI logs, tests) is not wrapped to a guessed 80 columns.
+    width = None if sys.stdout.isatty() else 200
+    Console(soft_wrap=False, width=width).print(table)
 
 
 def warn(message: str) -> None:
@@ -73,3 +82,24 @@ def progress(items: Sequence[T], description: str) -> Iterator[T]:
         for item in items:
             yield item
             bar.advance(task)
+
+
+@contextmanager
+def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A bar on an interactive stderr driven by `update(done, total)` calls; silent otherwise.
+
+    For work whose loop lives in the core (which reports progress through a callback).
+    """
+    if not sys.stderr.isatty():
+        yield lambda done, total: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=max(total, 1))
+
+        yield update

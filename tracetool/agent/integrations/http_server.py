@@ -10,6 +10,13 @@
   can add the route template (`set_route`) and the exceptions their error handlers swallowed
   (`add_exception`). The call event's `http_server_request` dict is filled in place: the route
   is known only after routing, i.e. after the call was appended.
+
+An unhandled exception is recorded as `exceptions` on the request's return event, next to the
+500 `http_server_response` (issue 3: "as an exception on the request as well as the 500
+response"). AppMap's JSON schema (@appland/appmap-validate) does not list `exceptions` on HTTP
+server returns, so a document holding such a request fails that validator on that one event;
+AppMap's own loaders read it fine. With code recording on, the raising view's own return carries
+the exception too.
 """
 
 from __future__ import annotations

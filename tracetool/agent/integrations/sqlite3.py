@@ -61,6 +61,13 @@ class RecordingConnection(sqlite3.Connection):
         return self.cursor().executescript(sql_script)
 
 
+# The app sees these as the classes it asked for: same name and module in reprs, tracebacks and
+# recorded parameter classes (`sqlite3.Connection`), and isinstance() holds as before.
+for _cls, _name in ((RecordingCursor, "Cursor"), (RecordingConnection, "Connection")):
+    _cls.__module__ = "sqlite3"
+    _cls.__name__ = _cls.__qualname__ = _name
+
+
 def recording_subclass(cls: type) -> type:
     """A recording subclass of a Connection or Cursor class (cached)."""
     if issubclass(cls, (RecordingConnection, RecordingCursor)):
@@ -73,7 +80,11 @@ def recording_subclass(cls: type) -> type:
     if found is None:
         base = RecordingConnection if issubclass(cls, sqlite3.Connection) else RecordingCursor
         # Our methods first, then the user's class, then sqlite3's.
-        found = type(cls.__name__, (base, cls), {"__module__": cls.__module__})
+        found = type(
+            cls.__name__,
+            (base, cls),
+            {"__module__": cls.__module__, "__qualname__": cls.__qualname__},
+        )
         _subclasses[cls] = found
     return found
 
