@@ -20,7 +20,6 @@ until it can be read again. The caller decides whether skips are fatal (`--stric
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import os
 import shutil
@@ -37,6 +36,7 @@ from tracetool.index import schema, sidecar
 from tracetool.index.lock import WriterLock
 from tracetool.index.worker import Indexed, Result, Same, Skipped, Task, process
 from tracetool.index.writer import Known, Writer
+from tracetool.paths import query_db_path
 from tracetool.trace import find_trace_files
 
 # Parsing a JSON document into Python objects costs several times its size in memory.
@@ -47,10 +47,9 @@ POOL_MIN_BYTES = 4_000_000
 
 
 def default_query_db(trace_dir: Path | str) -> Path:
-    """`~/.trace/data/<sha>/query.db`, `<sha>` from the resolved recordings directory."""
-    resolved = str(Path(trace_dir).expanduser().resolve())
-    digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return Path(os.path.expanduser("~")) / ".trace" / "data" / digest / "query.db"
+    """`~/.trace/data/<sha>/query.db`, `<sha>` from the resolved recordings directory
+    (`tracetool.paths`: the one layout shared with the daemon's discovery file)."""
+    return query_db_path(trace_dir)
 
 
 def _available_memory() -> int | None:
