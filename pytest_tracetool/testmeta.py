@@ -24,9 +24,11 @@ RECORDER = {"name": "pytest", "type": "tests"}
 MAX_MESSAGE = 4000
 # Markers that say how a test is collected or run, not what it is about.
 _NOISE_MARKERS = frozenset({"parametrize", "usefixtures", "filterwarnings"})
-# test_add_item -> add_item, testAddItem -> AddItem (but not testing_x)
+# an object's default repr: `<function f at 0x7f3a...>`
 _ADDRESS = re.compile(r"( at 0x)[0-9a-fA-F]+>")
+# node ids the writer's file-safe mapping keeps distinct without a hash (see file_key)
 _PLAIN_NODEID = re.compile(r"[A-Za-z0-9._/:-]+")
+# test_add_item -> add_item, testAddItem -> AddItem (but not testing_x)
 _TEST_PREFIX = re.compile(r"^test(?:_+|(?=[A-Z0-9]))")
 
 
@@ -93,6 +95,7 @@ def source_location(item: Any) -> str | None:
 
 
 def item_markers(item: Any) -> tuple[str, ...]:
+    """The test's markers by name (module, class, then its own), without collection mechanics."""
     seen: list[str] = []
     for marker in item.iter_markers():
         if marker.name not in _NOISE_MARKERS and marker.name not in seen:
