@@ -106,10 +106,11 @@ def item_markers(item: Any) -> tuple[str, ...]:
 def file_key(nodeid: str) -> str:
     """The name the recording is saved under (the agent's writer makes it file-safe).
 
-    The node id itself when the writer's mapping keeps it apart from every other node id
-    (path, ``::`` and identifier characters); else -- parameters in brackets, unicode, spaces,
-    anything the writer turns into ``_`` -- the node id plus 8 hex of its sha256, so
-    ``test[a/b]``, ``test[a_b]`` and ``test[é]``, ``test[ü]`` get distinct files.
+    The node id itself when it holds only path, ``::`` and identifier characters (readable
+    names for the common case; two such ids collide only if they differ just in ``/`` or ``::``
+    versus ``_``, e.g. ``a/b.py`` and ``a_b.py``); else -- parameters in brackets, unicode,
+    spaces, anything else the writer turns into ``_`` -- the node id plus 8 hex of its sha256,
+    so ``test[a/b]``, ``test[a_b]`` and ``test[é]``, ``test[ü]`` get distinct files.
     """
     if _PLAIN_NODEID.fullmatch(nodeid):
         return nodeid
