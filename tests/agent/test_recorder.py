@@ -268,9 +268,9 @@ def test_event_cap_truncates_with_marker(rec: Recorder, monkeypatch: pytest.Monk
 def test_recording_write_streams_the_same_document(
     rec: Recorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tracetool.agent import recording as recording_module
+    from tracetool.agent import sessions as sessions_module
 
-    monkeypatch.setattr(recording_module, "BATCH", 3)  # several batches
+    monkeypatch.setattr(sessions_module, "CHUNK", 3)  # several chunks
     assert rec.start()
     for i in range(7):
         sql(rec, f"select {i}")
@@ -279,3 +279,33 @@ def test_recording_write_streams_the_same_document(
     path = result.write(tmp_path / "x.trace.json")
     assert orjson.loads(path.read_bytes()) == orjson.loads(orjson.dumps(result.to_dict()))
     assert len(orjson.loads(path.read_bytes())["events"]) == 14
+
+
+def test_scoped_recording_context_manager(rec: Recorder) -> None:
+    from tracetool.agent.recorder import scoped_recording
+
+    with scoped_recording("GET /x", recorder_name="requests") as scope:
+        sql(rec, "select 1")
+    assert scope.recording is not None
+    doc = scope.recording.to_dict()
+    assert doc["metadata"]["name"] == "GET /x"
+    assert [e["event"] for e in doc["events"]] == ["call", "return"]
+    assert not rec.active
+
+
+def test_scoped_session_follows_threads_started_inside(rec: Recorder) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tracetool.agent.recorder import follow_threads
+
+    follow_threads()
+    with ThreadPoolExecutor(1) as pool:
+        scope = rec.start_scoped("t")
+        sql(rec, "select 'main'")
+        t = threading.Thread(target=sql, args=(rec, "select 'thread'"))
+        t.start()
+        t.join()
+        pool.submit(sql, rec, "select 'pool'").result()  # a pool worker serves everyone
+        doc = scope.stop().to_dict()
+    got = [(e["sql_query"]["sql"], e["thread_id"]) for e in doc["events"] if "sql_query" in e]
+    assert got == [("select 'main'", 1), ("select 'thread'", 2)]

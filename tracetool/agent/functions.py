@@ -27,6 +27,8 @@ from collections.abc import Iterable
 from types import CodeType
 from typing import Any
 
+import orjson
+
 CO_VARARGS = 0x04
 CO_VARKEYWORDS = 0x08
 CO_GENERATOR = 0x20
@@ -128,6 +130,7 @@ class FunctionInfo:
         "method_id",
         "module",
         "package",
+        "param_heads",
         "path",
         "receiver",
         "receiver_name",
@@ -169,11 +172,14 @@ class FunctionInfo:
         self.labels: tuple[str, ...] | None = None
         self.arg_names = arg_names
         self.kinds = kinds
+        self.param_heads: tuple[bytes, ...] = ()
         self.static = True
         self.receiver = False
         self.receiver_name = ""
         if self.is_method:
             self.set_decorator(decorator)
+        else:
+            self._set_heads()
 
     def set_decorator(self, decorator: str | None) -> None:
         """Method flavour from its decorator: None (instance), staticmethod or classmethod."""
@@ -189,6 +195,14 @@ class FunctionInfo:
             self.arg_names, self.kinds = argument_names(self.code)
         self.receiver = has_receiver
         self.static = decorator in ("staticmethod", "classmethod")
+        self._set_heads()
+
+    def _set_heads(self) -> None:
+        """`{"name":…,"kind":…,` of each parameter: the JSON each captured value follows."""
+        self.param_heads = tuple(
+            b'{"name":' + orjson.dumps(n) + b',"kind":' + orjson.dumps(k) + b","
+            for n, k in zip(self.arg_names, self.kinds)
+        )
 
     @property
     def location(self) -> str:

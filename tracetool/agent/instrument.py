@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
 import gc
 import importlib.machinery
@@ -164,7 +165,8 @@ class _Manager:
 
     # -- rewriting ------------------------------------------------------------------------------
     def rewrite(self, source: bytes, filename: str, module: str, pkg: PackageSpec) -> CodeType:
-        from tracetool.agent.functions import FunctionInfo
+        """The instrumented code of a module (from the rewrite cache when it is fresh)."""
+        from tracetool.agent import rewrite_cache
         from tracetool.agent.rewrite import rewrite_module
 
         path = relative_path(filename, self.root)
@@ -186,7 +188,21 @@ class _Manager:
             )
             return -1 if self._excluded(pkg, info) else info.fid
 
-        return rewrite_module(source, filename, register)
+        key = (module, pkg.path, tuple(pkg.exclude))
+        cached = rewrite_cache.load(filename, key)
+        if cached is not None:
+            specs, code = cached
+            fids = [register(*spec) for spec in specs]
+            if -1 not in fids:
+                return rewrite_cache.bind(code, fids)
+        tree = ast.parse(source, filename=filename)  # the module's own syntax errors surface here
+        try:
+            code, specs, fids = rewrite_module(source, filename, register, tree)
+        except Exception as exc:  # our rewrite failed: run the module as written, unrecorded
+            print(f"tracetool: {module} not instrumented ({exc})", file=sys.stderr)
+            return compile(source, filename, "exec", dont_inherit=True)
+        rewrite_cache.store(filename, key, specs, code)
+        return rewrite_cache.bind(code, fids)
 
     # -- modules imported before activation ---------------------------------------------------
     def instrument_loaded(self) -> None:
@@ -249,8 +265,7 @@ class _Loader(importlib.machinery.SourceFileLoader):
                 manager.register_code(code, fullname, self._pkg)
             return code  # type: ignore[return-value]
         path = self.get_filename(fullname)
-        source = self.get_data(path)
-        return manager.rewrite(source, path, fullname, self._pkg)
+        return manager.rewrite(self.get_data(path), path, fullname, self._pkg)
 
     def exec_module(self, module: ModuleType) -> None:
         self._manager.done_files.add(self.path)

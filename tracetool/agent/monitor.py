@@ -29,7 +29,7 @@ from types import CodeType
 from typing import Any
 
 from tracetool.agent.functions import ASYNC_GENERATOR, GENERATOR, FunctionInfo
-from tracetool.agent.recorder import CALL_ID, CODE, FRAME, PARENT, Recorder, current_node
+from tracetool.agent.recorder import _STACK, CALL_ID, CODE, FRAME, PARENT, Recorder
 
 # (typeshed for the mypy target 3.11 has no sys.monitoring)
 MON: Any = getattr(sys, "monitoring", None)
@@ -76,6 +76,7 @@ class MonitoringBackend:
         disable = mon.DISABLE
         wrapped_type = _async_gen_wrapped_type()
         referents = gc.get_referents
+        current_node = _STACK.get  # the innermost open call of this thread/task
 
         def find(code: CodeType, frame: Any) -> list | None:
             node = current_node()

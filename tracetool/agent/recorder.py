@@ -7,8 +7,9 @@ One process-wide `Recorder` (`get_recorder()`) feeds any number of open sessions
   one so remote recording keeps working while the whole process is recorded;
 - **scoped** sessions (`start_scoped()` → `ScopedRecording`, or the `scoped_recording()` context
   manager), bound to the current thread / asyncio task through a context variable: they receive
-  the events of that thread or task and of the asyncio tasks (and context-copying thread hand-offs
-  such as `asyncio.to_thread`) it spawns, while the remote and process sessions get every event.
+  the events of that thread or task, of the asyncio tasks (and context-copying thread hand-offs
+  such as `asyncio.to_thread`) it spawns, and of the `threading.Thread`s started inside it (once
+  the agent is active: `follow_threads`), while the remote and process sessions get every event.
   Per-request recording and the pytest plugin use them; they nest and may overlap freely.
   ```python
   scope = get_recorder().start_scoped("test_checkout", recorder_name="pytest", recorder_type="tests")
@@ -16,8 +17,9 @@ One process-wide `Recorder` (`get_recorder()`) feeds any number of open sessions
   recording = scope.stop()             # a Recording: .metadata (mutable), .to_dict(), .save(...)
   ```
 
-Events are stored compactly (tuples referencing their `FunctionInfo`) and turned into AppMap dicts
-only when a recording is finished (`tracetool.agent.recording`). Ids are process-wide and
+Events are stored compactly — tuples of ints, floats and captured values already encoded as JSON
+bytes, frozen in chunks (`tracetool.agent.sessions`) — and become a document only when a
+recording is finished (`tracetool.agent.recording`). Ids are process-wide and
 renumbered 1..N per document; `thread_id` is a *lane*: a number per OS thread, and a separate one
 per asyncio task (tasks interleave on one thread, so AppMap's per-thread nesting would otherwise be
 wrong). A thread that runs with a context copied from a task (`asyncio.to_thread`, Starlette's
@@ -43,8 +45,8 @@ from contextvars import ContextVar
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from tracetool.agent.config import max_events
-from tracetool.agent.values import compact
+from tracetool.agent.sessions import ScopedRecording, Session, scoped_recording
+from tracetool.agent.values import encode
 
 
 def _no_loop() -> Any:
@@ -73,33 +75,12 @@ if TYPE_CHECKING:
     from tracetool.agent.functions import FunctionInfo
     from tracetool.agent.recording import Recording
 
+__all__ = ["Recorder", "ScopedRecording", "Session", "get_recorder", "scoped_recording"]
+
+_RETURN_VALUE = b',"return_value":{'
+
 # event tuple kinds
 CALL, RETURN, FCALL, FRETURN = 0, 1, 2, 3
-
-
-class _Discard(list):
-    """The event list of a stopped session: late events from other threads are dropped."""
-
-    def append(self, item: Any) -> None:
-        pass
-
-
-_DISCARD = _Discard()
-
-
-class Session:
-    """One recording in progress."""
-
-    __slots__ = ("dropped", "events", "limit", "metadata", "name", "recorder_name", "recorder_type")
-
-    def __init__(self, name: str | None, recorder_name: str, recorder_type: str) -> None:
-        self.name = name
-        self.recorder_name = recorder_name
-        self.recorder_type = recorder_type
-        self.events: list[tuple] = []
-        self.limit = max_events()
-        self.dropped = 0
-        self.metadata: dict[str, Any] = {}
 
 
 # A node is a list (10x cheaper to create than an object): an open call on a lane's stack, or
@@ -114,6 +95,39 @@ def _anchor(parent: Any, lane: int, task: Any) -> list:
 
 _STACK: ContextVar[Any] = ContextVar("tracetool_stack", default=None)
 _SCOPE: ContextVar[tuple[Session, ...]] = ContextVar("tracetool_scope", default=())
+
+
+_thread_start_patched = False
+
+
+def follow_threads() -> None:
+    """Make `threading.Thread`s started inside a scoped recording record into it as well.
+
+    Threads do not inherit context variables (before 3.14), so `start()` hands the starting
+    thread's scopes to the new one. Only the scopes travel, not the call stack: the new thread
+    gets its own lane. Thread-pool workers are left alone — they outlive the task that happened
+    to create them and serve everyone.
+    """
+    global _thread_start_patched
+    if _thread_start_patched:
+        return
+    _thread_start_patched = True
+    original = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        scope = _SCOPE.get()
+        target = getattr(self, "_target", None)
+        if scope and getattr(target, "__module__", "") != "concurrent.futures.thread":
+            run = self.run
+
+            def run_in_scope() -> None:
+                _SCOPE.set(scope)
+                run()
+
+            self.run = run_in_scope  # type: ignore[method-assign]
+        original(self)
+
+    threading.Thread.start = start  # type: ignore[method-assign]
 
 
 def current_node() -> Any:
@@ -190,7 +204,7 @@ class Recorder:
                 return None
             self._remote = None
             self._refresh()
-        return _finish(session)
+        return session.finish()
 
     def stop(self) -> dict | None:
         """Stop the remote session; the trace document dict, or None if none runs."""
@@ -206,12 +220,22 @@ class Recorder:
             self._refresh()
             return True
 
+    def drop_process(self) -> None:
+        """Forget the process session without building its recording (in a forked child)."""
+        self._lock = threading.Lock()  # another thread of the parent may have held it at fork
+        with self._lock:
+            session = self._process
+            self._process = None
+            self._refresh()
+        if session is not None:
+            session.take()
+
     def finish_process(self) -> Recording | None:
         with self._lock:
             session = self._process
             self._process = None
             self._refresh()
-        return None if session is None else _finish(session)
+        return None if session is None else session.finish()
 
     def start_scoped(
         self,
@@ -266,11 +290,11 @@ class Recorder:
         recorded = False
         for session in targets:
             events = session.events
-            if len(events) < session.limit:
+            if len(events) < session.room:
                 events.append(event)
                 recorded = True
-            else:
-                session.dropped += 1
+            elif session.overflow(event):
+                recorded = True
         return recorded
 
     # -- integration events -------------------------------------------------------------------
@@ -312,8 +336,8 @@ class Recorder:
         targets = self._globals + scope if scope else self._globals
         if not targets:
             return None
-        if len(targets) == 1 and len(targets[0].events) >= targets[0].limit:
-            targets[0].dropped += 1  # full: skip the work (the common case of one session)
+        if len(targets) == 1 and not targets[0].room:
+            targets[0].dropped += 1  # at its cap: skip the work (the common case of one session)
             return None
         top = _STACK.get()
         if top is None or _get_running_loop() is not None:
@@ -325,31 +349,30 @@ class Recorder:
         if args is None:
             local = frame.f_locals
             args = tuple([local.get(n) for n in info.arg_names])
-            receiver = compact(local.get(info.receiver_name)) if info.receiver else None
+            receiver = encode(local.get(info.receiver_name)) if info.receiver else None
         elif info.receiver:
-            receiver = compact(args[0])
+            receiver = encode(args[0])
             args = args[1:]
         else:
             receiver = None
+        heads = info.param_heads
         n = len(args)
         if n == 1:
-            params: tuple = (compact(args[0]),)
+            params = encode(args[0], heads[0])
         elif n == 0:
-            params = ()
-        elif n == 2:
-            params = (compact(args[0]), compact(args[1]))
+            params = b""
         else:
-            params = tuple([compact(a) for a in args])
+            params = b",".join([encode(a, heads[i]) for i, a in enumerate(args)])
         call_id = next(self._ids)
         lane = top[LANE]
         event = (FCALL, call_id, lane, info.fid, receiver, params)
         if len(targets) == 1:
             session = targets[0]
             events = session.events
-            if len(events) >= session.limit:
-                session.dropped += 1
+            if len(events) < session.room:
+                events.append(event)
+            elif not session.overflow(event):
                 return None
-            events.append(event)
         elif not self._append_call(targets, event):
             return None
         t1 = perf_counter()
@@ -395,7 +418,7 @@ class Recorder:
         if node[DONE]:
             return
         node[DONE] = True
-        packed = compact(value)
+        packed = encode(value, _RETURN_VALUE)
         call_id = next(self._ids)
         t1 = perf_counter()
         event = (
@@ -434,35 +457,6 @@ class Recorder:
         )
         for session in node[TARGETS]:
             session.events.append(event)
-
-
-class ScopedRecording:
-    """A running scoped session; `stop()` ends it and returns its Recording (idempotent)."""
-
-    def __init__(self, recorder: Recorder, session: Session) -> None:
-        self._recorder = recorder
-        self._session = session
-        self.recording: Recording | None = None
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """Extra metadata merged into the finished recording (e.g. test_status)."""
-        return self._session.metadata
-
-    def stop(self) -> Recording:
-        if self.recording is None:
-            self._recorder._end_scoped(self._session)
-            self.recording = _finish(self._session)
-        return self.recording
-
-
-def _finish(session: Session) -> Recording:
-    from tracetool.agent.recording import Recording
-
-    events, limit = session.events, session.limit
-    session.events = _DISCARD
-    session.limit = 0
-    return Recording.from_session(session, events, limit)
 
 
 _recorder = Recorder()

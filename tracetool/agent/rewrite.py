@@ -12,31 +12,39 @@ and tracebacks (original line numbers, no extra frame) are unchanged, decorators
 instrumented function itself, and the idle cost is one global load, one attribute load and a
 branch per call. Modules imported before activation are recompiled the same way and their live
 function objects get the new `__code__` in place (closures and registered views included).
+Rewritten modules are cached beside their bytecode (`tracetool.agent.rewrite_cache`), so only
+the first start after a change pays for the parse.
 
 The rewrite of `def f(a, b): body`:
 
     def f(a, b):
+        __tracetool_r__ = None
         __tracetool_c__ = __tracetool__.enter(<fid>, (a, b)) if __tracetool__.on else None
         try:
-            body            # `return x` → record the return of x, then return it
-            <record return None when the body falls through>
+            body            # `return x` → `__tracetool_r__ = x; return __tracetool_r__`
         except BaseException as __tracetool_e__:
             <record the exception>; raise
+        finally:
+            <record the return of __tracetool_r__ unless the exception was recorded>
+
+Recording the return in `finally` means it is recorded after the function's own `finally`
+clauses ran, with the value actually returned — or not at all when one of them raised.
 
 In generators and async generators each `yield v` becomes
 `__tracetool__.resume(c, (yield __tracetool__.suspend(c, v)))` (when recording), so every
 activation is its own call/return pair; `yield from` and `await` are left alone (an activation
 spans them). Lambdas, comprehensions and class bodies are not instrumented. The function's
-`locals()` shows `__tracetool_c__`; that is the only visible trace.
+`locals()` shows `__tracetool_c__` and `__tracetool_r__`; that is the only visible trace.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import threading
 from collections.abc import Callable
 from types import CodeType
-from typing import Any
+from typing import Any, cast
 
 from tracetool.agent.functions import (
     ASYNC_GENERATOR,
@@ -46,6 +54,7 @@ from tracetool.agent.functions import (
     REGISTRY,
 )
 from tracetool.agent.recorder import Recorder
+from tracetool.agent.rewrite_cache import placeholder
 
 HOOK = "__tracetool__"
 CALL = "__tracetool_c__"
@@ -135,11 +144,8 @@ def _when_recording(stmt: ast.stmt) -> ast.If:
     return ast.If(test=_recording(), body=[stmt], orelse=[])
 
 
-class _OwnBody(ast.NodeTransformer):
-    """Rewrites the returns and yields of one function, not of functions nested in it."""
-
-    def __init__(self, segments: bool) -> None:
-        self.segments = segments
+class _Yields(ast.NodeTransformer):
+    """Rewrites the yields of one generator, not of functions nested in it."""
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         return node
@@ -153,22 +159,8 @@ class _OwnBody(ast.NodeTransformer):
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
         return node
 
-    def visit_Return(self, node: ast.Return) -> Any:
-        self.generic_visit(node)
-        value = node.value if node.value is not None else ast.Constant(None)
-        stmts = [
-            ast.Assign(targets=[_name(RESULT, ast.Store())], value=value),
-            _when_recording(ast.Expr(_hook_call("ret", _name(CALL), _name(RESULT)))),
-            ast.Return(value=_name(RESULT)),
-        ]
-        for stmt in stmts:
-            ast.copy_location(stmt, node)
-        return stmts
-
     def visit_Yield(self, node: ast.Yield) -> Any:
         self.generic_visit(node)
-        if not self.segments:
-            return node
         value = node.value if node.value is not None else ast.Constant(None)
         recorded = _hook_call(
             "resume", _name(CALL), ast.Yield(value=_hook_call("suspend", _name(CALL), value))
@@ -179,7 +171,46 @@ class _OwnBody(ast.NodeTransformer):
             body=plain,
             orelse=recorded,
         )
-        return ast.copy_location(out, node)
+        return _locate(out, node)
+
+
+def _locate(node: Any, ref: Any) -> Any:
+    """Give the new subtree `node` the position of `ref` wherever it has none."""
+    for child in ast.walk(node):
+        if "lineno" in child._attributes and not hasattr(child, "lineno"):
+            ast.copy_location(child, ref)
+    return node
+
+
+def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists nested in a compound statement (not in nested functions/classes)."""
+    out = []
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(stmt, field, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            out.append(block)
+    for holder in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+        out.append(holder.body)
+    return out
+
+
+def _rewrite_returns(stmts: list[ast.stmt], async_generator: bool) -> list[ast.stmt]:
+    """`return x` → `__tracetool_r__ = x; return __tracetool_r__` (the `finally` records it)."""
+    out: list[ast.stmt] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.Return):
+            if async_generator or stmt.value is None:
+                out.append(stmt)  # the value is None, already in RESULT
+                continue
+            assign = ast.Assign(targets=[_name(RESULT, ast.Store())], value=stmt.value)
+            out.append(_locate(assign, stmt))
+            out.append(_locate(ast.Return(value=_name(RESULT)), stmt))
+            continue
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for block in _blocks(stmt):
+                block[:] = _rewrite_returns(block, async_generator)
+        out.append(stmt)
+    return out
 
 
 def _has_own_yield(node: ast.AST) -> bool:
@@ -217,10 +248,16 @@ def _arguments(args: ast.arguments) -> tuple[list[str], list[str]]:
     return names, kinds
 
 
-class _Rewriter(ast.NodeTransformer):
-    def __init__(self, register: Register) -> None:
+class _Rewriter:
+    """Instruments every function of a module, walking statements only (expressions can hold
+    no function definitions but lambdas, which are not instrumented)."""
+
+    def __init__(self, register: Register, yield_lines: set[int]) -> None:
         self.register = register
+        self.yield_lines = yield_lines  # source lines mentioning `yield`: generator candidates
         self.scopes: list[tuple[str, str]] = []  # (kind, name)
+        self.specs: list[tuple] = []  # what `register` was given, per instrumented function
+        self.fids: list[int] = []
 
     def _qualname(self, name: str) -> str:
         parts: list[str] = []
@@ -230,24 +267,32 @@ class _Rewriter(ast.NodeTransformer):
                 parts.append("<locals>")
         return ".".join((*parts, name))
 
-    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
-        self.scopes.append(("class", node.name))
-        self.generic_visit(node)
-        self.scopes.pop()
-        return node
+    def block(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, ast.FunctionDef):
+                self._function(stmt, is_async=False)
+            elif isinstance(stmt, ast.AsyncFunctionDef):
+                self._function(stmt, is_async=True)
+            elif isinstance(stmt, ast.ClassDef):
+                self.scopes.append(("class", stmt.name))
+                self.block(stmt.body)
+                self.scopes.pop()
+            else:
+                for block in _blocks(stmt):
+                    self.block(block)
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
-        return self._function(node, is_async=False)
+    def _is_generator(self, node: Any) -> bool:
+        end = getattr(node, "end_lineno", None) or node.lineno
+        if not any(line in self.yield_lines for line in range(node.lineno, end + 1)):
+            return False
+        return _has_own_yield(node)
 
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
-        return self._function(node, is_async=True)
-
-    def _function(self, node: Any, *, is_async: bool) -> ast.AST:
+    def _function(self, node: Any, *, is_async: bool) -> None:
         qualname = self._qualname(node.name)
         self.scopes.append(("function", node.name))
-        self.generic_visit(node)  # nested functions and classes first
+        self.block(node.body)  # nested functions and classes first
         self.scopes.pop()
-        yields = _has_own_yield(node)
+        yields = self._is_generator(node)
         kind = (
             (ASYNC_GENERATOR if yields else COROUTINE)
             if is_async
@@ -255,11 +300,22 @@ class _Rewriter(ast.NodeTransformer):
         )
         names, kinds = _arguments(node.args)
         lineno = min([d.lineno for d in node.decorator_list] + [node.lineno])
-        fid = self.register(
-            qualname, node.name, lineno, tuple(names), tuple(kinds), _decorator_kind(node), kind
+        spec = (
+            qualname,
+            node.name,
+            lineno,
+            tuple(names),
+            tuple(kinds),
+            _decorator_kind(node),
+            kind,
         )
+        fid = self.register(*spec)
         if fid < 0:
-            return node  # excluded in trace.yml
+            return  # excluded in trace.yml
+        self.specs.append(spec)
+        self.fids.append(fid)
+        # a placeholder, bound to the fid after compiling (so the code can be cached)
+        marker = ast.Constant(cast(Any, placeholder(len(self.fids) - 1)))
         body = node.body
         doc: list[ast.stmt] = []
         if (
@@ -271,23 +327,23 @@ class _Rewriter(ast.NodeTransformer):
             doc, body = body[:1], body[1:]
         first = body[0] if body else node
         args_tuple = ast.Tuple(elts=[_name(n) for n in names], ctx=ast.Load())
-        prologue = ast.Assign(
-            targets=[_name(CALL, ast.Store())],
-            value=ast.IfExp(
-                test=ast.Attribute(value=_name(HOOK), attr="on", ctx=ast.Load()),
-                body=_hook_call("enter", ast.Constant(fid), args_tuple),
-                orelse=ast.Constant(None),
+        prologue = [
+            ast.Assign(targets=[_name(RESULT, ast.Store())], value=ast.Constant(None)),
+            ast.Assign(
+                targets=[_name(CALL, ast.Store())],
+                value=ast.IfExp(
+                    test=ast.Attribute(value=_name(HOOK), attr="on", ctx=ast.Load()),
+                    body=_hook_call("enter", marker, args_tuple),
+                    orelse=ast.Constant(None),
+                ),
             ),
-        )
-        own = _OwnBody(segments=kind in (GENERATOR, ASYNC_GENERATOR))
-        new_body: list[ast.stmt] = []
-        for stmt in body:
-            result = own.visit(stmt)
-            new_body.extend(result if isinstance(result, list) else [result])
-        # falling off the end returns None (or ends the generator)
-        new_body.append(
-            _when_recording(ast.Expr(_hook_call("ret", _name(CALL), ast.Constant(None))))
-        )
+        ]
+        new_body = _rewrite_returns(body, kind == ASYNC_GENERATOR)
+        if yields:
+            segments = _Yields()
+            new_body = [segments.visit(stmt) for stmt in new_body]
+        if not new_body:
+            new_body.append(_locate(ast.Pass(), first))
         handler = ast.ExceptHandler(
             type=_name("BaseException"),
             name=ERROR,
@@ -296,16 +352,35 @@ class _Rewriter(ast.NodeTransformer):
                 ast.Raise(exc=None, cause=None),
             ],
         )
-        wrapped = ast.Try(body=new_body, handlers=[handler], orelse=[], finalbody=[])
-        for stmt in (prologue, wrapped):
-            ast.copy_location(stmt, first)
-        node.body = [*doc, prologue, wrapped]
-        return node
+        # the return is recorded on the way out, after the user's own `finally` clauses ran (an
+        # exception recorded by the handler wins: `ret` ignores a call that already ended)
+        epilogue = _when_recording(ast.Expr(_hook_call("ret", _name(CALL), _name(RESULT))))
+        wrapped = ast.Try(body=new_body, handlers=[handler], orelse=[], finalbody=[epilogue])
+        for stmt in prologue:
+            _locate(stmt, first)
+        ast.copy_location(wrapped, first)
+        _locate(handler, first)
+        _locate(epilogue, first)
+        node.body = [*doc, *prologue, wrapped]
 
 
-def rewrite_module(source: bytes | str, filename: str, register: Register) -> CodeType:
-    """Compile `source` with every function instrumented (see module doc)."""
-    tree = ast.parse(source, filename=filename)
-    tree = _Rewriter(register).visit(tree)
-    ast.fix_missing_locations(tree)
-    return compile(tree, filename, "exec", dont_inherit=True)
+_YIELD = re.compile(rb"\byield\b")
+
+
+def rewrite_module(
+    source: bytes | str, filename: str, register: Register, tree: ast.Module | None = None
+) -> tuple[CodeType, list[tuple], list[int]]:
+    """Compile `source` (its parsed `tree` if the caller has it) with every function
+    instrumented: (code with placeholder function ids, the specs given to `register`, the
+    ids it returned) — `rewrite_cache.bind(code, ids)` makes the code runnable."""
+    raw = source.encode("utf-8") if isinstance(source, str) else source
+    if tree is None:
+        tree = ast.parse(raw, filename=filename)
+    yield_lines: set[int] = set()
+    if b"yield" in raw:
+        for number, line in enumerate(raw.splitlines(), 1):
+            if _YIELD.search(line):
+                yield_lines.add(number)
+    rewriter = _Rewriter(register, yield_lines)
+    rewriter.block(tree.body)
+    return compile(tree, filename, "exec", dont_inherit=True), rewriter.specs, rewriter.fids

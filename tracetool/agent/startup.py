@@ -9,7 +9,7 @@ all. When truthy it calls `activate_from_env()`, which:
    source rewriting before), including modules already imported;
 3. installs the integrations (`tracetool.agent.integrations.install_all()`, when present);
 4. with `TRACETOOL_RECORD_PROCESS=true`, records the whole process and writes it at exit to
-   `<trace_dir>/process/<app>_<time>_<pid>.trace.json`.
+   `<trace_dir>/process/<app>_<time>_<pid>.trace.json` (a forked child writes its own).
 Nothing here may break the app: failures are reported on stderr and the agent stays off.
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import importlib.util
 import os
 import sys
 import threading
@@ -52,17 +53,19 @@ def activate(*, integrations: bool = True) -> bool:
                 instrument = None
             if instrument is not None:
                 instrument.install(config)
+            from tracetool.agent.recorder import follow_threads
+
+            follow_threads()
             _active = True
         if integrations and not _integrations:
             _integrations = True
-            try:
-                from tracetool.agent.integrations import install_all
-            except ImportError:
-                install_all = None  # type: ignore[assignment]
-            if install_all is not None:
+            # not there until the integrations land; a failure inside them is reported, never
+            # swallowed as "missing", and never breaks the app
+            if importlib.util.find_spec("tracetool.agent.integrations") is not None:
                 try:
-                    install_all()
-                except Exception as exc:  # an integration must never break the app
+                    module = importlib.import_module("tracetool.agent.integrations")
+                    module.install_all()
+                except Exception as exc:
                     _warn(f"integrations not installed ({type(exc).__name__}: {exc})")
         return True
 
@@ -84,23 +87,42 @@ def activate_from_env() -> bool:
         return False
 
 
+def _process_name() -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    return f"{active_config().name or 'process'}_{stamp}_{os.getpid()}"
+
+
 def start_process_recording() -> None:
-    """Record the whole process; the recording is written when the interpreter exits."""
+    """Record the whole process; the recording is written when the interpreter exits.
+
+    A forked child (gunicorn, multiprocessing) drops what its parent recorded and records itself
+    into its own file (named with its pid).
+    """
     from tracetool.agent.recorder import get_recorder
 
-    config = active_config()
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    name = f"{config.name or 'process'}_{stamp}_{os.getpid()}"
-    if get_recorder().start_process(name):
-        atexit.register(_write_process_recording, name)
+    if get_recorder().start_process(_process_name()):
+        atexit.register(_write_process_recording)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_restart_in_child)
 
 
-def _write_process_recording(name: str) -> None:
+def _restart_in_child() -> None:
+    from tracetool.agent.recorder import get_recorder
+
+    recorder = get_recorder()
+    try:
+        recorder.drop_process()
+        recorder.start_process(_process_name())
+    except Exception as exc:
+        _warn(f"process recording not restarted after fork ({type(exc).__name__}: {exc})")
+
+
+def _write_process_recording() -> None:
     from tracetool.agent.recorder import get_recorder
 
     try:
         recording = get_recorder().finish_process()
         if recording is not None:
-            recording.save(name, subdir="process")
+            recording.save(subdir="process")
     except Exception as exc:
         _warn(f"process recording not written ({type(exc).__name__}: {exc})")

@@ -10,14 +10,16 @@
 - `size` is the length of lists, tuples, dicts, sets and frozensets; `properties` lists the first
   keys of a dict with string keys (`[{name, class}]`), as AppMap does for message bodies.
 
-`compact(value)` is the hot-path form used by code recording: a tuple
-`(class, value, object_id, size)` turned into the dict shape only when the recording is written.
-Stdlib only; Python 3.9+.
+`encode(value)` is the hot-path form used by code recording: the parameter object's JSON members,
+ready to be joined into the document when it is written; `compact(value)` is the same as a tuple
+`(class, value, object_id, size)`. Stdlib and orjson only; Python 3.9+.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 MAX_VALUE = 100  # characters of a captured repr (AppMap: display strings ≤ 100 characters)
 MAX_ITEMS = 10  # container items rendered before the truncation marker
@@ -144,6 +146,67 @@ def compact(value: Any) -> tuple[str, str, int, int | None]:
         return ("builtins.str", repr(value), id(value), None)
     size = len(value) if isinstance(value, _SIZED) else None
     return (class_name(value), safe_repr(value), id(value), size)
+
+
+_heads: dict[type, bytes] = {}
+_default_repr: set[type] = set()  # types whose repr is object.__repr__: "<mod.T object at 0x…>"
+_by_identity: dict[tuple[type, int], bytes] = {}
+
+
+def _head(tp: type, value: Any) -> bytes:
+    head = b'"class":' + orjson.dumps(class_name(value)) + b',"value":'
+    if len(_heads) > 20_000:
+        _heads.clear()
+        _default_repr.clear()
+    _heads[tp] = head
+    if getattr(tp, "__repr__", None) is object.__repr__:
+        _default_repr.add(tp)
+    return head
+
+
+def encode(value: Any, prefix: bytes = b"{") -> bytes:
+    """`value`'s parameter object as JSON: `prefix` (`{`, or `{"name":…,"kind":…,`), then
+    `"class":…,"value":…,"object_id":…[,"size":…]}`.
+
+    The hot-path form: code recording stores these few bytes per value, so writing a recording
+    is mostly joining them.
+    """
+    tp = type(value)
+    head = _heads.get(tp) or _head(tp, value)
+    if tp in _PLAIN_NAMES:
+        try:
+            text = repr(value)
+        except ValueError as exc:  # an int too large to convert
+            text = _failed(value, exc)
+        if len(text) > MAX_VALUE:
+            text = cap(text)
+        return b'%b%b%b,"object_id":%d}' % (prefix, head, orjson.dumps(text), id(value))
+    if tp is str and len(value) <= MAX_VALUE:
+        return b'%b%b%b,"object_id":%d}' % (prefix, head, orjson.dumps(repr(value)), id(value))
+    if tp in _default_repr:
+        # the default repr depends only on the type and the address: the usual receiver (the
+        # same `self` again and again) is encoded once
+        key = (tp, id(value))
+        done = _by_identity.get(key)
+        if done is None:
+            if len(_by_identity) > 50_000:
+                _by_identity.clear()
+            done = _by_identity[key] = b'%b%b,"object_id":%d}' % (
+                head,
+                orjson.dumps(safe_repr(value)),
+                id(value),
+            )
+        return prefix + done
+    text = safe_repr(value)
+    if isinstance(value, _SIZED):
+        return b'%b%b%b,"object_id":%d,"size":%d}' % (
+            prefix,
+            head,
+            orjson.dumps(text),
+            id(value),
+            len(value),
+        )
+    return b'%b%b%b,"object_id":%d}' % (prefix, head, orjson.dumps(text), id(value))
 
 
 def expand(packed: tuple[str, str, int, int | None], name: str | None = None) -> dict[str, Any]:

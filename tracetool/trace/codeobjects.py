@@ -222,7 +222,9 @@ class ClassMap:
         if kind == ev.HTTP_CLIENT:
             url = str((call.get("http_client_request") or {}).get("url") or "")
             parts = urlsplit(url)
-            host = f"{parts.scheme}://{parts.netloc}" if parts.netloc else url
+            # the service is named by scheme and host[:port]; credentials are data, not schema
+            netloc = parts.netloc.rsplit("@", 1)[-1]
+            host = f"{parts.scheme}://{netloc}" if netloc else url
             service = self.child(None, "external-service", host)
             return self.child(service, "external-route", ev.route(call))
         if kind == ev.SQL:
@@ -234,8 +236,11 @@ class ClassMap:
     def _function_for(self, call: Event) -> CodeObject:
         method_id = str(call.get("method_id", ""))
         path, lineno = call.get("path"), call.get("lineno")
-        if path is not None and lineno is not None:
-            for candidate in self.by_location.get(f"{path}:{lineno}", ()):
+        if path is not None:
+            # Agents write `location` as "path:line", or as the bare path when there is no line
+            # (Ruby C functions: "JSON::Ext::Generator::State#generate").
+            key = f"{path}:{lineno}" if lineno is not None else str(path)
+            for candidate in self.by_location.get(key, ()):
                 if candidate.name == method_id:
                     return candidate
         static = bool(call.get("static", False))

@@ -117,11 +117,15 @@ def mime_type(headers: Mapping[str, str]) -> Optional[str]:
 
 
 def split_url(url: str) -> tuple[str, list[tuple[str, str]]]:
-    """(url without query and fragment, query pairs) — AppMap keeps query params in `message`."""
+    """(url without credentials, query and fragment; query pairs).
+
+    AppMap keeps query params in `message`; `user:password@` is never recorded.
+    """
     from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
     parts = urlsplit(url)
-    base = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    base = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
     return base, parse_qsl(parts.query, keep_blank_values=True)
 
 
