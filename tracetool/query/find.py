@@ -6,7 +6,7 @@
 | type | one row per | order | filters |
 |---|---|---|---|
 | `appmaps` (`recordings`) | recording | newest first (best text match first with `text`) | all |
-| `requests` | HTTP server request | slowest first | route, status, duration, table, recording |
+| `requests` | HTTP server request | slowest first | route, method, status, duration, table, recording |
 | `queries` | SQL call | slowest first | route, status, duration, class, method, table, recording |
 | `calls` | function per recording | most total time first | class, method, duration, recording |
 | `exceptions` | exception raised | recording, event | route, status, class, method, recording |
@@ -16,10 +16,10 @@
 recordings that contain a matching request (route, status), function (class, method) or query
 (table); `duration` is the recording's total time. `queries`, `logs` and `exceptions` match
 route and status through the HTTP request they happened in, class and method through the
-calling function (for `exceptions`, `class` is the exception's class). `calls` match duration on
-the slowest single call. `text` is a full-text match for `appmaps` and a case-insensitive
-substring of the SQL / path / function / message otherwise. A filter that does not apply to the
-type raises `UsageError`.
+calling function (for `exceptions`, `class` is the exception's class; for `requests`, `method`
+is the HTTP method). `calls` match duration on the slowest single call. `text` is a full-text
+match for `appmaps` and a case-insensitive substring of the SQL / path / function / message
+otherwise. A filter that does not apply to the type raises `UsageError`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from tracetool.query.db import iso
 from tracetool.query.filters import (
     Clause,
     Filters,
+    NameFilter,
     recording_clauses,
     route_clauses,
     where,
@@ -45,7 +46,7 @@ ALIASES = {"recordings": "appmaps"}
 _RECORDING = {"branch", "commit", "since", "until"}
 SUPPORTED: dict[str, set[str]] = {
     "appmaps": {"route", "status", "duration", "class", "method", "table"} | _RECORDING,
-    "requests": {"route", "status", "duration", "table"} | _RECORDING,
+    "requests": {"route", "method", "status", "duration", "table"} | _RECORDING,
     "queries": {"route", "status", "duration", "class", "method", "table"} | _RECORDING,
     "calls": {"class", "method", "duration"} | _RECORDING,
     "exceptions": {"route", "status", "class", "method"} | _RECORDING,
@@ -177,6 +178,8 @@ def _appmaps(db: sqlite3.Connection, f: Filters, limit: int) -> list[dict[str, A
 
 def _requests(db: sqlite3.Connection, f: Filters, limit: int) -> list[dict[str, Any]]:
     clauses = [*recording_clauses(f), *_request_clauses(f)]
+    if f.method is not None:
+        clauses.append(NameFilter(f.method.value.upper(), f.method.glob).sql("h.method"))
     if f.duration is not None:
         clauses.append(f.duration.sql("h.duration_ms"))
     if f.table is not None:
