@@ -223,8 +223,17 @@ def _caller_clause(f: Filters, column: str) -> list[Clause]:
 
 
 def _queries(db: sqlite3.Connection, f: Filters, limit: int) -> list[dict[str, Any]]:
-    join, clauses = _in_request(f, "q")
-    clauses += recording_clauses(f)
+    # Two steps: pick the ids with only the joins the filters need (the planner can then use
+    # the narrow covering indexes), then fetch the display columns of those few rows.
+    clauses = recording_clauses(f)
+    joins = " JOIN recordings r ON r.id = q.recording_id" if clauses else ""
+    request = _request_clauses(f)
+    if request:
+        joins += (
+            " JOIN http_requests h ON h.recording_id = q.recording_id "
+            "AND h.event_id = q.request_event_id"
+        )
+        clauses += request
     clauses += _caller_clause(f, "q.caller_id")
     if f.duration is not None:
         clauses.append(f.duration.sql("q.duration_ms"))
@@ -236,19 +245,36 @@ def _queries(db: sqlite3.Connection, f: Filters, limit: int) -> list[dict[str, A
             )
         )
     if f.text:
+        joins += " JOIN code_objects co ON co.id = q.code_object_id"
         clauses.append(("co.name LIKE ? ESCAPE '\\'", (_like(f.text),)))
     sql, params = where(clauses)
-    return _run(
+    ids = [
+        row[0]
+        for row in db.execute(
+            f"SELECT q.id FROM sql_queries q{joins}{sql} ORDER BY q.duration_ms DESC, q.id LIMIT ?",
+            (*params, limit),
+        )
+    ]
+    if not ids:
+        return []
+    rows = _run(
         db,
-        "SELECT r.path AS recording, q.event_id, co.name AS sql, co.tables, "
+        "SELECT q.id AS _id, r.path AS recording, q.event_id, co.name AS sql, co.tables, "
         "round(q.duration_ms, 3) AS duration_ms, substr(caller.fqid, 10) AS caller, "
         "h.method AS request_method, h.route "
-        f"FROM sql_queries q {_rjoin(f)} recordings r ON r.id = q.recording_id "
+        "FROM sql_queries q JOIN recordings r ON r.id = q.recording_id "
         "JOIN code_objects co ON co.id = q.code_object_id "
-        f"LEFT JOIN code_objects caller ON caller.id = q.caller_id{join}"
-        f"{sql} ORDER BY q.duration_ms DESC, q.id LIMIT ?",
-        (*params, limit),
+        "LEFT JOIN code_objects caller ON caller.id = q.caller_id "
+        "LEFT JOIN http_requests h ON h.recording_id = q.recording_id "
+        "AND h.event_id = q.request_event_id "
+        f"WHERE q.id IN ({', '.join('?' for _ in ids)})",
+        tuple(ids),
     )
+    order = {qid: i for i, qid in enumerate(ids)}
+    rows.sort(key=lambda row: order[row["_id"]])
+    for row in rows:
+        del row["_id"]
+    return rows
 
 
 def _calls(db: sqlite3.Connection, f: Filters, limit: int) -> list[dict[str, Any]]:
