@@ -25,7 +25,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_data_dir_is_sha256_of_resolved_trace_dir(home: Path, tmp_path: Path) -> None:
     trace_dir = tmp_path / "proj" / "tmp" / "trace"
-    expected = hashlib.sha256(str(trace_dir.resolve()).encode("utf-8")).hexdigest()
+    expected = hashlib.sha256(str(trace_dir.resolve()).encode("utf-8")).hexdigest()[:16]
     assert paths.trace_dir_key(trace_dir) == expected
     assert paths.data_dir_for(trace_dir) == home / ".trace" / "data" / expected
     assert paths.query_db_path(trace_dir) == home / ".trace" / "data" / expected / "query.db"

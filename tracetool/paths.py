@@ -1,7 +1,8 @@
 """Per-trace_dir data locations under ``~/.trace/data`` and the daemon's discovery file.
 
 Every recordings directory gets its own data directory, ``~/.trace/data/<sha>``, where ``<sha>`` is
-the hex SHA-256 of the directory's resolved absolute path (UTF-8). It holds ``query.db`` (built by
+the first 16 hex digits of the SHA-256 of the directory's resolved absolute path (UTF-8, undecodable
+bytes as surrogate escapes). It holds ``query.db`` (built by
 ``tracetool index``; spec "Other stored artifacts") and, while a daemon serves that trace_dir, the
 discovery file ``daemon.json`` = ``{"pid": int, "port": int, "version": str}``. The daemon binds
 127.0.0.1 only, so the port is all a client needs.
@@ -37,10 +38,13 @@ class DaemonInfo:
     path: Path
 
 
+KEY_LENGTH = 16
+
+
 def trace_dir_key(trace_dir: PathLike) -> str:
-    """The ``<sha>`` naming a trace_dir's data directory: sha256 of its resolved path."""
+    """The ``<sha>`` naming a trace_dir's data directory (see module doc)."""
     resolved = str(Path(trace_dir).expanduser().resolve())
-    return hashlib.sha256(resolved.encode("utf-8")).hexdigest()
+    return hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:KEY_LENGTH]
 
 
 def data_dir_for(trace_dir: PathLike) -> Path:
