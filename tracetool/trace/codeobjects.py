@@ -234,8 +234,11 @@ class ClassMap:
     def _function_for(self, call: Event) -> CodeObject:
         method_id = str(call.get("method_id", ""))
         path, lineno = call.get("path"), call.get("lineno")
-        if path is not None and lineno is not None:
-            for candidate in self.by_location.get(f"{path}:{lineno}", ()):
+        if path is not None:
+            # Agents write `location` as "path:line", or as the bare path when there is no line
+            # (Ruby C functions: "JSON::Ext::Generator::State#generate").
+            key = f"{path}:{lineno}" if lineno is not None else str(path)
+            for candidate in self.by_location.get(key, ()):
                 if candidate.name == method_id:
                     return candidate
         static = bool(call.get("static", False))

@@ -1,0 +1,90 @@
+"""`tracetool sequence-diagram <appmap...>`: sequence diagrams of recordings (spec)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tracetool.cli.common import common_options
+
+
+@click.command("sequence-diagram")
+@click.argument("appmap", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--output-dir",
+    type=click.Path(path_type=Path),
+    help="Where diagrams are saved (default: beside each recording).",
+)
+@click.option(
+    "--show-browser",
+    is_flag=True,
+    default=False,
+    help="Also write an HTML view and open it in the browser.",
+)
+@click.option(
+    "--loops/--no-loops",
+    default=True,
+    show_default=True,
+    help="Collect repeated calls under a Loop.",
+)
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(["png", "plantuml", "json"]),
+    default="png",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--filter",
+    "filter_",
+    metavar="FILTER",
+    help="Filter state (JSON or base64, as the editors copy it) applied first.",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="CODE_OBJECT",
+    help="Deprecated: code objects to leave out (use --filter hideName).",
+)
+@click.option(
+    "--expand",
+    multiple=True,
+    metavar="CODE_OBJECT",
+    help="Code objects to expand, e.g. package:app/models puts its classes on separate lifelines.",
+)
+@common_options
+def command(
+    appmap: tuple[Path, ...],
+    output_dir: Path | None,
+    show_browser: bool,
+    loops: bool,
+    fmt: str,
+    filter_: str | None,
+    exclude: tuple[str, ...],
+    expand: tuple[str, ...],
+) -> None:
+    """Write a sequence diagram of each recording (png, plantuml or json)."""
+    from tracetool import filters
+    from tracetool.cli.render import warn
+    from tracetool.diagram import DiagramOptions, DiagramRequest, write_diagrams
+
+    if exclude:
+        warn("--exclude is deprecated; use --filter '{\"hideName\": [...]}' instead")
+    state = None
+    if filter_ is not None:
+        state = filters.decode(filter_)
+        for key in state.unknown:
+            warn(f"--filter: unknown key {key!r} ignored")
+    request = DiagramRequest(
+        format=fmt,
+        output_dir=output_dir,
+        filter=state,
+        options=DiagramOptions(expand=expand, exclude=exclude, loops=loops),
+        show_browser=show_browser,
+    )
+    for result in write_diagrams(list(appmap), request):
+        for out in result.outputs:
+            click.echo(f"{out} ({result.actions} actions, {result.actors} actors)")

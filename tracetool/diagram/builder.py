@@ -1,0 +1,292 @@
+"""Building a sequence diagram from a recording, as AppMap's `sequence-diagram` does.
+
+Contract (reference/appmap.md §3.3):
+
+- Actors are code objects of types package, database, http and external-service that appear in
+  the recording: a package is an actor when it has a non-package child (so the innermost
+  code-bearing package, `package:app/models`); `expand` (e.g. `package:app/models`) puts the
+  children of that code object on their own lifelines instead (`class:app/models/User`);
+  `exclude` drops a code object and everything under it. An event belongs to its nearest
+  included code object; events with none are left out and their children move up.
+- Actor order: `http:HTTP server requests` 0; other actors 1000, 2000, … in order of first
+  appearance (an actor inside an already ordered code object shares its order); external services
+  (sorted) and then `database:Database` come last, at (number of included objects + i + 1) × 1000.
+- Actions nest by call stack: ServerRPC (HTTP server request with a response), ClientRPC (client
+  request with a response), Query (SQL) and Function for everything else, each with its digest
+  (`tracetool.diagram.digests`), `eventIds` (the call's id), `elapsed` (the return's seconds),
+  function return type, and the callee's labels. Subtree digests are computed before loops are
+  folded (`tracetool.diagram.loops`), so they do not depend on `loops`.
+- Events are walked in document order (AppMap regroups them by thread first; we keep the
+  recording's order so event ids read in sequence). Nothing recurses: any depth works.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tracetool.diagram import digests as dg
+from tracetool.diagram.loops import fold_loops
+from tracetool.diagram.model import (
+    CLIENT_RPC,
+    FUNCTION,
+    QUERY,
+    SERVER_RPC,
+    Action,
+    Actor,
+    Diagram,
+)
+from tracetool.filters import Bound, FilterState, bind, filter_nodes, has_patterns
+from tracetool.trace.codeobjects import CodeObject
+from tracetool.trace.document import TraceDocument, gc_paused
+from tracetool.trace.tree import CallNode
+
+ACTOR_TYPES = frozenset({"package", "database", "http", "external-service"})
+HTTP_ACTOR = "http:HTTP server requests"
+DATABASE_ACTOR = "database:Database"
+
+
+@dataclass(frozen=True)
+class DiagramOptions:
+    expand: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    loops: bool = True
+
+
+def build_diagram(
+    doc: TraceDocument, options: DiagramOptions | None = None, filter: FilterState | None = None
+) -> Diagram:
+    """The sequence diagram of one recording, after `filter` when given (module doc)."""
+    options = options or DiagramOptions()
+    needs_names = bool(options.expand or options.exclude) or (
+        filter is not None and has_patterns(filter)
+    )
+    bound = bind(doc, sql_names=needs_names)
+    kept = filter_nodes(bound, filter) if filter is not None else None
+    diagram = build_from_bound(bound, options, kept)
+    release(bound)
+    return diagram
+
+
+def release(bound: Bound) -> None:
+    """Break the call tree's parent links so it is freed at once, without the cyclic GC."""
+    for node in bound.nodes:
+        node.parent = None
+        node.children = []
+    bound.nodes.clear()
+    bound.roots.clear()
+    bound.code_objects.clear()
+
+
+def build_from_bound(
+    bound: Bound, options: DiagramOptions, kept: set[int] | None = None
+) -> Diagram:
+    """The diagram of a bound recording; with `kept`, only those call nodes (ids) take part."""
+    with gc_paused():
+        return _build(bound, options, kept)
+
+
+def _build(bound: Bound, options: DiagramOptions, kept: set[int] | None) -> Diagram:
+    live = _live_code_objects(bound, kept)
+    included = _included(bound, live, options)
+    actors = _Actors(included)
+    roots: list[Action] = []
+    cos = bound.code_objects
+    factory = _Factory()
+
+    stack: list[tuple[CallNode, Action | None]] = [(n, None) for n in reversed(bound.roots)]
+    while stack:
+        node, parent = stack.pop()
+        co = cos[id(node)]
+        actor = actors.actor_for(co) if kept is None or id(node) in kept else None
+        action = parent
+        if actor is not None:
+            action = factory.action(node, co, actor, parent.callee if parent is not None else None)
+            (parent.children if parent is not None else roots).append(action)
+        for child in reversed(node.children):
+            stack.append((child, action))
+
+    _subtree_digests(roots)
+    if options.loops:
+        fold_loops(roots)
+    return Diagram(actors.sorted(), roots)
+
+
+def _live_code_objects(bound: Bound, kept: set[int] | None) -> set[int]:
+    """Code objects with events, and their ancestors (AppMap drops the others)."""
+    live: set[int] = set()
+    for node_id, co in bound.code_objects.items():
+        if kept is not None and node_id not in kept:
+            continue
+        obj: CodeObject | None = co
+        while obj is not None and id(obj) not in live:
+            live.add(id(obj))
+            obj = obj.parent
+    return live
+
+
+def _included(bound: Bound, live: set[int], options: DiagramOptions) -> dict[int, CodeObject]:
+    expand, exclude = set(options.expand), set(options.exclude)
+    included: dict[int, CodeObject] = {}
+    stack = [r for r in reversed(bound.cmap.roots) if id(r) in live]
+    while stack:
+        co = stack.pop()
+        if co.fqid in exclude:
+            continue
+        expanded = co.fqid in expand
+        if co.parent is not None and co.parent.fqid in expand and not expanded:
+            included[id(co)] = co
+        elif co.type in ACTOR_TYPES and not expanded:
+            if co.type != "package" or any(
+                c.type != "package" for c in co.children if id(c) in live
+            ):
+                included[id(co)] = co
+        if co.type in ACTOR_TYPES or expanded:
+            stack.extend(c for c in reversed(co.children) if id(c) in live)
+    return included
+
+
+class _Actors:
+    def __init__(self, included: dict[int, CodeObject]) -> None:
+        self.included = included
+        self.by_fqid: dict[str, Actor] = {}
+        self.created: list[Actor] = []
+        self.nearest: dict[int, Actor | None] = {}
+        self.group: dict[str, int] = {HTTP_ACTOR: 0}
+        services = sorted(co.fqid for co in included.values() if co.type == "external-service")
+        for i, fqid in enumerate([*services, DATABASE_ACTOR]):
+            self.group.setdefault(fqid, (len(included) + i + 1) * 1000)
+        self.base = 1
+
+    def actor_for(self, co: CodeObject) -> Actor | None:
+        key = id(co)
+        if key in self.nearest:
+            return self.nearest[key]
+        obj: CodeObject | None = co
+        while obj is not None and id(obj) not in self.included:
+            obj = obj.parent
+        actor = None if obj is None else self._actor(obj)
+        self.nearest[key] = actor
+        return actor
+
+    def _actor(self, co: CodeObject) -> Actor:
+        found = self.by_fqid.get(co.fqid)
+        if found is not None:
+            return found
+        actor = Actor(co.fqid, co.name, self._order(co))
+        self.by_fqid[co.fqid] = actor
+        self.created.append(actor)
+        return actor
+
+    def _order(self, co: CodeObject) -> int:
+        obj: CodeObject | None = co
+        while obj is not None:
+            if obj.fqid in self.group:
+                return self.group[obj.fqid]
+            obj = obj.parent
+        order = self.base * 1000
+        self.base += 1
+        self.group[co.fqid] = order
+        return order
+
+    def sorted(self) -> list[Actor]:
+        return sorted(self.created, key=lambda a: a.order)
+
+
+class _Factory:
+    """Makes actions; caches what repeats across calls (digests, return types, labels)."""
+
+    def __init__(self) -> None:
+        self.functions: dict[tuple[int, bool], tuple[dict[str, Any], str]] = {}
+        self.returns: dict[Any, dict[str, Any] | None] = {}
+        self.labels: dict[int, list[str] | None] = {}
+        self.sql: dict[tuple[str, Any], str] = {}
+
+    def action(self, node: CallNode, co: CodeObject, callee: Actor, caller: Actor | None) -> Action:
+        call, ret = node.call, node.ret
+        ret_dict: dict[str, Any] = ret if ret is not None else {}
+        if "sql_query" in call and (sql := dg.sql_text(call)):
+            db = (call.get("sql_query") or {}).get("database_type")
+            key = (sql, db)
+            digest = self.sql.get(key)
+            if digest is None:
+                digest = self.sql[key] = dg.sql_digest(sql, db)
+            a = Action(QUERY, digest)
+            a.caller = caller
+            a.query = sql
+        elif "http_server_request" in call and ret_dict.get("http_server_response"):
+            a = Action(SERVER_RPC, dg.digest(dg.stable_properties(call, ret, co.id)))
+            a.route = dg.appmap_route(call) or ""
+            a.status = dg.response_status(ret, "http_server_response")
+        elif "http_client_request" in call and ret_dict.get("http_client_response"):
+            a = Action(CLIENT_RPC, dg.digest(dg.stable_properties(call, ret, co.id)))
+            a.caller = caller
+            a.route = dg.appmap_route(call) or ""
+            a.status = dg.response_status(ret, "http_client_response")
+        else:
+            a = self._function(call, ret, co)
+            a.caller = caller
+        a.callee = callee
+        elapsed = ret_dict.get("elapsed")
+        a.elapsed = elapsed if isinstance(elapsed, (int, float)) else None
+        event_id = call.get("id")
+        a.event_ids = [event_id] if event_id is not None else []
+        return a
+
+    def _function(self, call: dict[str, Any], ret: dict[str, Any] | None, co: CodeObject) -> Action:
+        if "http_server_request" in call or "http_client_request" in call:
+            props = dg.stable_properties(call, ret, co.id)
+            digest = dg.digest(props)
+        else:
+            key = (id(co), bool((ret or {}).get("exceptions")))
+            cached = self.functions.get(key)
+            if cached is None:
+                props = dg.stable_properties(call, ret, co.id)
+                cached = self.functions[key] = (props, dg.digest(props))
+            props, digest = cached
+        a = Action(FUNCTION, digest)
+        a.name = co.name
+        a.static = co.static
+        a.stable_properties = props
+        a.return_value = self._return_value(ret)
+        labels = self.labels.get(id(co), ())
+        if labels == ():
+            labels = self.labels[id(co)] = sorted(co.labels) or None
+        event_labels = call.get("labels")
+        if isinstance(event_labels, list) and event_labels:
+            labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
+        a.labels = labels  # type: ignore[assignment]
+        return a
+
+    def _return_value(self, ret: dict[str, Any] | None) -> dict[str, Any] | None:
+        if ret is None:
+            return None
+        value = ret.get("return_value")
+        raises = bool(ret.get("exceptions"))
+        if isinstance(value, dict):
+            props = value.get("properties")
+            pkey = (
+                tuple((p.get("name"), p.get("class")) for p in props if isinstance(p, dict))
+                if isinstance(props, list)
+                else None
+            )
+            key: Any = (value.get("class"), pkey, raises, bool(value))
+        else:
+            key = (None, None, raises, bool(value))
+        found = self.returns.get(key, False)
+        if found is False:
+            found = self.returns[key] = dg.return_value(ret)
+        return found  # type: ignore[return-value]
+
+
+def _subtree_digests(roots: list[Action]) -> None:
+    order: list[Action] = []
+    stack = list(roots)
+    while stack:
+        action = stack.pop()
+        order.append(action)
+        stack.extend(action.children)
+    for action in reversed(order):
+        action.subtree_digest = dg.subtree_digest(
+            action.digest, [c.subtree_digest for c in action.children]
+        )

@@ -1,0 +1,247 @@
+"""Stable properties and digests of diagram actions, as AppMap computes them.
+
+Contract (reference/appmap.md §1.10, §3.3):
+
+- Function, HTTP server and HTTP client actions: `digest = build_hash("event-stable-properties-v2",
+  props)` with props `{event_type: "function", id: <code object id>, raises_exception: bool}` or
+  `{event_type: "http_server_request" | "http_client_request", route, status_code}` (missing
+  values as ""). Byte-compatible with AppMap, quirks included: `route` is the raw method plus the
+  template (or path, or client URL), and a client request's status counts only when written as
+  `status` (AppMap falls back to the *server* response's status_code there).
+- SQL actions: AppMap hashes the JSON of its own SQL parser's AST, which no Python parser can
+  reproduce, so SQL digests deliberately differ and carry their own algorithm name,
+  `SQL_ALGORITHM` = "tracetool-sql-canonical-v1", over `{event_type: "sql", sql_normalized}`.
+  The canonical form v1 is `tracetool.sql.normalize` (sqlglot tokenizer: literals → `?`, comments
+  dropped, whitespace collapsed), then every bind placeholder (`$1`, `?1`, `:name`, `%s`,
+  `%(name)s`, `@p1`) written `?`, then runs of `?, ?, …` collapsed to one `?` (as AppMap
+  collapses runs of variables), keywords upper-cased. Plain numbers and '…' strings are masked
+  with a regex before tokenizing (same result, one tokenizer run per statement shape). A statement whose text ends in `...`
+  (truncated by the agent) has digest "truncatedQuery", as in AppMap.
+- `subtree_digest(digest, child_digests)` = sha256 of the digest and the children's subtree
+  digests joined by newlines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import lru_cache
+from typing import Any
+
+from tracetool.digest import build_hash
+
+STABLE_ALGORITHM = "event-stable-properties-v2"
+SQL_ALGORITHM = "tracetool-sql-canonical-v1"
+TRUNCATED_QUERY = "truncatedQuery"
+
+_PLACEHOLDER = re.compile(r"\$\d+|\?\d+|%\(\w+\)s|%s|(?<![:\w]):[A-Za-z_]\w*|@[A-Za-z_]\w*")
+_RUN = re.compile(r"\?(?:\s*,\s*\?)+")
+_WORD = re.compile(r'"[^"]*"|`[^`]*`|\[[^\]]*\]|\b[A-Za-z_]+\b')
+_KEYWORDS = frozenset(
+    """select from where and or not in is null insert into values update set delete join inner
+    left right outer full cross on as order by group having limit offset distinct union all
+    exists between like ilike case when then else end returning with asc desc begin commit
+    rollback savepoint release create table index drop alter add primary key foreign
+    references default count sum min max avg coalesce cast true false""".split()
+)
+
+
+# Plain literals, masked before tokenizing so statements that differ only in them share one
+# (cached) tokenizer run. Quoted identifiers are matched first so they stay intact; texts with
+# backslashes or dollar quotes skip this step (their literals need the dialect's tokenizer).
+_PRE = re.compile(
+    r'"(?:[^"]|"")*"|`[^`]*`|\[[^\]]*\]|(\'(?:[^\']|\'\')*\')|(?<![\w$.?:@])(\d+(?:\.\d+)?)(?![\w.])'
+)
+
+
+def _premask(sql: str) -> str:
+    if "\\" in sql or "$$" in sql:
+        return sql
+    return _PRE.sub(lambda m: "?" if m.group(1) or m.group(2) else m.group(0), sql)
+
+
+def canonical_sql(sql: str, database_type: str | None = None) -> str:
+    """The v1 canonical form of one SQL statement (module doc)."""
+    return _canonical(_premask(sql), database_type)
+
+
+@lru_cache(maxsize=8192)
+def _canonical(sql: str, database_type: str | None) -> str:
+    from tracetool import sql as sqlmod
+
+    text = sqlmod.normalize(sql, database_type)
+    text = _PLACEHOLDER.sub("?", text)
+    text = _RUN.sub("?", text)
+
+    def upper(m: re.Match[str]) -> str:
+        word = m.group(0)
+        return word.upper() if word.lower() in _KEYWORDS else word
+
+    return _WORD.sub(upper, text)
+
+
+def sql_text(call: dict[str, Any]) -> str:
+    """AppMap's `sqlQuery`: `normalized_sql` if the agent wrote one, else `sql`."""
+    q = call.get("sql_query") or {}
+    value = q.get("normalized_sql") or q.get("sql") or ""
+    return value if isinstance(value, str) else str(value)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def appmap_route(call: dict[str, Any]) -> str | None:
+    """AppMap's `event.route`: raw method + template/path (server) or url (client)."""
+    req = call.get("http_server_request")
+    if isinstance(req, dict):
+        path = _text(req.get("normalized_path_info")) or _text(req.get("path_info"))
+    else:
+        req = call.get("http_client_request")
+        if not isinstance(req, dict):
+            return None
+        path = _text(req.get("url"))
+    method = _text(req.get("request_method"))
+    if not method or not path:
+        return None
+    return f"{method} {path}"
+
+
+def _js(value: Any) -> str:
+    # Array.join renders null and undefined as empty strings
+    return "" if value is None else str(value)
+
+
+def _js_or(*values: Any) -> Any:
+    for v in values:
+        if v:
+            return v
+    return values[-1] if values else None
+
+
+def response_status(ret: dict[str, Any] | None, key: str) -> Any:
+    """`response.status || response.status_code` (AppMap's reading of a status)."""
+    resp = (ret or {}).get(key)
+    if not isinstance(resp, dict):
+        return None
+    return _js_or(resp.get("status"), resp.get("status_code"))
+
+
+def stable_properties(
+    call: dict[str, Any], ret: dict[str, Any] | None, code_object_id: str
+) -> dict[str, Any]:
+    """AppMap's `gatherStableProperties` for a non-SQL call (module doc)."""
+    if "http_server_request" in call or "http_client_request" in call:
+        kind = "http_server_request" if "http_server_request" in call else "http_client_request"
+        server = (ret or {}).get("http_server_response")
+        client = (ret or {}).get("http_client_response")
+        server = server if isinstance(server, dict) else {}
+        client = client if isinstance(client, dict) else {}
+        status = (
+            server.get("status")
+            or server.get("status_code")
+            or client.get("status")
+            or server.get("status_code")
+        )
+        route = appmap_route(call)
+        return {
+            "event_type": kind,
+            "route": "" if route is None else route,
+            "status_code": "" if status is None else status,
+        }
+    exceptions = (ret or {}).get("exceptions")
+    return {
+        "event_type": "function",
+        "id": code_object_id,
+        "raises_exception": bool(exceptions),
+    }
+
+
+@lru_cache(maxsize=65536)
+def _cached_hash(algorithm: str, items: tuple[tuple[str, Any], ...]) -> str:
+    return build_hash(algorithm, dict(items))
+
+
+def digest(props: dict[str, Any]) -> str:
+    return _cached_hash(STABLE_ALGORITHM, tuple(sorted(props.items())))
+
+
+def sql_digest(sql: str, database_type: str | None) -> str:
+    if sql.endswith("..."):
+        return TRUNCATED_QUERY
+    props = (("event_type", "sql"), ("sql_normalized", canonical_sql(sql, database_type)))
+    return _cached_hash(SQL_ALGORITHM, props)
+
+
+def subtree_digest(own: str, child_subtree_digests: list[str]) -> str:
+    if not child_subtree_digests:
+        return hashlib.sha256(own.encode()).hexdigest()
+    return hashlib.sha256("\n".join([own, *child_subtree_digests]).encode()).hexdigest()
+
+
+def loop_digest(member_subtree_digests: list[str]) -> str:
+    return "loop:" + hashlib.sha256("\n".join(member_subtree_digests).encode()).hexdigest()
+
+
+# AppMap's classNameToOpenAPIType in strict mode, for return-value type names.
+_RUBY = {
+    "array": "array",
+    "sequel::postgres::pgarray": "array",
+    "hash": "object",
+    "sequel::postgres::jsonbhash": "object",
+    "activesupport::hashwithindifferentaccess": "object",
+    "integer": "integer",
+    "float": "number",
+    "numeric": "number",
+    "trueclass": "boolean",
+    "falseclass": "boolean",
+    "string": "string",
+}
+_PYTHON = {
+    "bool": "boolean",
+    "dict": "object",
+    "int": "integer",
+    "list": "array",
+    "str": "string",
+    "float": "number",
+    "tuple": "array",
+}
+
+
+def openapi_type(class_name: Any) -> str | None:
+    if not class_name or not isinstance(class_name, str):
+        return None
+    lower = class_name.lower()
+    if lower in _RUBY:
+        return _RUBY[lower]
+    if lower.startswith("builtins.") and lower[9:] in _PYTHON:
+        return _PYTHON[lower[9:]]
+    if lower == "java.lang.string":
+        return "string"
+    return None
+
+
+def return_value(ret: dict[str, Any] | None) -> dict[str, Any] | None:
+    """AppMap's `returnValue` of a function action (None when the call never returned)."""
+    if ret is None:
+        return None
+    raises = bool(ret.get("exceptions"))
+    value = ret.get("return_value")
+    if not value and not raises:
+        return {"returnValueType": {"name": "void"}, "raisesException": False}
+    out: dict[str, Any] = {}
+    if isinstance(value, dict) and value:
+        cls = value.get("class")
+        rtype: dict[str, Any] = {"name": openapi_type(cls) or cls}
+        props = value.get("properties")
+        if isinstance(props, list):
+            rtype["properties"] = sorted(
+                f"{_js(p.get('name'))}:{_js(p.get('class'))}" for p in props if isinstance(p, dict)
+            )
+        out["returnValueType"] = rtype
+    out["raisesException"] = raises
+    return out

@@ -1,0 +1,100 @@
+"""Loop folding: repeated runs of sibling actions become one Loop action.
+
+Contract (AppMap's detectLoops, reference/appmap.md §3.3, with its trailing-sibling bug fixed):
+
+- Bottom-up, for each action with two or more children, for window sizes 1..5: a run of k ≥ 2
+  consecutive, identical windows (same subtree digests) becomes `Loop(count=k)` whose children
+  are the first window; the passes at one size repeat until nothing changes, then the next size.
+  Root actions themselves are not folded (each root is a request or a test), as in AppMap.
+- The members of the first window absorb the others: their `eventIds` are merged (sorted) and
+  their `elapsed` summed, recursively by position. The loop's `elapsed` is the sum over its
+  children, its digest `"loop"` and its subtree digest `"loop:" + sha256(member subtree digests)`.
+- Every sibling is kept: AppMap's scan stops at `i + window <= len` and loses up to window-1
+  trailing siblings whenever it forms a loop of two or more actions; ours does not.
+- A pass compares windows by their digests left to right, so folding is O(n · 5) per pass and
+  near-linear overall (AppMap hashes every window and re-scans once per candidate digest).
+"""
+
+from __future__ import annotations
+
+from tracetool.diagram.digests import loop_digest
+from tracetool.diagram.model import LOOP, Action
+
+MAX_WINDOW = 5
+
+
+def fold_loops(roots: list[Action]) -> None:
+    """Fold loops below every root action, in place."""
+    order: list[Action] = []
+    stack = list(roots)
+    while stack:
+        action = stack.pop()
+        order.append(action)
+        stack.extend(action.children)
+    # children are folded before their parents: reverse pre-order is a valid post-order here
+    for action in reversed(order):
+        if len(action.children) >= 2:
+            action.children = fold(action.children)
+
+
+def fold(items: list[Action]) -> list[Action]:
+    for window in range(1, MAX_WINDOW + 1):
+        if len(items) < 2 * window:
+            break
+        while True:
+            folded = _pass(items, window)
+            if folded is None:
+                break
+            items = folded
+    return items
+
+
+def _pass(items: list[Action], w: int) -> list[Action] | None:
+    keys = [a.subtree_digest for a in items]
+    n = len(items)
+    out: list[Action] = []
+    changed = False
+    i = 0
+    while i < n:
+        if i + 2 * w <= n and keys[i : i + w] == keys[i + w : i + 2 * w]:
+            first = keys[i : i + w]
+            windows = [items[i : i + w]]
+            j = i + w
+            while j + w <= n and keys[j : j + w] == first:
+                windows.append(items[j : j + w])
+                j += w
+            out.append(_loop(windows))
+            changed = True
+            i = j
+        else:
+            out.append(items[i])
+            i += 1
+    return out if changed else None
+
+
+def _loop(windows: list[list[Action]]) -> Action:
+    members = windows[0]
+    for index, member in enumerate(members):
+        _absorb(member, [w[index] for w in windows[1:]])
+    loop = Action(LOOP, "loop")
+    loop.count = len(windows)
+    loop.subtree_digest = loop_digest([m.subtree_digest for m in members])
+    loop.children = members
+    loop.elapsed = sum((m.elapsed or 0) for m in members)
+    loop.event_ids = []
+    return loop
+
+
+def _absorb(action: Action, duplicates: list[Action]) -> None:
+    stack = [(action, duplicates)]
+    while stack:
+        target, dups = stack.pop()
+        if dups:
+            merged = list(target.event_ids)
+            for d in dups:
+                merged.extend(d.event_ids)
+            merged.sort()
+            target.event_ids = merged
+        target.elapsed = (target.elapsed or 0) + sum((d.elapsed or 0) for d in dups)
+        for index, child in enumerate(target.children):
+            stack.append((child, [d.children[index] for d in dups if index < len(d.children)]))

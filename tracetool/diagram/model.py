@@ -1,0 +1,285 @@
+"""The sequence-diagram model: actors and nested actions, shaped as AppMap's sequence.json.
+
+Contract:
+
+- `Diagram(actors, root_actions)`; `Actor(id, name, order)` where `id` is the actor's code-object
+  fqid (`package:app/models`, `http:HTTP server requests`, `database:Database`, …).
+- `Action` node types are AppMap's numbers: 1 Loop, 2 Conditional (unused), 3 Function,
+  4 ServerRPC, 5 ClientRPC, 6 Query. Diff modes: 1 insert, 2 delete, 3 change.
+- `to_json(diagram)` writes AppMap's sequence.json shape and key order (caller/callee as actor
+  ids, absent values omitted), so AppMap's viewers and `compare` read our files;
+  `from_json(obj)` reads AppMap's files and ours back (`source` names the file in errors).
+- Trees are walked iteratively: diagrams of 10^5 actions and deep call stacks are fine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracetool.errors import TraceFormatError
+
+LOOP = 1
+CONDITIONAL = 2
+FUNCTION = 3
+SERVER_RPC = 4
+CLIENT_RPC = 5
+QUERY = 6
+
+INSERT = 1
+DELETE = 2
+CHANGE = 3
+
+
+@dataclass
+class Actor:
+    id: str
+    name: str
+    order: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "order": self.order}
+
+
+class Action:
+    """One message of the diagram (or a loop around several)."""
+
+    __slots__ = (
+        "callee",
+        "caller",
+        "children",
+        "count",
+        "diff_mode",
+        "digest",
+        "elapsed",
+        "event_ids",
+        "former_name",
+        "former_result",
+        "labels",
+        "name",
+        "node_type",
+        "parent",
+        "query",
+        "return_value",
+        "route",
+        "stable_properties",
+        "static",
+        "status",
+        "subtree_digest",
+    )
+
+    def __init__(self, node_type: int, digest: str = "") -> None:
+        self.node_type = node_type
+        self.digest = digest
+        self.subtree_digest = ""
+        self.caller: Actor | None = None
+        self.callee: Actor | None = None
+        self.name: str | None = None
+        self.static = False
+        self.route: str | None = None
+        self.status: Any = None
+        self.query: str | None = None
+        self.stable_properties: dict[str, Any] | None = None
+        self.return_value: dict[str, Any] | None = None
+        self.children: list[Action] = []
+        self.elapsed: float | None = None
+        self.event_ids: list[int] = []
+        self.labels: list[str] | None = None
+        self.count = 0
+        self.diff_mode: int | None = None
+        self.former_name: str | None = None
+        self.former_result: str | None = None
+        self.parent: Action | None = None
+
+    # -- what AppMap calls nodeName / nodeResult
+
+    @property
+    def display_name(self) -> str:
+        if self.node_type == FUNCTION:
+            return self.name or ""
+        if self.node_type in (SERVER_RPC, CLIENT_RPC):
+            return self.route or ""
+        if self.node_type == QUERY:
+            return self.query or ""
+        return "loop"
+
+    @property
+    def result(self) -> str | None:
+        if self.node_type == FUNCTION:
+            rv = self.return_value
+            if not rv:
+                return None
+            rtype = rv.get("returnValueType")
+            if isinstance(rtype, dict) and rtype.get("name"):
+                return str(rtype["name"])
+            if rv.get("raisesException"):
+                return "exception!"
+            return None
+        if self.node_type in (SERVER_RPC, CLIENT_RPC):
+            return None if self.status is None else str(self.status)
+        return None
+
+    @property
+    def raises_exception(self) -> bool:
+        if self.node_type == FUNCTION:
+            return bool(self.return_value and self.return_value.get("raisesException"))
+        if self.node_type in (SERVER_RPC, CLIENT_RPC):
+            return isinstance(self.status, int) and self.status >= 400
+        return False
+
+    def actors(self) -> tuple[Actor | None, Actor | None]:
+        if self.node_type in (FUNCTION, CLIENT_RPC, QUERY):
+            return self.caller, self.callee
+        if self.node_type == SERVER_RPC:
+            return None, self.callee
+        return None, None
+
+    def walk(self) -> Iterator[tuple[Action, int]]:
+        """This action and its descendants, pre-order, with depth (0 for self)."""
+        stack: list[tuple[Action, int]] = [(self, 0)]
+        while stack:
+            action, depth = stack.pop()
+            yield action, depth
+            for child in reversed(action.children):
+                stack.append((child, depth + 1))
+
+    def __repr__(self) -> str:
+        return f"Action({self.node_type}, {self.display_name!r}, children={len(self.children)})"
+
+
+@dataclass
+class Diagram:
+    actors: list[Actor] = field(default_factory=list)
+    root_actions: list[Action] = field(default_factory=list)
+
+    def walk(self) -> Iterator[tuple[Action, int]]:
+        for root in self.root_actions:
+            yield from root.walk()
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.walk())
+
+
+def set_parents(diagram: Diagram) -> None:
+    for root in diagram.root_actions:
+        root.parent = None
+        for action, _ in root.walk():
+            for child in action.children:
+                child.parent = action
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def _action_json(a: Action) -> dict[str, Any]:
+    out: dict[str, Any] = {"nodeType": a.node_type}
+    t = a.node_type
+    if t == LOOP:
+        out["count"] = a.count
+    else:
+        if t != SERVER_RPC and a.caller is not None:
+            out["caller"] = a.caller.id
+        if a.callee is not None:
+            out["callee"] = a.callee.id
+        if t == FUNCTION:
+            out["name"] = a.name
+            out["static"] = a.static
+        elif t in (SERVER_RPC, CLIENT_RPC):
+            out["route"] = a.route
+            if a.status is not None:
+                out["status"] = a.status
+        elif t == QUERY:
+            out["query"] = a.query
+    out["digest"] = a.digest
+    out["subtreeDigest"] = a.subtree_digest
+    if t == FUNCTION:
+        if a.stable_properties is not None:
+            out["stableProperties"] = a.stable_properties
+        if a.return_value is not None:
+            out["returnValue"] = a.return_value
+    out["children"] = []
+    if a.elapsed is not None:
+        out["elapsed"] = a.elapsed
+    out["eventIds"] = a.event_ids
+    if a.labels:
+        out["labels"] = a.labels
+    if a.diff_mode is not None:
+        out["diffMode"] = a.diff_mode
+    if a.former_name is not None:
+        out["formerName"] = a.former_name
+    if a.former_result is not None:
+        out["formerResult"] = a.former_result
+    return out
+
+
+def to_json(diagram: Diagram) -> dict[str, Any]:
+    """AppMap's sequence.json object for `diagram` (built iteratively)."""
+    roots: list[dict[str, Any]] = []
+    stack: list[tuple[Action, list[dict[str, Any]]]] = [
+        (a, roots) for a in reversed(diagram.root_actions)
+    ]
+    while stack:
+        action, into = stack.pop()
+        node = _action_json(action)
+        into.append(node)
+        for child in reversed(action.children):
+            stack.append((child, node["children"]))
+    return {"actors": [a.to_json() for a in diagram.actors], "rootActions": roots}
+
+
+def from_json(obj: Any, source: str = "<diagram>") -> Diagram:
+    """Read a sequence.json object (AppMap's or ours)."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("actors"), list):
+        raise TraceFormatError(f"{source}: not a sequence diagram (no actors list)")
+    if not isinstance(obj.get("rootActions"), list):
+        raise TraceFormatError(f"{source}: not a sequence diagram (no rootActions list)")
+    actors: dict[str, Actor] = {}
+    diagram = Diagram()
+    for item in obj["actors"]:
+        if not isinstance(item, dict) or "id" not in item:
+            raise TraceFormatError(f"{source}: not a sequence diagram (an actor has no id)")
+        actor = Actor(str(item["id"]), str(item.get("name", item["id"])), int(item.get("order", 0)))
+        actors[actor.id] = actor
+        diagram.actors.append(actor)
+
+    def actor(value: Any) -> Actor | None:
+        if value is None:
+            return None
+        key = value.get("id") if isinstance(value, dict) else str(value)
+        found = actors.get(str(key))
+        if found is None:
+            found = Actor(str(key), str(key).split(":", 1)[-1], 0)
+            actors[found.id] = found
+        return found
+
+    stack: list[tuple[Any, list[Action], Action | None]] = [
+        (item, diagram.root_actions, None) for item in reversed(obj["rootActions"])
+    ]
+    while stack:
+        item, into, parent = stack.pop()
+        if not isinstance(item, dict) or not isinstance(item.get("nodeType"), int):
+            raise TraceFormatError(f"{source}: not a sequence diagram (an action has no nodeType)")
+        a = Action(item["nodeType"], str(item.get("digest", "")))
+        a.subtree_digest = str(item.get("subtreeDigest", ""))
+        a.caller = actor(item.get("caller"))
+        a.callee = actor(item.get("callee"))
+        a.name = item.get("name")
+        a.static = bool(item.get("static", False))
+        a.route = item.get("route")
+        a.status = item.get("status")
+        a.query = item.get("query")
+        a.stable_properties = item.get("stableProperties")
+        a.return_value = item.get("returnValue")
+        a.elapsed = item.get("elapsed")
+        a.event_ids = list(item.get("eventIds") or [])
+        a.labels = item.get("labels") or None
+        a.count = int(item.get("count") or 0)
+        a.diff_mode = item.get("diffMode")
+        a.former_name = item.get("formerName")
+        a.former_result = item.get("formerResult")
+        a.parent = parent
+        into.append(a)  # pre-order pops keep sibling order
+        for child in reversed(item.get("children") or []):
+            stack.append((child, a.children, a))
+    return diagram

@@ -1,0 +1,222 @@
+"""The two diagram commands as functions: build and write diagrams; diff diagrams.
+
+Contract: see `tracetool.diagram` (package doc). Output files are written atomically; a file
+that is not a recording or diagram raises `TraceFormatError` naming it; a missing one
+`NotFoundError`.
+"""
+
+from __future__ import annotations
+
+import os
+import webbrowser
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tracetool.diagram import diff as diffmod
+from tracetool.diagram import plantuml, text
+from tracetool.diagram.builder import DiagramOptions, build_diagram
+from tracetool.diagram.model import Diagram, from_json, to_json
+from tracetool.errors import NotFoundError, TraceFormatError, UsageError
+from tracetool.filters import FilterState
+from tracetool.slim import load_slim
+from tracetool.trace.document import (
+    TraceDocument,
+    atomic_write_bytes,
+    gc_paused,
+    is_trace_file,
+    recording_stem,
+)
+
+EXTENSIONS = {"json": ".sequence.json", "plantuml": ".sequence.uml", "png": ".sequence.png"}
+DIAGRAM_SUFFIX = ".sequence.json"
+
+
+def diagram_of(
+    source: Path | str | TraceDocument,
+    filter: FilterState | None = None,
+    options: DiagramOptions | None = None,
+) -> Diagram:
+    """The diagram of one recording, after `filter` when given."""
+    doc = source if isinstance(source, TraceDocument) else load_slim(source)
+    return build_diagram(doc, options, filter)
+
+
+def render(diagram: Diagram, fmt: str, **kwargs: Any) -> str:
+    """The diagram as text: `json` (AppMap sequence.json), `plantuml` or `text` (diffs)."""
+    return render_bytes(diagram, fmt, **kwargs).decode()
+
+
+def render_bytes(diagram: Diagram, fmt: str, **kwargs: Any) -> bytes:
+    if fmt == "json":
+        return orjson.dumps(to_json(diagram), option=orjson.OPT_INDENT_2)
+    if fmt == "plantuml":
+        return plantuml.render(diagram, **kwargs).encode()
+    if fmt == "text":
+        return text.render(diagram).encode()
+    raise UsageError(f"unknown diagram format {fmt!r} (json, plantuml, text)")
+
+
+@dataclass(frozen=True)
+class DiagramRequest:
+    format: str = "png"
+    output_dir: Path | None = None
+    filter: FilterState | None = None
+    options: DiagramOptions = field(default_factory=DiagramOptions)
+    show_browser: bool = False
+
+
+@dataclass(frozen=True)
+class WrittenDiagram:
+    source: Path
+    outputs: tuple[Path, ...]
+    actions: int
+    actors: int
+
+
+def _expand(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            from tracetool.trace.document import find_trace_files
+
+            found = find_trace_files(p)
+            if not found:
+                raise NotFoundError(f"{p}: no recordings (*.trace.json, *.appmap.json) found")
+            out.extend(found)
+        elif not p.exists():
+            raise NotFoundError(f"{p}: no such file")
+        else:
+            out.append(p)
+    return out
+
+
+def write_diagrams(paths: list[Path], request: DiagramRequest) -> list[WrittenDiagram]:
+    """Diagram every recording (module doc); returns what was written, in input order."""
+    if request.format not in EXTENSIONS:
+        raise UsageError(f"unknown format {request.format!r} (png, plantuml, json)")
+    written: list[WrittenDiagram] = []
+    for path in _expand(paths):
+        # One pause for the whole file: the GC would otherwise rescan the growing heap of
+        # event dicts again and again (several times the work itself on big recordings).
+        with gc_paused():
+            diagram = diagram_of(path, request.filter, request.options)
+            directory = request.output_dir if request.output_dir is not None else path.parent
+            base = directory / (recording_stem(path) + EXTENSIONS[request.format])
+            if request.format == "png":
+                from tracetool.diagram.png import render_png
+
+                outputs = render_png(diagram, base)
+            else:
+                atomic_write_bytes(base, render_bytes(diagram, request.format))
+                outputs = [base]
+        if request.show_browser:
+            from tracetool.diagram.svg import render_html
+
+            page = directory / (recording_stem(path) + ".sequence.html")
+            atomic_write_bytes(page, render_html(diagram, path.name).encode())
+            outputs.append(page)
+            open_in_browser(page)
+        written.append(WrittenDiagram(path, tuple(outputs), len(diagram), len(diagram.actors)))
+    return written
+
+
+def open_in_browser(page: Path) -> bool:
+    """Open a local file in the user's browser (no server: the page needs no network)."""
+    if os.environ.get("TRACETOOL_NO_BROWSER"):
+        return False
+    return webbrowser.open(page.resolve().as_uri())
+
+
+# ---------------------------------------------------------------- diff
+
+
+def load_diagram(path: Path) -> Diagram:
+    """A diagram from a sequence.json file, or built from a recording."""
+    if not path.exists():
+        raise NotFoundError(f"{path}: no such file")
+    if is_trace_file(path):
+        return diagram_of(path)
+    try:
+        obj = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise TraceFormatError(f"{path}: not valid JSON ({exc})") from None
+    except OSError as exc:
+        raise TraceFormatError(f"{path}: cannot read ({exc.strerror})") from None
+    if isinstance(obj, dict) and "rootActions" not in obj and "events" in obj:
+        from tracetool.trace.document import from_data
+
+        return build_diagram(from_data(obj, str(path)))
+    if isinstance(obj, dict) and "rootActions" not in obj:
+        raise TraceFormatError(
+            f"{path}: not a sequence diagram; make one with "
+            f"`tracetool sequence-diagram -f json <recording>`"
+        )
+    return from_json(obj, str(path))
+
+
+@dataclass(frozen=True)
+class DiffRequest:
+    format: str = "plantuml"
+    output_dir: Path = Path(".")
+
+
+@dataclass
+class DiffReport:
+    """What a diff run found: per pair, its summary text and the file written (if changed)."""
+
+    pairs: list[tuple[str, str, Path | None]] = field(default_factory=list)  # (name, text, file)
+    identical: list[str] = field(default_factory=list)
+    only_base: list[str] = field(default_factory=list)
+    only_head: list[str] = field(default_factory=list)
+
+
+def diff_diagrams(base: Path, head: Path, request: DiffRequest) -> DiffReport:
+    """Diff two diagram files or two directories of them (module doc)."""
+    if request.format not in ("plantuml", "json"):
+        raise UsageError(f"unknown format {request.format!r} (plantuml, json)")
+    for p in (base, head):
+        if not p.exists():
+            raise NotFoundError(f"{p}: no such file or directory")
+    report = DiffReport()
+    if base.is_dir() != head.is_dir():
+        raise UsageError("compare two files or two directories, not a file with a directory")
+    ext = ".sequence.uml" if request.format == "plantuml" else ".sequence.json"
+    if not base.is_dir():
+        _diff_pair(load_diagram(base), load_diagram(head), "diff", request, ext, report)
+        return report
+    b_files = _diagram_files(base)
+    h_files = _diagram_files(head)
+    for rel in sorted(set(b_files) | set(h_files)):
+        if rel not in h_files:
+            report.only_base.append(rel)
+        elif rel not in b_files:
+            report.only_head.append(rel)
+        else:
+            name = rel[: -len(DIAGRAM_SUFFIX)] + ".diff"
+            _diff_pair(
+                load_diagram(b_files[rel]), load_diagram(h_files[rel]), name, request, ext, report
+            )
+    return report
+
+
+def _diagram_files(root: Path) -> dict[str, Path]:
+    return {
+        p.relative_to(root).as_posix(): p
+        for p in sorted(root.rglob(f"*{DIAGRAM_SUFFIX}"))
+        if p.is_file()
+    }
+
+
+def _diff_pair(
+    base: Diagram, head: Diagram, name: str, request: DiffRequest, ext: str, report: DiffReport
+) -> None:
+    result = diffmod.diff(base, head)
+    if result is None:
+        report.identical.append(name)
+        return
+    target = request.output_dir / (name + ext)
+    atomic_write_bytes(target, render_bytes(result, request.format))
+    report.pairs.append((name, text.render(result), target))

@@ -1,0 +1,228 @@
+"""Loading a recording lean: only the event fields that diagrams, filters, prune and inspect read.
+
+Contract:
+
+- `load_slim(path, raw=False)` returns a `SlimDocument`: a `TraceDocument` whose events (and
+  eventUpdates) are plain dicts holding only the structural fields — ids, thread and parent,
+  function identity (`defined_class`, `method_id`, `path`, `lineno`, `static`, `labels`), HTTP
+  request method/path/template/url, response status and content type, SQL text and database type,
+  `elapsed`, the class and property names of the return value, the classes of exceptions.
+  Parameters, receivers, messages, header values and captured values are never materialized, so
+  a 60 MB recording costs about half the memory of a full load and loads in half the time.
+- `minimal=True` keeps even less: identity, thread, parent, function name and location, and
+  only the presence of request/SQL/message objects (what size-mode `prune` needs), in
+  `MinimalEvent` structs that read like dicts (`get`, `in`) at a third of the memory.
+- With `raw=True`, `SlimDocument.raw_events[i]` is the exact JSON text (`msgspec.Raw`) of
+  `events[i]` (and `raw_updates` of each eventUpdate): writers such as `prune` copy kept events
+  byte for byte and know each event's serialized size without re-encoding it.
+- Unusual files (an event that is not an object, a request that is not an object…) fall back to
+  the tolerant full loader `tracetool.trace.load`, whose errors name the file; `raw_events` is
+  then derived by re-encoding. Metadata and classMap are always loaded whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, TypedDict
+
+import msgspec
+
+from tracetool.errors import NotFoundError, TraceFormatError
+from tracetool.trace.document import TraceDocument, dumps, from_data, gc_paused, load
+
+
+class _Request(TypedDict, total=False):
+    request_method: Any
+    path_info: Any
+    normalized_path_info: Any
+    url: Any
+
+
+class _Response(TypedDict, total=False):
+    status_code: Any
+    status: Any
+    mime_type: Any
+    headers: Any
+
+
+class _Sql(TypedDict, total=False):
+    sql: Any
+    database_type: Any
+    normalized_sql: Any
+
+
+def _with_class(name: str, fields: dict[str, Any]) -> Any:
+    # `class` is a keyword, so these TypedDicts are built functionally.
+    return TypedDict(name, {"class": Any, **fields}, total=False)  # type: ignore[operator]
+
+
+_Property = _with_class("_Property", {"name": Any})
+_Value = _with_class("_Value", {"properties": Optional[list[_Property]]})  # type: ignore[valid-type]
+_Exception = _with_class("_Exception", {})
+
+
+class _Event(TypedDict, total=False):
+    id: Any
+    event: Any
+    thread_id: Any
+    parent_id: Any
+    defined_class: Any
+    method_id: Any
+    path: Any
+    lineno: Any
+    static: Any
+    labels: Any
+    http_server_request: Optional[_Request]
+    http_client_request: Optional[_Request]
+    sql_query: Optional[_Sql]
+    http_server_response: Optional[_Response]
+    http_client_response: Optional[_Response]
+    elapsed: Any
+    return_value: Optional[_Value]  # type: ignore[valid-type]
+    exceptions: Optional[list[_Exception]]  # type: ignore[valid-type]
+
+
+class _Marker(TypedDict, total=False):
+    """An object whose content is skipped: only its presence matters."""
+
+
+class MinimalEvent(msgspec.Struct, gc=False):
+    """An event reduced to its call structure; reads like a dict (`get`, `in`).
+
+    A struct, not a dict: about a third of the memory, and invisible to the cyclic GC.
+    """
+
+    id: Any = None
+    event: Any = None
+    thread_id: Any = None
+    parent_id: Any = None
+    defined_class: Any = None
+    method_id: Any = None
+    path: Any = None
+    lineno: Any = None
+    static: Any = None
+    http_server_request: Optional[_Marker] = None
+    http_client_request: Optional[_Marker] = None
+    sql_query: Optional[_Marker] = None
+    message: Any = None
+    raw: Any = None  # the event's exact JSON, attached when loaded with raw=True
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = getattr(self, key, None)
+        return default if value is None else value
+
+    def __contains__(self, key: str) -> bool:
+        return getattr(self, key, None) is not None
+
+    def __getitem__(self, key: str) -> Any:
+        value = getattr(self, key, None)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        setattr(self, key, value)
+
+
+class _MinimalDoc(TypedDict, total=False):
+    version: Any
+    metadata: Any
+    classMap: Any
+    events: list[MinimalEvent]
+    eventUpdates: Optional[dict[str, MinimalEvent]]
+
+
+class _Doc(TypedDict, total=False):
+    version: Any
+    metadata: Any
+    classMap: Any
+    events: list[_Event]
+    eventUpdates: Optional[dict[str, _Event]]
+
+
+class _RawDoc(TypedDict, total=False):
+    events: list[msgspec.Raw]
+    eventUpdates: Optional[dict[str, msgspec.Raw]]
+
+
+_SLIM = msgspec.json.Decoder(_Doc)
+_MINIMAL = msgspec.json.Decoder(_MinimalDoc)
+_RAW = msgspec.json.Decoder(_RawDoc)
+
+
+@dataclass
+class SlimDocument(TraceDocument):
+    """A TraceDocument with slim events; `raw_events` holds their exact JSON when asked for."""
+
+    raw_events: list[Any] | None = None
+    raw_updates: dict[str, Any] = field(default_factory=dict)
+    slim: bool = True
+
+
+def load_slim(path: Path | str, *, raw: bool = False, minimal: bool = False) -> SlimDocument:
+    """Read a recording keeping only structural event fields (module doc)."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise NotFoundError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise TraceFormatError(f"{p}: is a directory, not a trace document") from None
+    except OSError as exc:
+        raise TraceFormatError(f"{p}: cannot read ({exc.strerror})") from None
+    return parse_slim(data, str(p), raw=raw, minimal=minimal, path=p)
+
+
+def parse_slim(
+    data: bytes,
+    source: str = "<memory>",
+    *,
+    raw: bool = False,
+    minimal: bool = False,
+    path: Path | None = None,
+) -> SlimDocument:
+    try:
+        with gc_paused():
+            obj = (_MINIMAL if minimal else _SLIM).decode(data)
+            raws = _RAW.decode(data) if raw else None
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return _fallback(path, data, source, raw)
+    events = obj.get("events") if isinstance(obj, dict) else None
+    if minimal and events is not None:
+        obj["events"] = []  # structs, not dicts: keep them out of from_data's dict check
+    doc = from_data(obj, source)  # the same "is it a trace document" checks as a full load
+    if minimal and events is not None:
+        doc.data["events"] = events
+    slim = SlimDocument(doc.data, path, doc.warnings)
+    if raws is not None:
+        slim.raw_events = raws.get("events") or []
+        slim.raw_updates = raws.get("eventUpdates") or {}
+        if minimal:
+            for event, text in zip(slim.events, slim.raw_events):
+                event.raw = text  # type: ignore[attr-defined]
+            for key, update in (slim.data.get("eventUpdates") or {}).items():
+                if key in slim.raw_updates:
+                    update.raw = slim.raw_updates[key]
+    return slim
+
+
+def _fallback(path: Path | None, data: bytes, source: str, raw: bool) -> SlimDocument:
+    from tracetool.trace.document import parse
+
+    full = load(path) if path is not None else parse(data, source)
+    slim = SlimDocument(full.data, path, full.warnings, slim=False)
+    if raw:
+        slim.raw_events = [msgspec.Raw(dumps(e)) for e in full.events]
+        slim.raw_updates = {k: msgspec.Raw(dumps(v)) for k, v in full.event_updates.items()}
+    return slim
+
+
+def event_size(slim: SlimDocument, index: int) -> int:
+    """Serialized size in bytes of events[index] (exact when loaded with raw=True)."""
+    if slim.raw_events is not None:
+        return len(slim.raw_events[index])
+    return len(dumps(slim.events[index]))
+
+
+__all__ = ["MinimalEvent", "SlimDocument", "event_size", "load_slim", "parse_slim"]

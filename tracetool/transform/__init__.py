@@ -1,0 +1,1 @@
+"""Transforms that shrink or mask recordings: prune, trim, sanitize."""

@@ -1,0 +1,295 @@
+"""Prune: drop events from a recording, by size target or by filter (spec `prune`).
+
+Contract:
+
+- Size mode (`size` bytes; `parse_size("15mb")` = 15·2^20, binary units b/kb/mb/gb): when the
+  file is larger than the target, the function calls with the most bytes in the recording — the
+  most repetitive calls — are dropped, one code object (fqid) at a time, largest first, until the
+  output fits. HTTP server and client requests and SQL queries are never dropped (nor messages).
+  A dropped call takes its return with it and its children move up to its caller.
+- Filter mode (`filter`): the filter (`tracetool.filters`) is merged with the document's
+  existing top-level `pruneFilter` (lists unioned, smallest hideElapsedTimeUnder, …) and applied.
+  Both modes may be combined (filter first).
+- The output keeps every surviving event byte for byte (eventUpdates applied), with its original
+  id, so `parent_id`s stay valid and ids still match other tools' references; the classMap keeps
+  only code objects with events; `pruneFilter` records what was hidden (`hideName` fqids in
+  size mode, the merged filter in filter mode) so pruning again, or AppMap's editors, know it.
+- `PruneResult` says what was removed (fqid, calls, bytes), sizes and event counts before and
+  after, and whether the target was reached (it cannot be when requests and queries alone are
+  larger; the result says so rather than failing).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracetool import filters
+from tracetool.errors import UsageError
+from tracetool.filters import Bound, FilterState
+from tracetool.slim import MinimalEvent, SlimDocument, load_slim
+from tracetool.trace import events as ev
+from tracetool.trace.codeobjects import CodeObject
+from tracetool.trace.document import dumps, gc_paused
+
+DEFAULT_SIZE = "15mb"
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "m": 2**20, "mb": 2**20, "g": 2**30, "gb": 2**30}
+_KEEP_KINDS = frozenset({ev.HTTP_SERVER, ev.HTTP_CLIENT, ev.SQL, ev.MESSAGE})
+
+
+def parse_size(text: str) -> int:
+    """`15mb` → 15 · 2^20 bytes (binary units: b, kb, mb, gb; case-insensitive)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?b?)\s*", str(text).lower())
+    if not m:
+        raise UsageError(f"--size {text!r}: expected a size such as 15mb, 800kb or 2gb")
+    value = float(m.group(1)) * _UNITS[m.group(2)]
+    if value <= 0:
+        raise UsageError(f"--size {text!r}: the size must be positive")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Removed:
+    fqid: str
+    calls: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    source: Path
+    size_before: int
+    size_after: int
+    events_before: int
+    events_after: int
+    removed: tuple[Removed, ...]
+    prune_filter: dict[str, Any]
+    target: int | None = None
+    reached: bool = True
+    data: bytes = field(default=b"", repr=False)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "file": str(self.source),
+            "sizeBefore": self.size_before,
+            "sizeAfter": self.size_after,
+            "eventsBefore": self.events_before,
+            "eventsAfter": self.events_after,
+            "target": self.target,
+            "targetReached": self.reached,
+            "removed": [{"fqid": r.fqid, "calls": r.calls, "bytes": r.bytes} for r in self.removed],
+            "pruneFilter": self.prune_filter,
+        }
+
+
+def prune_file(
+    path: Path | str, *, size: int | None = None, filter: FilterState | None = None
+) -> PruneResult:
+    """Prune one recording (module doc); the pruned JSON is `result.data`."""
+    if size is None and filter is None:
+        raise UsageError("prune needs a size target (-s/--size, e.g. 15mb) or a --filter")
+    source = Path(path)
+    with gc_paused():
+        # Size-only pruning reads just the call structure; a filter needs the slim fields.
+        doc = load_slim(source, raw=True, minimal=filter is None)
+        original = source.stat().st_size
+        return prune_document(doc, source, original, size=size, filter=filter)
+
+
+def prune_document(
+    doc: SlimDocument,
+    source: Path,
+    original_size: int,
+    *,
+    size: int | None = None,
+    filter: FilterState | None = None,
+) -> PruneResult:
+    prune_filter: FilterState | None = None
+    if filter is not None:
+        existing = doc.data.get("pruneFilter")
+        prune_filter = filter
+        if isinstance(existing, dict):
+            prune_filter = filters.merge(filter, filters.decode(existing, source="pruneFilter"))
+    needs_names = prune_filter is not None and filters.has_patterns(prune_filter)
+    bound = filters.bind(doc, sql_names=needs_names)
+    raws = _Raws(doc, bound)
+    kept = {id(n) for n in bound.nodes}
+    if prune_filter is not None:
+        kept = filters.filter_nodes(bound, prune_filter)
+
+    removed: list[Removed] = []
+    reached = True
+    data = b""
+    if size is None or filter is not None or original_size <= size:
+        data = _serialize(doc, bound, raws, kept, prune_filter)
+    if size is not None and (len(data) > size or not data):
+        candidates = _candidates(bound, raws, kept)
+        # without a filter the output before pruning is the file itself, so skip encoding it
+        excess = (len(data) if data else original_size) - size
+        hidden: list[str] = []
+        # greedy by bytes: the estimate is exact for the events; classMap shrink is a bonus
+        while candidates and excess > 0:
+            item = candidates.pop(0)
+            hidden.append(item.fqid)
+            removed.append(item)
+            excess -= item.bytes
+        fqids: dict[int, str] = {}
+        while True:
+            drop = set(hidden)
+            kept_now = set()
+            for n in bound.nodes:
+                if id(n) not in kept:
+                    continue
+                co = bound.code_objects[id(n)]
+                fqid = fqids.get(id(co))
+                if fqid is None:
+                    fqid = fqids[id(co)] = co.fqid
+                if fqid not in drop:
+                    kept_now.add(id(n))
+            state = filters.with_hidden_names(prune_filter or FilterState(), hidden)
+            data = _serialize(doc, bound, raws, kept_now, state)
+            if len(data) <= size or not candidates:
+                break
+            item = candidates.pop(0)  # the estimate fell short (commas, classMap): one more
+            hidden.append(item.fqid)
+            removed.append(item)
+        kept = kept_now
+        prune_filter = state
+        reached = len(data) <= size
+    events_after = sum(1 + (n.ret is not None) for n in bound.nodes if id(n) in kept)
+    return PruneResult(
+        source=source,
+        size_before=original_size,
+        size_after=len(data),
+        events_before=len(bound.events),
+        events_after=events_after,
+        removed=tuple(removed),
+        prune_filter=filters.to_json(prune_filter) if prune_filter is not None else {},
+        target=size,
+        reached=reached,
+        data=data,
+    )
+
+
+class _Raws:
+    """Each event's exact JSON (bytes-like, never copied), eventUpdates applied."""
+
+    def __init__(self, doc: SlimDocument, bound: Bound) -> None:
+        self.by_id: dict[int, Any] = {}
+        events = bound.events
+        # minimal structs carry their own text; dict events need a side table
+        if not (events and isinstance(events[0], MinimalEvent)):
+            self.by_id = _raw_events(doc, bound)
+
+    def __getitem__(self, event: Any) -> Any:
+        if isinstance(event, MinimalEvent) and event.raw is not None:
+            return event.raw
+        found = self.by_id.get(id(event))
+        return found if found is not None else dumps(event)
+
+
+def _raw_events(doc: SlimDocument, bound: Bound) -> dict[int, Any]:
+    raws: dict[int, Any] = {}
+    raw_list = doc.raw_events or []
+    updates = doc.raw_updates
+    for index, event in enumerate(doc.events):
+        raws[id(event)] = raw_list[index] if index < len(raw_list) else dumps(event)
+    if updates:
+        for event in bound.events:
+            if id(event) not in raws:
+                key = str(event.get("id"))
+                raws[id(event)] = updates[key] if key in updates else dumps(event)
+    return raws
+
+
+def _candidates(bound: Bound, raws: _Raws, kept: set[int]) -> list[Removed]:
+    """Function code objects ranked by the bytes their calls take (most first)."""
+    calls: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    objects: dict[int, CodeObject] = {}
+    for n in bound.nodes:
+        if id(n) not in kept:
+            continue
+        co = bound.code_objects[id(n)]
+        if co.type != "function":
+            continue
+        key = id(co)
+        if key not in objects:
+            # a message or unknown call is bound to a bare function object: keep it
+            if co.parent is None and ev.kind(n.call) in _KEEP_KINDS:
+                continue
+            objects[key] = co
+        nbytes = len(raws[n.call]) + 1
+        if n.ret is not None:
+            nbytes += len(raws[n.ret]) + 1
+        calls[key] = calls.get(key, 0) + 1
+        sizes[key] = sizes.get(key, 0) + nbytes
+    by_fqid: dict[str, list[int]] = {}
+    for key, co in objects.items():
+        entry = by_fqid.setdefault(co.fqid, [0, 0])
+        entry[0] += calls[key]
+        entry[1] += sizes[key]
+    ranked = sorted(by_fqid.items(), key=lambda item: (-item[1][1], -item[1][0], item[0]))
+    return [Removed(fqid, c, b) for fqid, (c, b) in ranked]
+
+
+def _serialize(
+    doc: SlimDocument,
+    bound: Bound,
+    raws: _Raws,
+    kept: set[int],
+    prune_filter: FilterState | None,
+) -> bytes:
+    keep_events: set[int] = set()
+    for n in bound.nodes:
+        if id(n) in kept:
+            keep_events.add(id(n.call))
+            if n.ret is not None:
+                keep_events.add(id(n.ret))
+    parts: list[bytes] = [b"{"]
+    first = True
+
+    def put(key: str, value: bytes) -> None:
+        nonlocal first
+        parts.append((b"" if first else b",") + dumps(key) + b":" + value)
+        first = False
+
+    for key in ("version", "metadata"):
+        if key in doc.data:
+            put(key, dumps(doc.data[key]))
+    put("classMap", dumps(filters.prune_class_map(bound, kept)))
+    for key, value in doc.data.items():
+        if key not in ("version", "metadata", "classMap", "events", "eventUpdates", "pruneFilter"):
+            put(key, dumps(value))
+    put("events", b"[" + b",".join(raws[e] for e in bound.events if id(e) in keep_events) + b"]")
+    if prune_filter is not None:
+        put("pruneFilter", dumps(filters.to_json(prune_filter)))
+    parts.append(b"}")
+    return b"".join(parts)
+
+
+def output_path(source: Path, output_dir: Path) -> Path:
+    return output_dir / source.name
+
+
+def describe(result: PruneResult) -> Iterable[str]:
+    """Human lines for the text format."""
+    mb = 2**20
+    yield (
+        f"{result.source}: {result.size_before / mb:.1f} MB → {result.size_after / mb:.1f} MB, "
+        f"{result.events_before} → {result.events_after} events"
+    )
+    if result.removed:
+        yield "The following has been pruned:"
+        for r in result.removed:
+            yield f"  {r.fqid} ({r.calls} calls, {r.bytes / 1024:.0f} KB)"
+    elif result.prune_filter:
+        yield f"Filter applied: {filters.describe(filters.decode(result.prune_filter))}"
+    if not result.reached and result.target is not None:
+        yield (
+            f"warning: could not reach {result.target / mb:.1f} MB: HTTP requests and SQL "
+            "queries are always kept"
+        )
