@@ -7,7 +7,8 @@ progress go to stderr, so `--json` output stays machine-readable. NO_COLOR is ho
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import orjson
@@ -73,3 +74,24 @@ def progress(items: Sequence[T], description: str) -> Iterator[T]:
         for item in items:
             yield item
             bar.advance(task)
+
+
+@contextmanager
+def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A bar on an interactive stderr driven by `update(done, total)` calls; silent otherwise.
+
+    For work whose loop lives in the core (which reports progress through a callback).
+    """
+    if not sys.stderr.isatty():
+        yield lambda done, total: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=max(total, 1))
+
+        yield update

@@ -1,0 +1,92 @@
+"""`tracetool index`: fingerprint recordings and build query.db (see tracetool.index).
+
+Prints one summary line (or the result as JSON with `--json`) and one warning line per skipped
+file. Exit status 0 even when files were skipped, unless `--strict`. `-v` lists every file
+indexed, updated, renamed or deleted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import click
+
+from tracetool.cli.common import common_options, is_verbose
+
+
+def _summary(result: object) -> str:
+    from tracetool.index import IndexResult
+
+    assert isinstance(result, IndexResult)
+    parts = [
+        f"{len(result.added)} added",
+        f"{len(result.updated)} updated",
+        f"{len(result.renamed)} renamed",
+        f"{len(result.deleted)} deleted",
+        f"{result.unchanged + len(result.touched)} unchanged",
+    ]
+    if result.skipped:
+        parts.append(f"{len(result.skipped)} skipped")
+    return (
+        f"Indexed {result.found} recordings in {result.trace_dir} ({', '.join(parts)}) "
+        f"in {result.seconds:.1f}s; query database: {result.query_db}"
+    )
+
+
+@click.command("index")
+@common_options
+@click.option(
+    "--trace-dir",
+    metavar="DIR",
+    help="Directory searched recursively for recordings (default: trace_dir of trace.yml).",
+)
+@click.option("--query-db", metavar="PATH", help="Path to query.db (default under ~/.trace/data).")
+@click.option("--strict", is_flag=True, help="Exit non-zero when a file had to be skipped.")
+@click.option(
+    "--max-size",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="MB",
+    help="Skip recordings larger than this (default: what fits in available memory).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--log-assistant", is_flag=True, help="Log assistant events to stderr.")
+def command(
+    trace_dir: str | None,
+    query_db: str | None,
+    strict: bool,
+    max_size: float | None,
+    as_json: bool,
+    log_assistant: bool,
+) -> None:
+    """Fingerprint and index every recording in the recordings directory.
+
+    Writes one index sidecar per recording and updates query.db, touching only
+    new, changed, renamed and deleted recordings. Rerun after recording new data.
+    """
+    from tracetool.cli.render import print_json, progress_bar, warn
+    from tracetool.config import resolve_trace_dir
+    from tracetool.index import IndexOptions, index_directory
+
+    options = IndexOptions(
+        query_db=Path(query_db) if query_db else None,
+        max_bytes=int(max_size * 1_000_000) if max_size else None,
+        log_assistant=log_assistant,
+    )
+    root = resolve_trace_dir(trace_dir)
+    verbose = is_verbose()
+
+    def report(relpath: str, outcome: str) -> None:
+        if verbose and outcome != "skipped":
+            click.echo(f'{outcome.capitalize()} "{Path(root, relpath).absolute()}"', err=True)
+
+    with progress_bar("Indexing recordings") as update:
+        result = index_directory(root, options, progress=update, report=report)
+    for skip in result.skipped:
+        warn(f"skipped {skip.path}: {skip.reason}")
+    if as_json:
+        print_json(dataclasses.asdict(result))
+    else:
+        click.echo(_summary(result))
+    if strict and result.skipped:
+        click.get_current_context().exit(1)

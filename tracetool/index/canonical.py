@@ -1,0 +1,171 @@
+"""AppMap-compatible canonical forms ("fingerprints") of one recording.
+
+These are the values AppMap's `index` writes as `canonical.<algorithm>.json` (reference/appmap.md
+§3.1), computed here in the indexer's single pass over the call tree and stored in the sidecar.
+Each algorithm maps call events to values (a value, a list of values, or nothing); the result is
+the values flattened, made unique and sorted by their compact JSON text, as AppMap does.
+
+Input events are those inside HTTP server requests when the recording has any, else all.
+Code-object rules, checked against AppMap's golden index files in the shared corpus:
+
+- `classes` / `packages`: the nearest class / package of each function call;
+- `classDependencies` / `packageDependencies`: `{caller, callee}` for a call whose parent's
+  "class" / "package" differs from its own, where the class of a code object is the child of its
+  root in the code-object tree (so a route or a query is its own class) and the package is the
+  root itself (`HTTP server requests`, `Database`, a top-level package);
+- `httpServerRequests` / `httpClientRequests`: `{route, parameters: "(a,b)", status}` with the
+  sorted names of the request's `message` parameters;
+- `labels` of function calls; `sqlNormalized` (literals as `?`) and `sqlTables` of SQL calls;
+- `exceptions`: `{class, message, stack, location}` where the stack is the exception's
+  `path:lineno` followed by the locations of the raising function and its callers;
+- `parameters`: names of function parameters and of request message fields (nested too).
+
+Known difference: SQL normalization is `tracetool.sql`'s (sqlglot tokens), which keeps `IS NULL`
+where AppMap's regexes write `IS ?`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from tracetool.trace.codeobjects import CodeObject
+from tracetool.trace.tree import CallNode
+
+ALGORITHMS = (
+    "classDependencies",
+    "classes",
+    "exceptions",
+    "httpClientRequests",
+    "httpServerRequests",
+    "labels",
+    "packageDependencies",
+    "packages",
+    "parameters",
+    "sqlNormalized",
+    "sqlTables",
+)
+
+
+def _class_of(co: CodeObject) -> CodeObject | None:
+    """The child of the root on the path from `co` up (AppMap's `ancestors[length - 2]`)."""
+    child, node = None, co
+    while node.parent is not None:
+        child, node = node, node.parent
+    return child
+
+
+def _package_of(co: CodeObject) -> CodeObject:
+    node = co
+    while node.parent is not None:
+        node = node.parent
+    return node
+
+
+def _names(params: Any, out: list[str]) -> None:
+    """Names of parameter objects and, iteratively, of their nested properties."""
+    stack = [params]
+    while stack:
+        items = stack.pop()
+        if not isinstance(items, list):
+            continue
+        for item in items:
+            if isinstance(item, dict):
+                name = item.get("name")
+                if name is not None:
+                    out.append(str(name))
+                props = item.get("properties")
+                if props:
+                    stack.append(props)
+
+
+def _request(route: str, message: Any, status: int | None) -> dict[str, Any]:
+    names = sorted(str(m.get("name")) for m in message or () if isinstance(m, dict))
+    return {"route": route, "parameters": f"({','.join(names)})", "status": status}
+
+
+class Canonical:
+    """Collects the canonical values while the indexer walks the call tree."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[Any]] = {name: [] for name in ALGORITHMS}
+        # Results depend only on the code objects involved: do each once (a recording repeats
+        # the same calls thousands of times).
+        self._functions: set[int] = set()
+        self._pairs: set[tuple[int, int]] = set()
+
+    def function(self, node: CallNode, co: CodeObject) -> None:
+        v = self.values
+        params = node.call.get("parameters")
+        if params:
+            _names(params, v["parameters"])
+        if id(co) in self._functions:
+            return
+        self._functions.add(id(co))
+        cls = co.class_
+        if cls is not None:
+            v["classes"].append(cls.id)
+        pkg = co.package
+        if pkg is not None:
+            v["packages"].append(pkg.id)
+        if co.labels:
+            v["labels"].extend(co.labels)
+
+    def dependency(self, co: CodeObject, parent_co: CodeObject | None) -> None:
+        if parent_co is None:
+            return
+        pair = (id(co), id(parent_co))
+        if pair in self._pairs:
+            return
+        self._pairs.add(pair)
+        mine, theirs = _class_of(co), _class_of(parent_co)
+        if mine is not None and theirs is not None and mine.id != theirs.id:
+            self.values["classDependencies"].append({"caller": theirs.id, "callee": mine.id})
+        mine_p, theirs_p = _package_of(co), _package_of(parent_co)
+        if mine_p.id != theirs_p.id:
+            self.values["packageDependencies"].append({"caller": theirs_p.id, "callee": mine_p.id})
+
+    def http_server(self, node: CallNode, route: str, status: int | None) -> None:
+        message = node.call.get("message")
+        self.values["httpServerRequests"].append(_request(route, message, status))
+        _names(message, self.values["parameters"])
+
+    def http_client(self, node: CallNode, route: str, status: int | None) -> None:
+        self.values["httpClientRequests"].append(_request(route, node.call.get("message"), status))
+
+    def sql(self, normalized: str, tables: tuple[str, ...]) -> None:
+        self.values["sqlNormalized"].append(normalized)
+        self.values["sqlTables"].extend(tables)
+
+    def exceptions(self, node: CallNode, codes: dict[int, CodeObject]) -> None:
+        ret = node.ret or {}
+        for exc in ret.get("exceptions") or ():
+            if not isinstance(exc, dict):
+                continue
+            item: dict[str, Any] = {
+                "class": exc.get("class"),
+                "message": exc.get("message"),
+                "stack": [],
+            }
+            path, lineno = exc.get("path"), exc.get("lineno")
+            if path:
+                item["location"] = ":".join(str(p) for p in (path, lineno) if p)
+                item["stack"].append(item["location"])
+            ancestor: CallNode | None = node
+            while ancestor is not None:
+                co = codes.get(id(ancestor))
+                if co is not None and co.location:
+                    item["stack"].append(co.location)
+                ancestor = ancestor.parent
+            self.values["exceptions"].append(item)
+
+    def result(self) -> dict[str, list[Any]]:
+        """Each algorithm's values, unique and sorted by compact JSON text."""
+        out: dict[str, list[Any]] = {}
+        for name in ALGORITHMS:
+            seen: dict[bytes, Any] = {}
+            for value in self.values[name]:
+                seen.setdefault(orjson.dumps(value), value)
+            out[name] = [seen[key] for key in sorted(seen)]
+        return out

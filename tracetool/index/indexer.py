@@ -1,0 +1,314 @@
+"""`index_directory`: bring query.db and the sidecars up to date with a recordings directory.
+
+One run:
+1. takes the writer lock beside query.db (another writer → `IndexBusyError` after a wait);
+2. opens query.db (created, migrated or rebuilt, see `tracetool.index.schema`);
+3. scans trace_dir (`find_trace_files`: `*.trace.json` and `*.appmap.json`) and compares each
+   file's size and mtime_ns with the database: equal and with a sidecar → untouched;
+4. hands the rest to `tracetool.index.worker.process` — in a process pool when there is enough
+   work, inline otherwise — passing the content hashes that would make a file "the same": its
+   own old hash (a touched or restored file is not parsed again) and those of vanished files of
+   the same size (a rename moves the database row and the sidecar instead of re-indexing);
+5. writes results as they arrive, in the parent only, in batched transactions;
+6. deletes what vanished, forgets unused code objects, builds the secondary indexes after a
+   cold load, and records the run in `meta`.
+
+Skipped files (malformed, partial, too large) are reported in `IndexResult.skipped`, one reason
+each, and do not stop the run; a skipped file that was indexed before keeps its previous rows
+until it can be read again. The caller decides whether skips are fatal (`--strict`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tracetool import __version__
+from tracetool.errors import NotFoundError
+from tracetool.index import schema, sidecar
+from tracetool.index.lock import WriterLock
+from tracetool.index.worker import Indexed, Result, Same, Skipped, Task, process
+from tracetool.index.writer import Known, Writer
+from tracetool.trace import find_trace_files
+
+# Parsing a JSON document into Python objects costs several times its size in memory.
+MEMORY_PER_BYTE = 8
+# Below this much work a process pool costs more than it saves.
+POOL_MIN_FILES = 4
+POOL_MIN_BYTES = 4_000_000
+
+
+def default_query_db(trace_dir: Path | str) -> Path:
+    """`~/.trace/data/<sha>/query.db`, `<sha>` from the resolved recordings directory."""
+    resolved = str(Path(trace_dir).expanduser().resolve())
+    digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return Path(os.path.expanduser("~")) / ".trace" / "data" / digest / "query.db"
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def default_max_bytes(workers: int) -> int:
+    """Largest recording indexed: what fits in memory with every worker busy at once."""
+    available = _available_memory()
+    if available is None:
+        return 512 * 1024 * 1024
+    return max(64 * 1024 * 1024, available // ((workers + 1) * MEMORY_PER_BYTE))
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    query_db: Path | None = None  # default: default_query_db(trace_dir)
+    workers: int | None = None  # default: CPU count (1 = inline)
+    max_bytes: int | None = None  # default: default_max_bytes(workers)
+    lock_timeout: float = 10.0
+    log_assistant: bool = False  # accepted for the assistant; no effect on indexing yet
+
+
+@dataclass(frozen=True)
+class Skip:
+    path: str  # relative to trace_dir
+    reason: str
+
+
+@dataclass(frozen=True)
+class IndexResult:
+    trace_dir: Path
+    query_db: Path
+    found: int = 0
+    unchanged: int = 0
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    touched: tuple[str, ...] = ()  # same content, new mtime: database row refreshed only
+    renamed: tuple[tuple[str, str], ...] = ()
+    deleted: tuple[str, ...] = ()
+    skipped: tuple[Skip, ...] = ()
+    rebuilt: bool = False  # query.db was created or rebuilt from scratch
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.renamed or self.deleted)
+
+
+Progress = Callable[[int, int], None]  # (done, total)
+FileReport = Callable[[str, str], None]  # (relpath, outcome: added/updated/...)
+
+
+@dataclass
+class _Run:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    touched: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+
+
+def _relpath(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path != root else path.name
+
+
+def _run_tasks(tasks: list[Task], workers: int) -> Iterator[Result]:
+    total_bytes = sum(t.size for t in tasks)
+    if workers <= 1 or len(tasks) < POOL_MIN_FILES or total_bytes < POOL_MIN_BYTES:
+        for task in tasks:
+            yield process(task)
+        return
+    # fork is cheapest and safe while this process has no other threads; spawn otherwise.
+    methods = multiprocessing.get_all_start_methods()
+    method = "fork" if "fork" in methods and threading.active_count() == 1 else "spawn"
+    ctx = multiprocessing.get_context(method)
+    # maxtasksperchild bounds the memory a long-lived worker keeps after big documents.
+    with ctx.Pool(processes=min(workers, len(tasks)), maxtasksperchild=200) as pool:
+        yield from pool.imap_unordered(process, tasks, chunksize=1)
+
+
+def index_directory(
+    trace_dir: Path | str,
+    options: IndexOptions = IndexOptions(),
+    *,
+    progress: Progress | None = None,
+    report: FileReport | None = None,
+) -> IndexResult:
+    """Index every recording below `trace_dir` into query.db (see module doc)."""
+    started = time.monotonic()
+    root = Path(trace_dir).expanduser().resolve()
+    if not root.is_dir():
+        raise NotFoundError(
+            f"{root}: no such recordings directory (record something first, or pass --trace-dir)"
+        )
+    query_db = (options.query_db or default_query_db(root)).expanduser().absolute()
+    workers = options.workers or os.cpu_count() or 1
+    max_bytes = options.max_bytes or default_max_bytes(workers)
+    with WriterLock(query_db, timeout=options.lock_timeout):
+        conn, fresh = schema.open_writer(query_db)
+        try:
+            if fresh:
+                shutil.rmtree(sidecar.sidecar_root(query_db), ignore_errors=True)
+            writer = Writer(conn)
+            run = _Run()
+            found, unchanged = _update(
+                root, query_db, writer, fresh, workers, max_bytes, run, progress, report
+            )
+            if fresh or run.added or run.updated or run.deleted:
+                writer.prune_code_objects()
+                writer.count_recordings()
+            writer.set_meta(trace_dir=str(root), tool_version=__version__, indexed_at=time.time())
+            writer.commit()
+            if fresh:
+                schema.create_indexes(conn)
+                conn.execute("ANALYZE")
+            else:
+                conn.execute("PRAGMA optimize")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            conn.close()
+    return IndexResult(
+        trace_dir=root,
+        query_db=query_db,
+        found=found,
+        unchanged=unchanged,
+        added=tuple(run.added),
+        updated=tuple(run.updated),
+        touched=tuple(run.touched),
+        renamed=tuple(run.renamed),
+        deleted=tuple(run.deleted),
+        skipped=tuple(run.skipped),
+        rebuilt=fresh,
+        seconds=time.monotonic() - started,
+    )
+
+
+def _update(
+    root: Path,
+    query_db: Path,
+    writer: Writer,
+    fresh: bool,
+    workers: int,
+    max_bytes: int,
+    run: _Run,
+    progress: Progress | None,
+    report: FileReport | None,
+) -> tuple[int, int]:
+    known = writer.known()
+    on_disk: dict[str, tuple[Path, int, int]] = {}
+    for path in find_trace_files(root):
+        try:
+            st = path.stat()
+        except OSError:
+            continue  # vanished between listing and stat
+        on_disk[_relpath(path, root)] = (path, st.st_size, st.st_mtime_ns)
+
+    missing = {rel: k for rel, k in known.items() if rel not in on_disk}
+    by_size: dict[int, list[str]] = {}
+    for k in missing.values():
+        by_size.setdefault(k.size, []).append(k.sha256)
+
+    tasks: list[Task] = []
+    unchanged = 0
+    for rel, (path, size, mtime_ns) in on_disk.items():
+        side = sidecar.sidecar_path(query_db, rel)
+        old = known.get(rel)
+        if old is not None:
+            has_sidecar = side.is_file()
+            if (old.size, old.mtime_ns) == (size, mtime_ns) and has_sidecar:
+                unchanged += 1
+                continue
+            hashes: tuple[str, ...] = (old.sha256,) if has_sidecar else ()
+        else:
+            hashes = tuple(by_size.get(size, ()))
+        tasks.append(Task(str(path), rel, size, mtime_ns, str(side), max_bytes, hashes))
+    tasks.sort(key=lambda t: -t.size)  # biggest first: the pool finishes evenly
+
+    total = len(tasks)
+    if progress is not None:
+        progress(0, total)
+    for done, result in enumerate(_run_tasks(tasks, workers), start=1):
+        _apply(result, query_db, writer, fresh, known, missing, run, report)
+        writer.maybe_commit()
+        if progress is not None:
+            progress(done, total)
+
+    for rel, k in sorted(missing.items()):
+        writer.delete(k.id)
+        sidecar.remove(sidecar.sidecar_path(query_db, rel))
+        run.deleted.append(rel)
+        if report is not None:
+            report(rel, "deleted")
+    return len(on_disk), unchanged
+
+
+def _apply(
+    result: Result,
+    query_db: Path,
+    writer: Writer,
+    fresh: bool,
+    known: dict[str, Known],
+    missing: dict[str, Known],
+    run: _Run,
+    report: FileReport | None,
+) -> None:
+    rel = result.relpath
+    old = known.get(rel)
+    outcome: str
+    if isinstance(result, Indexed):
+        writer.put(result, replace_id=old.id if old else None, fresh=fresh)
+        (run.updated if old else run.added).append(rel)
+        outcome = "updated" if old else "added"
+    elif isinstance(result, Same):
+        if old is not None:
+            writer.touch(old.id, result.size, result.mtime_ns)
+            run.touched.append(rel)
+            outcome = "touched"
+        else:
+            source = _take_same(missing, result)
+            if source is None:  # cannot happen: the hash came from `missing`
+                return
+            src_rel, src = source
+            writer.rename(src.id, rel, result.size, result.mtime_ns)
+            sidecar.move(
+                sidecar.sidecar_path(query_db, src_rel), sidecar.sidecar_path(query_db, rel), rel
+            )
+            run.renamed.append((src_rel, rel))
+            outcome = f"renamed from {src_rel}"
+    else:
+        assert isinstance(result, Skipped)
+        if result.reason == "deleted while indexing":
+            if old is not None:
+                missing[rel] = old
+            return
+        run.skipped.append(Skip(rel, result.reason))
+        outcome = "skipped"
+    if report is not None:
+        report(rel, outcome)
+
+
+def _take_same(missing: dict[str, Known], result: Same) -> tuple[str, Known] | None:
+    for rel, k in sorted(missing.items()):
+        if k.sha256 == result.sha256 and k.size == result.size:
+            del missing[rel]
+            return rel, k
+    return None

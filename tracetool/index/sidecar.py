@@ -1,0 +1,106 @@
+"""Index sidecars: one JSON file per recording, beside query.db, never inside trace_dir.
+
+AppMap writes a directory of 16 small files next to every recording; we write one file per
+recording under `<query.db>-sidecars/`, mirroring the recording's path relative to trace_dir:
+`tmp/trace/minitest/a.trace.json` →
+`~/.trace/data/<sha>/query.db-sidecars/minitest/a.trace.index.json`.
+The recordings directory stays exactly as the agent wrote it (and `archive` tars only
+recordings).
+
+A sidecar is keyed by the recording's size, mtime (ns) and sha256, and holds what AppMap's index
+directory holds: `metadata` (git.status removed), the bound `classMap` (dynamic http/route/
+database/query objects included), the `canonical` forms of every algorithm with their
+`fingerprints` (sha256 of each form's compact JSON, in AppMap's legacy fingerprint shape), and
+`digests` — the sequence-diagram digest when `tracetool.diagram` provides one (see
+`tracetool.index.worker.DIGEST_HOOKS`).
+
+Sidecars are a cache: they are written with rename (readers never see half a file) but without
+fsync; a sidecar lost in a crash is rebuilt on the next run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+SIDECAR_VERSION = "1"
+
+
+def sidecar_root(query_db: Path) -> Path:
+    return query_db.with_name(query_db.name + "-sidecars")
+
+
+def sidecar_path(query_db: Path, relpath: str) -> Path:
+    """Where the sidecar of the recording at `relpath` (POSIX, relative to trace_dir) lives."""
+    rel = Path(relpath)
+    name = rel.name[:-5] if rel.name.endswith(".json") else rel.name
+    return sidecar_root(query_db) / rel.parent / f"{name}.index.json"
+
+
+def fingerprints(sha256: str, canonical: dict[str, list[Any]]) -> list[dict[str, str]]:
+    """AppMap's fingerprint records: one per canonicalization algorithm."""
+    import hashlib
+
+    return [
+        {
+            "appmap_digest": sha256,
+            "canonicalization_algorithm": name,
+            "digest": hashlib.sha256(orjson.dumps(values)).hexdigest(),
+            "fingerprint_algorithm": "sha256",
+        }
+        for name, values in canonical.items()
+    ]
+
+
+def write(path: Path, sidecar: dict[str, Any]) -> None:
+    """Write atomically with respect to readers (temp file + rename; no fsync: it is a cache)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(orjson.dumps(sidecar))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read(path: Path) -> dict[str, Any] | None:
+    """The sidecar at `path`, or None when it is missing, unreadable or of another version."""
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(data, dict) or data.get("version") != SIDECAR_VERSION:
+        return None
+    return data
+
+
+def remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    # Drop now-empty folders up to the sidecar root, so deleted trees leave nothing behind.
+    parent = path.parent
+    while parent.name and not parent.name.endswith("-sidecars"):
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+        parent = parent.parent
+
+
+def move(old: Path, new: Path, relpath: str) -> None:
+    """Follow a renamed recording: move its sidecar and record the new path in it."""
+    data = read(old)
+    if data is None:
+        return
+    data["recording"] = relpath
+    write(new, data)
+    if old != new:
+        remove(old)

@@ -1,0 +1,175 @@
+"""Indexing one recording file: read, hash, parse, extract, write its sidecar.
+
+`process(task)` runs in a worker process (or inline for small jobs) and never raises for a bad
+file: it returns `Indexed`, `Same` (the content hash is one the caller already knows — a touched
+or renamed file, nothing to parse) or `Skipped` with a one-line reason. Bad input is data, not an
+error; only the caller decides whether skips fail the run (`--strict`).
+
+A file is skipped when it is larger than `task.max_bytes` (the default is derived from available
+memory, see `tracetool.index.indexer`), changes while it is read (still being written), is not
+JSON or not a trace document, or cannot be modelled at all.
+
+Digest hooks: `DIGEST_HOOKS` maps a digest name to `"module:function"`; the function receives
+the normalized `TraceDocument` and returns a string (or None). A hook whose module does not
+exist yet is skipped, so the sequence-diagram digest appears in sidecars and in
+`recordings.diagram_digest` as soon as `tracetool.diagram` provides it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Union
+
+from tracetool import __version__
+from tracetool.errors import TraceToolError
+from tracetool.index import sidecar
+from tracetool.index.extract import Extract, extract
+from tracetool.trace import gc_paused, parse
+
+# name -> "module:function(TraceDocument) -> str | None". Wired by the lead to tracetool.diagram.
+DIGEST_HOOKS: dict[str, str] = {
+    "sequence_diagram": "tracetool.diagram:recording_digest",
+}
+
+
+@dataclass(frozen=True)
+class Task:
+    path: str  # absolute path of the recording
+    relpath: str  # POSIX path relative to trace_dir (the database key)
+    size: int
+    mtime_ns: int
+    sidecar: str  # where to write the sidecar
+    max_bytes: int
+    known: tuple[str, ...] = ()  # sha256 values meaning "content already indexed"
+
+
+@dataclass
+class Indexed:
+    relpath: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    data: Extract
+    digests: dict[str, str | None]
+
+
+@dataclass(frozen=True)
+class Same:
+    relpath: str
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    relpath: str
+    reason: str
+
+
+Result = Union[Indexed, Same, Skipped]
+
+_hooks: dict[str, Callable[[Any], Any]] | None = None
+
+
+def _digest_hooks() -> dict[str, Callable[[Any], Any]]:
+    global _hooks
+    if _hooks is None:
+        _hooks = {}
+        for name, target in DIGEST_HOOKS.items():
+            module_name, _, attr = target.partition(":")
+            try:
+                func = getattr(importlib.import_module(module_name), attr, None)
+            except ImportError:  # the module does not exist (yet)
+                continue
+            if callable(func):
+                _hooks[name] = func
+    return _hooks
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.0f} MB"
+
+
+def process(task: Task) -> Result:
+    """Index one file (see module doc)."""
+    rel = task.relpath
+    try:
+        before = os.stat(task.path)
+        if before.st_size > task.max_bytes:
+            return Skipped(
+                rel,
+                f"too large to index in memory ({_mb(before.st_size)} > {_mb(task.max_bytes)})",
+            )
+        with open(task.path, "rb") as handle:
+            raw = handle.read()
+        after = os.stat(task.path)
+    except FileNotFoundError:
+        return Skipped(rel, "deleted while indexing")
+    except OSError as exc:
+        return Skipped(rel, f"cannot read ({exc.strerror})")
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or len(
+        raw
+    ) != after.st_size:
+        return Skipped(rel, "changed while being read (still being written?)")
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest in task.known:
+        return Same(rel, after.st_size, after.st_mtime_ns, digest)
+    try:
+        with gc_paused():
+            doc = parse(raw, rel)
+            del raw
+            data = extract(doc, rel)
+    except TraceToolError as exc:
+        reason = str(exc)
+        if reason.startswith(f"{rel}: "):
+            reason = reason[len(rel) + 2 :]
+        if "not valid JSON" in reason:
+            reason += " (partial file, still being written?)"
+        return Skipped(rel, reason)
+    except MemoryError:
+        return Skipped(rel, f"too large to index in memory ({_mb(after.st_size)})")
+    except RecursionError:
+        return Skipped(rel, "nested too deeply to parse")
+    except Exception as exc:  # one odd file must not stop the whole run
+        return Skipped(rel, f"could not be indexed ({type(exc).__name__}: {exc})")
+    digests: dict[str, str | None] = {}
+    for name, hook in _digest_hooks().items():
+        try:
+            value = hook(doc)
+        except Exception:  # a digest is optional; the recording is still indexed
+            value = None
+        digests[name] = None if value is None else str(value)
+    try:
+        sidecar.write(
+            Path(task.sidecar),
+            {
+                "version": sidecar.SIDECAR_VERSION,
+                "tool": f"tracetool {__version__}",
+                "recording": rel,
+                "size": after.st_size,
+                "mtime_ns": after.st_mtime_ns,
+                "sha256": digest,
+                "metadata": data.metadata,
+                "classMap": data.class_map,
+                "canonical": data.canonical,
+                "fingerprints": sidecar.fingerprints(digest, data.canonical),
+                "digests": digests,
+                "stats": {
+                    key: data.recording.get(key)
+                    for key in ("events", "requests", "queries", "calls", "exceptions")
+                },
+            },
+        )
+    except OSError as exc:
+        return Skipped(rel, f"cannot write its sidecar {task.sidecar} ({exc.strerror})")
+    # What the parent needs is the rows; the sidecar payloads stay here.
+    data.class_map = []
+    data.canonical = {}
+    data.metadata = {}
+    return Indexed(rel, after.st_size, after.st_mtime_ns, digest, data, digests)

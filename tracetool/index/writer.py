@@ -1,0 +1,253 @@
+"""The single writer of query.db: inserts, replaces, renames and deletes recordings.
+
+Used only while holding the writer lock. Work is batched: `Writer` opens a transaction on the
+first change and `maybe_commit()` commits every `batch_seconds` (readers see progress; a crash
+loses at most one batch). A recording keeps its row id when it changes, so ids stay stable for
+the daemon's clients. Code-object fqids are interned in `code_objects`; ids are cached here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from tracetool.index.worker import Indexed
+
+_CHILD_TABLES = (
+    "http_requests",
+    "sql_queries",
+    "function_calls",
+    "exceptions",
+    "log_messages",
+    "recording_code_objects",
+)
+
+_RECORDING_COLUMNS = (
+    "path",
+    "name",
+    "labels",
+    "test_status",
+    "recorder_type",
+    "recorder_name",
+    "language",
+    "app",
+    "branch",
+    "git_commit",
+    "source_location",
+    "failure",
+    "recorded_at",
+    "indexed_at",
+    "size",
+    "mtime_ns",
+    "sha256",
+    "events",
+    "requests",
+    "queries",
+    "calls",
+    "exceptions",
+    "items",
+    "elapsed_ms",
+    "diagram_digest",
+)
+_INSERT_RECORDING = (
+    f"INSERT INTO recordings ({', '.join(_RECORDING_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _RECORDING_COLUMNS)})"
+)
+_INSERT_CODE_OBJECT = (
+    "INSERT INTO code_objects (fqid, type, name, class_id, class_name, method, static, location, "
+    "labels, operation, tables, database_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_UPDATE_RECORDING = (
+    f"UPDATE recordings SET {', '.join(f'{c} = ?' for c in _RECORDING_COLUMNS)} WHERE id = ?"
+)
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the database knows of a recording file."""
+
+    id: int
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+class Writer:
+    def __init__(self, conn: sqlite3.Connection, *, batch_seconds: float = 1.0) -> None:
+        self.conn = conn
+        self.batch_seconds = batch_seconds
+        self._in_tx = False
+        self._tx_started = 0.0
+        self._codes: dict[str, int] = dict(
+            (fqid, cid) for cid, fqid in conn.execute("SELECT id, fqid FROM code_objects")
+        )
+
+    # --- transactions -------------------------------------------------------------------------
+
+    def _begin(self) -> None:
+        if not self._in_tx:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self._in_tx = True
+            self._tx_started = time.monotonic()
+
+    def commit(self) -> None:
+        if self._in_tx:
+            self.conn.execute("COMMIT")
+            self._in_tx = False
+
+    def rollback(self) -> None:
+        if self._in_tx:
+            self.conn.execute("ROLLBACK")
+            self._in_tx = False
+
+    def maybe_commit(self) -> None:
+        if self._in_tx and time.monotonic() - self._tx_started >= self.batch_seconds:
+            self.commit()
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    def known(self) -> dict[str, Known]:
+        return {
+            path: Known(rid, size, mtime_ns, sha)
+            for rid, path, size, mtime_ns, sha in self.conn.execute(
+                "SELECT id, path, size, mtime_ns, sha256 FROM recordings"
+            )
+        }
+
+    # --- writes ---------------------------------------------------------------------------------
+
+    def _code_id(self, fqid: str | None, items: dict[str, tuple[Any, ...]]) -> int | None:
+        if fqid is None:
+            return None
+        cid = self._codes.get(fqid)
+        if cid is None:
+            attrs = items.get(fqid) or ("function", fqid.split(":", 1)[-1], *(None,) * 9)
+            cur = self.conn.execute(_INSERT_CODE_OBJECT, (fqid, *attrs))
+            cid = int(cur.lastrowid or 0)
+            self._codes[fqid] = cid
+            if attrs[0] == "query" and attrs[9]:
+                self.conn.executemany(
+                    "INSERT OR IGNORE INTO query_tables (name, code_object_id) VALUES (?, ?)",
+                    [(name, cid) for name in attrs[9].split(",")],
+                )
+        return cid
+
+    def _clear_children(self, rid: int) -> None:
+        for table in _CHILD_TABLES:
+            self.conn.execute(f"DELETE FROM {table} WHERE recording_id = ?", (rid,))
+        self.conn.execute("DELETE FROM recordings_fts WHERE rowid = ?", (rid,))
+
+    def put(self, result: Indexed, *, replace_id: int | None = None, fresh: bool = False) -> int:
+        """Insert a recording (or replace the one with `replace_id`); returns its id."""
+        self._begin()
+        data = result.data
+        rec: dict[str, Any] = dict(data.recording)
+        rec.update(
+            path=result.relpath,
+            labels=orjson.dumps(rec.get("labels") or []).decode(),
+            recorded_at=rec.get("recorded_at") or result.mtime_ns / 1e9,
+            indexed_at=time.time(),
+            size=result.size,
+            mtime_ns=result.mtime_ns,
+            sha256=result.sha256,
+            diagram_digest=result.digests.get("sequence_diagram"),
+        )
+        values = [rec.get(c) for c in _RECORDING_COLUMNS]
+        conn = self.conn
+        if replace_id is not None:
+            if not fresh:
+                self._clear_children(replace_id)
+            conn.execute(_UPDATE_RECORDING, (*values, replace_id))
+            rid = replace_id
+        else:
+            rid = int(conn.execute(_INSERT_RECORDING, values).lastrowid or 0)
+        items = data.items
+        code = self._code_id
+        conn.executemany(
+            "INSERT INTO recording_code_objects (code_object_id, recording_id) VALUES (?, ?)",
+            [(code(fqid, items), rid) for fqid in items],
+        )
+        conn.executemany(
+            "INSERT INTO http_requests (recording_id, event_id, method, route, path, status, "
+            "duration_ms, sql_count, sql_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(rid, *row) for row in data.requests],
+        )
+        conn.executemany(
+            "INSERT INTO sql_queries (recording_id, event_id, request_event_id, code_object_id, "
+            "duration_ms, caller_id) VALUES (?, ?, ?, ?, ?, ?)",
+            [(rid, e, r, code(q, items), ms, code(c, items)) for e, r, q, ms, c in data.queries],
+        )
+        conn.executemany(
+            "INSERT INTO function_calls (recording_id, code_object_id, count, total_ms, self_ms, "
+            "max_ms) VALUES (?, ?, ?, ?, ?, ?)",
+            [(rid, code(f, items), *rest) for f, *rest in data.functions],
+        )
+        conn.executemany(
+            "INSERT INTO exceptions (recording_id, event_id, request_event_id, class, message, "
+            "location, function_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(rid, *row[:5], code(row[5], items)) for row in data.exceptions],
+        )
+        conn.executemany(
+            "INSERT INTO log_messages (recording_id, event_id, request_event_id, level, "
+            "logger_id, caller_id, message) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (rid, e, r, level, code(logger, items), code(caller, items), message)
+                for e, r, level, logger, caller, message in data.logs
+            ],
+        )
+        conn.execute(
+            "INSERT INTO recordings_fts (rowid, name, labels, routes, code, sql, messages) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (rid, *data.fts),
+        )
+        return rid
+
+    def touch(self, rid: int, size: int, mtime_ns: int) -> None:
+        """Same content, new file times (copied, restored, `touch`ed)."""
+        self._begin()
+        self.conn.execute(
+            "UPDATE recordings SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, rid)
+        )
+
+    def rename(self, rid: int, relpath: str, size: int, mtime_ns: int) -> None:
+        self._begin()
+        self.conn.execute(
+            "UPDATE recordings SET path = ?, size = ?, mtime_ns = ? WHERE id = ?",
+            (relpath, size, mtime_ns, rid),
+        )
+
+    def delete(self, rid: int) -> None:
+        self._begin()
+        self._clear_children(rid)
+        self.conn.execute("DELETE FROM recordings WHERE id = ?", (rid,))
+
+    def prune_code_objects(self) -> None:
+        """Forget fqids no recording touches any more."""
+        self._begin()
+        unused = (
+            "SELECT id FROM code_objects EXCEPT SELECT code_object_id FROM recording_code_objects"
+        )
+        self.conn.execute(f"DELETE FROM query_tables WHERE code_object_id IN ({unused})")
+        self.conn.execute(f"DELETE FROM code_objects WHERE id IN ({unused})")
+        self._codes = dict(
+            (fqid, cid) for cid, fqid in self.conn.execute("SELECT id, fqid FROM code_objects")
+        )
+
+    def count_recordings(self) -> None:
+        """Refresh `code_objects.recordings` (how many recordings touch each code object)."""
+        self._begin()
+        self.conn.execute(
+            "UPDATE code_objects SET recordings = (SELECT count(*) FROM recording_code_objects "
+            "WHERE code_object_id = code_objects.id)"
+        )
+
+    def set_meta(self, **values: Any) -> None:
+        self._begin()
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [(k, None if v is None else str(v)) for k, v in values.items()],
+        )

@@ -1,0 +1,124 @@
+"""`tree`: the call tree of one recording, with timings, repeated siblings folded.
+
+The recording is found through the index (`resolve_recording`) and read from its file, so the
+tree is exact even though the database keeps only aggregates. Consecutive siblings whose whole
+subtrees are identical (same kinds, labels and HTTP statuses all the way down) fold into one row
+with `count` = how many there were and `elapsed_ms` = their total; their children fold the same
+way, so a loop of ten `find` calls each running one query shows `find ×10` over `SELECT ×10`.
+
+Rows come in pre-order: `depth`, `kind` (http_server, http_client, sql, function, message,
+other), `label` (request `METHOD path`, SQL text, `Class#method`), `count`, `elapsed_ms`,
+`event_id` (the first folded call), and for HTTP requests `route` and `status`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from tracetool.errors import NotFoundError
+from tracetool.query.db import recording_file, resolve_recording, round_ms
+from tracetool.trace import build_call_tree, gc_paused, iter_postorder, load
+from tracetool.trace import events as ev
+from tracetool.trace.normalize import apply_event_updates
+from tracetool.trace.tree import CallNode
+
+DEFAULT_LIMIT = 1000
+
+
+def _label(node: CallNode) -> tuple[str, str, dict[str, Any]]:
+    call = node.call
+    kind = ev.kind(call)
+    extra: dict[str, Any] = {}
+    if kind == ev.HTTP_SERVER:
+        from tracetool.index.extract import route_template
+
+        label = f"{ev.request_method(call)} {ev.path_info(call)}"
+        extra = {"route": route_template(call), "status": ev.status_code(node.ret)}
+    elif kind == ev.HTTP_CLIENT:
+        label = ev.route(call)
+        extra = {"status": ev.status_code(node.ret)}
+    elif kind == ev.SQL:
+        from tracetool import sql
+
+        label = sql.normalize(ev.sql_text(call), ev.database_type(call))
+    elif kind == ev.FUNCTION:
+        label = ev.function_name(call)
+    else:
+        label = str(call.get("method_id") or call.get("defined_class") or kind)
+    return kind, label, extra
+
+
+def tree(
+    db: sqlite3.Connection,
+    appmap: str,
+    *,
+    depth: int | None = None,
+    fold: bool = True,
+    limit: int | None = DEFAULT_LIMIT,
+) -> list[dict[str, Any]]:
+    """Rows of the call tree of `appmap` (module doc); at most `limit` rows, `depth` levels."""
+    row = resolve_recording(db, appmap)
+    path = recording_file(db, row)
+    if not path.is_file():
+        raise NotFoundError(f"{path}: recording file is gone (run `tracetool index` to refresh)")
+    with gc_paused():
+        doc = load(path)
+        # The tree builder pairs calls and returns itself; only updates must be applied first.
+        apply_event_updates(doc)
+        calls = build_call_tree(doc.events)
+        return _rows(calls.roots, depth, fold, limit)
+
+
+def _rows(
+    roots: list[CallNode], depth: int | None, fold: bool, limit: int | None
+) -> list[dict[str, Any]]:
+
+    info: dict[int, tuple[str, str, dict[str, Any]]] = {}
+    sig: dict[int, int] = {}
+    for node in iter_postorder(roots):
+        info[id(node)] = _label(node)
+        kind, label, extra = info[id(node)]
+        sig[id(node)] = hash(
+            (kind, label, extra.get("status"), tuple(sig[id(c)] for c in node.children))
+        )
+
+    def runs(siblings: list[list[CallNode]]) -> list[list[CallNode]]:
+        """Group position-aligned sibling lists into runs of identical subtrees."""
+        width = len(siblings[0]) if siblings else 0
+        groups: list[list[CallNode]] = []
+        i = 0
+        while i < width:
+            j = i + 1
+            if fold:
+                while j < width and sig[id(siblings[0][j])] == sig[id(siblings[0][i])]:
+                    j += 1
+            groups.append([nodes[k] for nodes in siblings for k in range(i, j)])
+            i = j
+        return groups
+
+    out: list[dict[str, Any]] = []
+    cap = limit if limit is not None else float("inf")
+    stack: list[tuple[list[CallNode], int]] = [(group, 0) for group in reversed(runs([roots]))]
+    while stack and len(out) < cap:
+        group, level = stack.pop()
+        first = group[0]
+        kind, label, extra = info[id(first)]
+        times = [n.elapsed for n in group if n.elapsed is not None]
+        out.append(
+            {
+                "depth": level,
+                "kind": kind,
+                "label": label,
+                "count": len(group),
+                "elapsed_ms": round_ms(sum(times) * 1000) if times else None,
+                "event_id": first.id,
+                **extra,
+            }
+        )
+        if depth is not None and level + 1 > depth:
+            continue
+        if first.children:
+            child_groups = runs([n.children for n in group])
+            stack.extend((g, level + 1) for g in reversed(child_groups))
+    return out
