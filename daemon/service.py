@@ -129,7 +129,7 @@ class Service:
                 return path
         if any(c.resolve().is_relative_to(root) for c in candidates):
             # Not a file path: maybe a recording name or stem the index knows.
-            from tracetool.query import recording_file, resolve_recording
+            from tracetool.query.db import recording_file, resolve_recording
 
             db = self.reader(project)
             row = resolve_recording(db, text)

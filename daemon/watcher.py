@@ -7,7 +7,7 @@ Contract:
   daemon does no file-system work at all (AppMap's watcher globbed the tree every 5 s).
 - Only recordings count: `*.trace.json` / `*.appmap.json` whose name does not start with "."
   (the temp files of atomic writes) and whose path below `root` has no ignored folder
-  (`.git`, `node_modules`, virtualenvs, caches — the same list as `find_trace_files`).
+  (`.git`, `node_modules`, virtualenvs, caches — `find_trace_files`'s list).
 - Debounce: a file that was closed after writing, renamed into place or deleted is settled
   after `settle` seconds (a short coalescing window for bursts); a file that was merely created
   or modified is settled once it has been quiet for `quiet` seconds (for platforms without
@@ -31,25 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from tracetool.trace import TRACE_SUFFIXES
+from tracetool.trace.document import SKIP_DIRS
 
 log = logging.getLogger("tracetool.daemon.watcher")
 
-IGNORED_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "node_modules",
-        "__pycache__",
-        ".venv",
-        "venv",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-    }
-)
+IGNORED_DIRS = SKIP_DIRS  # the same folders `find_trace_files` skips
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,8 @@ def endpoints(service: Service, **params: Any) -> list[dict[str, Any]]:
 
     own, rest = _split(params, "directory")
     project = service.project(opt_str(own.get("directory"), "directory"))
-    return run(service.reader(project), filters_from(rest, "query.endpoints"))
+    filters = filters_from(rest, "query.endpoints")
+    return run(service.reader(project), filters)
 
 
 @method(
@@ -81,7 +82,8 @@ def find(service: Service, **params: Any) -> list[dict[str, Any]]:
     own, rest = _split(params, "type", "directory")
     project = service.project(opt_str(own.get("directory"), "directory"))
     type_ = req_str(own.get("type"), "type")
-    return run(service.reader(project), type_, filters_from(rest, "query.find"))
+    filters = filters_from(rest, "query.find")
+    return run(service.reader(project), type_, filters)
 
 
 @method(
@@ -100,13 +102,14 @@ def tree(
     from tracetool.query import tree as run
 
     project = service.project(opt_str(directory, "directory"))
+    ref = req_str(appmap, "appmap")
     kwargs: dict[str, Any] = {
         "depth": opt_int(depth, "depth", minimum=1),
         "fold": opt_bool(fold, "fold", True),
     }
     if limit is not None:
         kwargs["limit"] = opt_int(limit, "limit", minimum=1, maximum=MAX_LIMIT)
-    return run(service.reader(project), req_str(appmap, "appmap"), **kwargs)
+    return run(service.reader(project), ref, **kwargs)
 
 
 @method(
@@ -120,11 +123,9 @@ def related(
     from tracetool.query import related as run
 
     project = service.project(opt_str(directory, "directory"))
-    return run(
-        service.reader(project),
-        req_str(appmap, "appmap"),
-        limit=opt_int(limit, "limit", minimum=1, maximum=MAX_LIMIT),
-    )
+    ref = req_str(appmap, "appmap")
+    count = opt_int(limit, "limit", minimum=1, maximum=MAX_LIMIT)
+    return run(service.reader(project), ref, limit=count)
 
 
 @method(
@@ -137,12 +138,10 @@ def hotspots(service: Service, **params: Any) -> list[dict[str, Any]]:
 
     own, rest = _split(params, "kind", "sort", "directory")
     project = service.project(opt_str(own.get("directory"), "directory"))
-    return run(
-        service.reader(project),
-        opt_str(own.get("kind"), "kind") or "functions",
-        filters_from(rest, "query.hotspots"),
-        sort=opt_str(own.get("sort"), "sort") or "total",
-    )
+    kind = opt_str(own.get("kind"), "kind") or "functions"
+    sort = opt_str(own.get("sort"), "sort") or "total"
+    filters = filters_from(rest, "query.hotspots")
+    return run(service.reader(project), kind, filters, sort=sort)
 
 
 @method(
@@ -155,9 +154,6 @@ def compare(service: Service, **params: Any) -> list[dict[str, Any]]:
 
     own, rest = _split(params, "a", "b", "directory")
     project = service.project(opt_str(own.get("directory"), "directory"))
-    return run(
-        service.reader(project),
-        req_str(own.get("a"), "a"),
-        req_str(own.get("b"), "b"),
-        filters_from(rest, "query.compare"),
-    )
+    a, b = req_str(own.get("a"), "a"), req_str(own.get("b"), "b")
+    filters = filters_from(rest, "query.compare")
+    return run(service.reader(project), a, b, filters)

@@ -183,7 +183,10 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A project with trace.yml (trace_dir: tmp/trace) and three recordings."""
-    root = tmp_path / "proj"
+    return make_project(tmp_path / "proj")
+
+
+def make_project(root: Path) -> Path:
     trace = root / "tmp" / "trace"
     trace.mkdir(parents=True)
     (root / "trace.yml").write_text("name: proj\ntrace_dir: tmp/trace\n", encoding="utf-8")
@@ -230,6 +233,7 @@ class DaemonProcess:
             stderr=subprocess.PIPE,
         )
         self.stdout_lines: list[str] = []
+        self.stderr_text = ""
         self.port = 0
 
     def read_ready(self, timeout: float = DEADLINE) -> int:
@@ -253,8 +257,10 @@ class DaemonProcess:
     def stderr_now(self) -> str:
         if self.proc.poll() is None:
             return "(still running)"
-        assert self.proc.stderr is not None
-        return self.proc.stderr.read().decode(errors="replace")
+        if self.proc.stderr is None or self.proc.stderr.closed:
+            return self.stderr_text
+        self.stderr_text = self.proc.stderr.read().decode(errors="replace")
+        return self.stderr_text
 
     def post(self, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
         request = urllib.request.Request(
@@ -285,11 +291,14 @@ class DaemonProcess:
         return answer["result"]
 
     def stop(self, timeout: float = DEADLINE) -> int:
+        """SIGTERM, wait, keep what it wrote on stderr in `stderr_text`; the exit status."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout)
         finally:
+            if self.proc.stderr is not None and not self.proc.stderr.closed:
+                self.stderr_text = self.proc.stderr.read().decode(errors="replace")
             for stream in (self.proc.stdout, self.proc.stderr):
                 if stream is not None:
                     stream.close()
@@ -358,7 +367,11 @@ class FakeAI:
                     self.wfile.write(b"data: [DONE]\n\n")
                     return
                 payload = json.dumps(
-                    {"choices": [{"index": 0, "message": {"role": "assistant", "content": fake.reply}}]}
+                    {
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": fake.reply}}
+                        ]
+                    }
                 ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

@@ -42,7 +42,9 @@ class FakeRetriever:
     ) -> Context:
         return Context(
             recordings=tuple(recordings),
-            routes=({"method": "POST", "route": "/orders", "count": 1, "statuses": [500], "avgMs": 4.0},),
+            routes=(
+                {"method": "POST", "route": "/orders", "count": 1, "statuses": [500], "avgMs": 4.0},
+            ),
             queries=({"sql": "INSERT INTO orders (total) VALUES (?)", "count": 1, "totalMs": 1.0},),
             call_paths=(
                 {"recording": "orders/create.trace.json", "path": ["POST /orders", "Order.create"]},
@@ -102,7 +104,11 @@ def test_ai_config_from_options_and_environment() -> None:
     assert AIConfig.resolve({}, {}).provider == "offline"
     env = {"TRACETOOL_AI_BASE_URL": "http://127.0.0.1:9/v1/", "TRACETOOL_AI_MODEL": "m1"}
     config = AIConfig.resolve({"top_p": "0.5", "stream": "false"}, env)
-    assert (config.provider, config.base_url, config.model) == ("openai", "http://127.0.0.1:9/v1", "m1")
+    assert (config.provider, config.base_url, config.model) == (
+        "openai",
+        "http://127.0.0.1:9/v1",
+        "m1",
+    )
     assert config.stream is False and config.extra == {"top_p": 0.5}
     assert AIConfig.resolve({}, {"OPENAI_API_KEY": "k"}).base_url == "https://api.openai.com/v1"
     assert AIConfig.resolve({"model": "m2"}, env).model == "m2"  # the flag wins

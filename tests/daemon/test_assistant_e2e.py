@@ -53,7 +53,9 @@ def test_openai_provider_prompt_trajectory_and_log(
         env=daemon_env(home, TRACETOOL_AI_KEY="sk-local"),
     )
     poll(lambda: d.call("index.status")["state"] == "ready")
-    ids = d.call("explain", {"question": "Why does POST /orders fail?", "codeSelection": "Order.create"})
+    ids = d.call(
+        "explain", {"question": "Why does POST /orders fail?", "codeSelection": "Order.create"}
+    )
     status = finished(d, ids)
     assert status["step"] == "complete", status
     assert "".join(status["explanation"]).strip() == fake_ai.reply
@@ -74,8 +76,7 @@ def test_openai_provider_prompt_trajectory_and_log(
     assert [line["type"] for line in lines] == ["request", "response"]
     assert lines[0]["body"] == body and lines[1]["content"].strip() == fake_ai.reply
     assert d.stop() == 0
-    assert d.proc.stderr is not None
-    log = d.proc.stderr.read().decode()
+    log = d.stderr_text
     assert f"assistant: question {ids['userMessageId']}" in log
     assert f"answer {ids['userMessageId']}: complete" in log
 
@@ -101,7 +102,9 @@ def test_threads_survive_a_restart(start_daemon: Start, project: Path) -> None:
     assert [t["id"] for t in second.call("thread.list")] == ["standing"]
 
 
-def rpc_client(project: Path, home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def rpc_client(
+    project: Path, home: Path, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tracetool", "rpc-client", *args],
         cwd=project,
@@ -127,7 +130,9 @@ def test_rpc_client_in_process_and_against_the_daemon(
     # An explain in-process finishes before the command exits; its answer is stored.
     run = rpc_client(project, home, "explain", '{"question": "What does GET /users do?"}')
     ids = json.loads(run.stdout)
-    run = rpc_client(project, home, "explain.status", json.dumps({"userMessageId": ids["userMessageId"]}))
+    run = rpc_client(
+        project, home, "explain.status", json.dumps({"userMessageId": ids["userMessageId"]})
+    )
     assert json.loads(run.stdout)["step"] == "complete"
     # Errors: one line, non-zero exit.
     run = rpc_client(project, home, "no.such.method")

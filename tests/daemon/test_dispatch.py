@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tracetool.paths import discovery_file, read_discovery
 from tracetool_daemon.discovery import DaemonRunningError, claim
 from tracetool_daemon.registry import METHODS, dispatch
 from tracetool_daemon.server import is_local_host, is_local_origin
 from tracetool_daemon.service import Project, Service
+
+from tracetool.paths import discovery_file, read_discovery
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def test_list_methods_names_every_registered_method(service: Service) -> None:
 
 def test_docs_rpc_md_documents_every_method() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "rpc.md").read_text(encoding="utf-8")
-    missing = [name for name in METHODS if f"`{name}`" not in doc]
+    missing = [n for n in METHODS if f"`{n}`" not in doc and f"`{n} {{" not in doc]
     assert missing == []
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.conftest import DaemonProcess, daemon_env, poll
+from tests.daemon.conftest import DaemonProcess, daemon_env, make_project, poll
 from tracetool.assistant import OFFLINE_NOTICE
 
 pytestmark = pytest.mark.e2e
@@ -19,37 +19,18 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DaemonProcess, Path]]:
     """One daemon for the module (HOME in a temp dir), with the three-recording project."""
-    from tests.daemon.conftest import recording, write_recording
-
     base = tmp_path_factory.mktemp("methods")
     home = base / "home"
     home.mkdir()
-    root = base / "proj"
+    root = make_project(base / "proj")
     trace = root / "tmp" / "trace"
-    (root).mkdir()
-    (root / "trace.yml").write_text("trace_dir: tmp/trace\n")
-    write_recording(trace / "users" / "show_user.trace.json", recording("show user"))
-    write_recording(
-        trace / "orders" / "list_orders.trace.json",
-        recording("list orders", path="/orders", route="/orders", cls="Order", func="unpaid"),
-    )
-    write_recording(
-        trace / "orders" / "create_order_fails.trace.json",
-        recording(
-            "create order fails",
-            method="POST",
-            path="/orders",
-            route="/orders",
-            status=500,
-            sql="INSERT INTO orders (total) VALUES (10)",
-            cls="Order",
-            func="create",
-            test_status="failed",
-        ),
-    )
     d = DaemonProcess(["rpc"], root, daemon_env(home))
     d.read_ready()
-    poll(lambda: d.call("index.status")["recordings"] == 3 and d.call("index.status")["state"] == "ready")
+    poll(
+        lambda: (
+            d.call("index.status")["recordings"] == 3 and d.call("index.status")["state"] == "ready"
+        )
+    )
     yield d, trace.resolve()
     d.stop()
 
@@ -121,7 +102,9 @@ def test_data_and_sequence_diagram(served: tuple[DaemonProcess, Path]) -> None:
         assert len(filtered["events"]) == 6, encoded
     diagram = d.call("appmap.sequenceDiagram", {"appmap": "orders/create_order_fails"})
     assert {"actors", "rootActions"} <= set(diagram)
-    uml = d.call("appmap.sequenceDiagram", {"appmap": "orders/create_order_fails", "format": "plantuml"})
+    uml = d.call(
+        "appmap.sequenceDiagram", {"appmap": "orders/create_order_fails", "format": "plantuml"}
+    )
     assert uml.startswith("@startuml") and "POST /orders" in uml
     assert error(d, "appmap.data", {"appmap": "orders/list_orders", "filter": 3})["code"] == -32602
     bad = {"appmap": "orders/list_orders", "format": "svg"}
@@ -141,7 +124,10 @@ def test_query_methods(served: tuple[DaemonProcess, Path]) -> None:
     tree = d.call("query.tree", {"appmap": "users/show_user"})
     assert len(tree) == 4
     related = d.call("query.related", {"appmap": "orders/list_orders"})
-    assert related[0]["recording"] == "orders/create_order_fails.trace.json"
+    assert {r["recording"] for r in related} == {
+        "orders/create_order_fails.trace.json",
+        "users/show_user.trace.json",
+    }
     hot = d.call("query.hotspots", {"kind": "queries"})
     assert len(hot) == 3
     assert d.call("query.compare", {"a": "main", "b": "main"})
@@ -187,9 +173,9 @@ def test_thread_methods(served: tuple[DaemonProcess, Path]) -> None:
     pinned = d.call("thread.pinItem", {"threadId": tid, "uri": "file:///o.py", "content": "x"})
     attachment = d.call("thread.addMessageAttachment", {"threadId": tid, "content": "log line"})
     extra = d.call("thread.addMessageAttachment", {"threadId": tid, "uri": "file:///y"})
-    assert d.call("thread.removeMessageAttachment", {"threadId": tid, "attachmentId": extra["id"]}) == {
-        "removed": True
-    }
+    assert d.call(
+        "thread.removeMessageAttachment", {"threadId": tid, "attachmentId": extra["id"]}
+    ) == {"removed": True}
     ids = d.call("thread.sendMessage", {"threadId": tid, "content": "What lists orders?"})
     assert answer_of(d, ids)["step"] == "complete"
     history = d.call("thread.get", {"threadId": tid})
