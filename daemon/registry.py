@@ -87,8 +87,19 @@ def error_code(exc: TraceToolError) -> int:
     return SERVER_ERROR
 
 
+def _jsonrpcserver() -> Any:
+    import warnings
+
+    with warnings.catch_warnings():
+        # jsonrpcserver 5 reads its schema with a deprecated importlib.resources call.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import jsonrpcserver
+    return jsonrpcserver
+
+
 def _wrap(info: MethodInfo) -> Callable[..., Any]:
-    from jsonrpcserver import Error, Success
+    rpc = _jsonrpcserver()
+    Error, Success = rpc.Error, rpc.Success
 
     func = info.func
 
@@ -138,7 +149,8 @@ def _polish(response: dict[str, Any]) -> dict[str, Any]:
 def dispatch_obj(service: Any, body: str | bytes) -> Any:
     """The JSON-RPC response as Python data (None for notifications)."""
     import tracetool_daemon.methods  # noqa: F401  (registers every method)
-    from jsonrpcserver import dispatch_to_serializable
+
+    dispatch_to_serializable = _jsonrpcserver().dispatch_to_serializable
 
     if isinstance(body, bytes):
         body = body.decode("utf-8", errors="replace")
