@@ -87,6 +87,7 @@ def error_code(exc: TraceToolError) -> int:
     return SERVER_ERROR
 
 
+@functools.lru_cache(maxsize=1)
 def _jsonrpcserver() -> Any:
     import warnings
 
