@@ -10,6 +10,8 @@ Contract:
   `tracetool.index.index_paths` (the same per-file work, restricted to those paths): present
   files are (re)indexed, absent ones forgotten, a file that reappears under another name with
   the same content is moved, not re-parsed. There is no periodic rescan.
+- Files are parsed in a warm process pool (`make_pool`) when the daemon has one: the request
+  threads keep the GIL, and bursts are indexed in parallel.
 - The writer lock beside query.db is held only while a batch is written, so a one-shot
   `tracetool index` (or `archive`) can run beside the daemon.
 - `submit(paths, wait=True)` returns once a batch including those paths was written, with
@@ -26,10 +28,14 @@ Contract:
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +45,10 @@ from tracetool_daemon.watcher import Batch, Watcher
 log = logging.getLogger("tracetool.daemon.index")
 
 MAX_SKIPPED = 50
+# A burst of new recordings becomes queryable in slices this long, not all at the end.
+COMMIT_SECONDS = 0.25
+# After a failed batch (e.g. the writer lock stayed busy), wait this long before retrying.
+RETRY_SECONDS = 5.0
 
 
 @dataclass
@@ -58,12 +68,14 @@ class LiveIndex:
         watch: bool = True,
         on_batch: Callable[[Any], None] | None = None,
         lock_timeout: float = 30.0,
+        executor: Executor | None = None,
     ) -> None:
         self.trace_dir = trace_dir
         self.query_db = query_db
         self.watch = watch
         self.on_batch = on_batch
         self.lock_timeout = lock_timeout
+        self.executor = executor
         self.state = "starting"
         self.num_processed = 0
         self.started_at = time.time()
@@ -137,10 +149,16 @@ class LiveIndex:
             try:
                 result = index_directory(
                     self.trace_dir,
-                    IndexOptions(query_db=self.query_db, lock_timeout=self.lock_timeout),
+                    IndexOptions(
+                        query_db=self.query_db,
+                        lock_timeout=self.lock_timeout,
+                        executor=self.executor,
+                    ),
                 )
                 self._record(result, {})
                 break
+            except BrokenProcessPool as exc:
+                self._lose_pool(exc)
             except Exception as exc:
                 log.error("indexing %s failed: %s", self.trace_dir, exc)
                 with self._cond:  # retry when something changes, or in a minute
@@ -167,19 +185,28 @@ class LiveIndex:
             result = index_paths(
                 self.trace_dir,
                 paths,
-                IndexOptions(query_db=self.query_db, lock_timeout=self.lock_timeout, workers=1),
+                IndexOptions(
+                    query_db=self.query_db,
+                    lock_timeout=self.lock_timeout,
+                    workers=1,
+                    commit_seconds=COMMIT_SECONDS,
+                    executor=self.executor,
+                ),
                 removed_dirs=sorted(removed),
                 report=outcome.__setitem__,
             )
         except Exception as exc:
+            if isinstance(exc, BrokenProcessPool):
+                self._lose_pool(exc)
             log.error("indexing changes in %s failed: %s", self.trace_dir, exc)
-            with self._cond:  # keep the work; it is retried with the next batch
+            with self._cond:  # keep the work: it is retried after a pause
                 self._paths.update(dict.fromkeys(paths))
                 self._removed_dirs.update(removed)
-                if any(not t.done.is_set() for t in tickets):
-                    for t in tickets:
-                        t.error = f"indexing failed: {exc}"
-                        t.done.set()
+                for t in tickets:
+                    t.error = f"indexing failed: {exc}"
+                    t.done.set()
+                if not isinstance(exc, BrokenProcessPool) and not self._stopping:
+                    self._cond.wait(RETRY_SECONDS)
             return
         self._record(result, outcome)
         for ticket in tickets:
@@ -187,6 +214,11 @@ class LiveIndex:
                 rel = _rel(path, self.trace_dir)
                 ticket.outcome[rel] = outcome.get(rel, "unchanged")
             ticket.done.set()
+
+    def _lose_pool(self, exc: BaseException) -> None:
+        # A worker died (killed, out of memory): go on indexing in this process.
+        log.warning("indexing processes failed (%s); indexing in the daemon process", exc)
+        self.executor = None
 
     def _release(self, error: str) -> None:
         for ticket in self._tickets:
@@ -246,3 +278,39 @@ def _rel(path: Path, root: Path) -> str:
         return path.relative_to(root).as_posix()
     except ValueError:
         return str(path)
+
+
+def _warm() -> None:
+    """Pool worker start-up: import what indexing a file needs before the first file arrives."""
+    from tracetool.index import worker
+    from tracetool.sql import analyze
+
+    worker._digest_hooks()
+    analyze("SELECT 1")
+
+
+def _ready() -> int:
+    return os.getpid()
+
+
+def make_pool(workers: int | None = None) -> Executor | None:
+    """The daemon's indexing processes, started now and kept warm (None: index inline).
+
+    `workers` defaults to $TRACETOOL_INDEX_WORKERS, else the CPU count (at most 4). Parsing in
+    other processes keeps the daemon's own threads free to answer requests, and a burst of new
+    recordings is indexed in parallel without paying a pool's start-up each time.
+    """
+    if workers is None:
+        env = os.environ.get("TRACETOOL_INDEX_WORKERS", "")
+        workers = int(env) if env.isdigit() else min(os.cpu_count() or 1, 4)
+    if workers < 1:
+        return None
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),  # the daemon has threads: no fork
+        initializer=_warm,
+        # No max_tasks_per_child: with it, CPython 3.11's pool can hang once a worker retires.
+    )
+    for _ in range(workers):
+        pool.submit(_ready)  # start the workers now, not when the first file arrives
+    return pool

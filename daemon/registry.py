@@ -19,6 +19,7 @@ Contract:
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -114,7 +115,28 @@ def _wrap(info: MethodInfo) -> Callable[..., Any]:
             log.exception("JSON-RPC method %s failed", info.name)
             return Error(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
 
+    # Computed once: jsonrpcserver asks for the signature on every call.
+    call.__signature__ = inspect.signature(func)  # type: ignore[attr-defined]
     return call
+
+
+def _valid_request(obj: Any) -> bool:
+    if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0":
+        return False
+    if not isinstance(obj.get("method"), str) or set(obj) - {"jsonrpc", "method", "params", "id"}:
+        return False
+    if "params" in obj and not isinstance(obj["params"], (list, dict)):
+        return False
+    rid = obj.get("id")
+    return rid is None or (isinstance(rid, (str, int, float)) and not isinstance(rid, bool))
+
+
+def validate(request: Any) -> Any:
+    """JSON-RPC 2.0 request shape (what jsonrpcserver's JSON Schema checks, without its cost)."""
+    items = request if isinstance(request, list) else [request]
+    if not items or not all(_valid_request(item) for item in items):
+        raise ValueError("not a JSON-RPC 2.0 request")
+    return request
 
 
 @functools.lru_cache(maxsize=1)
@@ -156,7 +178,7 @@ def dispatch_obj(service: Any, body: str | bytes) -> Any:
     if isinstance(body, bytes):
         body = body.decode("utf-8", errors="replace")
     response = dispatch_to_serializable(
-        body, _table(len(METHODS)), context=service, deserializer=_loads
+        body, _table(len(METHODS)), context=service, deserializer=_loads, validator=validate
     )
     if isinstance(response, list):
         return [_polish(r) for r in response]

@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -65,6 +66,7 @@ class Daemon:
         self.server: RpcHttpServer | None = None
         self.service: Service | None = None
         self._claims: list[Claim] = []
+        self._pool: Executor | None = None
         self._stop = threading.Event()
 
     def run(self) -> int:
@@ -87,6 +89,9 @@ class Daemon:
     def _start(self) -> None:
         for target in self.options.targets:
             self._claims.append(claim(target.trace_dir))  # raises if another daemon owns it
+        from tracetool_daemon.liveindex import make_pool
+
+        self._pool = make_pool()
         projects = []
         for target in self.options.targets:
             target.trace_dir.mkdir(parents=True, exist_ok=True)
@@ -95,6 +100,7 @@ class Daemon:
                 target.trace_dir,
                 target.query_db,
                 on_batch=(lambda result, p=project: self._batch(p, result)),
+                executor=self._pool,
             )
             projects.append(project)
         self.service = Service(projects, self.options.service)
@@ -135,8 +141,11 @@ class Daemon:
     def _cleanup(self) -> None:
         if self.server is not None:
             self.server.server_close()
-        if self.service is not None:
-            self.service.close()
+        # Stop announcing first: clients must not find a daemon that is going away.
         for c in self._claims:
             c.release()
         self._claims.clear()
+        if self.service is not None:
+            self.service.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)

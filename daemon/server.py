@@ -127,6 +127,8 @@ class _Handler(BaseHTTPRequestHandler):
 class RpcHttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = False
+    # socketserver's default backlog of 5 drops connections when a few clients connect at once.
+    request_queue_size = 128
 
     def __init__(
         self,

@@ -8,10 +8,10 @@ Contract:
 - Only recordings count: `*.trace.json` / `*.appmap.json` whose name does not start with "."
   (the temp files of atomic writes) and whose path below `root` has no ignored folder
   (`.git`, `node_modules`, virtualenvs, caches — `find_trace_files`'s list).
-- Debounce: a file that was closed after writing, renamed into place or deleted is settled
-  after `settle` seconds (a short coalescing window for bursts); a file that was merely created
-  or modified is settled once it has been quiet for `quiet` seconds (for platforms without
-  close events, and for writers that keep the file open).
+- Debounce: a file that was closed after writing, renamed or moved into place, or deleted is
+  settled after `settle` seconds (a short coalescing window for bursts); a file that is open
+  for writing or being modified is settled once it has been quiet for `quiet` seconds (the
+  close event settles it sooner where the platform reports one).
 - `on_batch(Batch)` is called from the watcher's own thread with the settled paths: `paths`
   to reconsider (the indexer stats each one: present → index, absent → forget) and
   `removed_dirs` (directories deleted or moved out, whose recordings must be forgotten).
@@ -89,14 +89,19 @@ class Watcher:
 
     # --- events ---------------------------------------------------------------------------------
 
-    def note(self, path: Path, *, settled: bool) -> None:
-        """Schedule `path` for indexing: soon if `settled`, after it has been quiet otherwise."""
+    def note(self, path: Path, *, settled: bool, only_pending: bool = False) -> None:
+        """Schedule `path` for indexing: soon if `settled`, after it has been quiet otherwise.
+
+        `only_pending` changes the time of a path already waiting, and schedules nothing new.
+        """
         if not self.wanted(path):
             return
         now = time.monotonic()
         due = now + (self.settle if settled else self.quiet)
         with self._cond:
             old = self._pending.due.get(path)
+            if only_pending and old is None:
+                return
             if settled and old is not None and old < due:
                 due = old
             self._pending.due[path] = due
@@ -160,7 +165,29 @@ class Watcher:
 
         self.root.mkdir(parents=True, exist_ok=True)
         observer = Observer()
-        observer.schedule(Handler(), str(self.root), recursive=True)
+        from watchdog.events import (
+            DirDeletedEvent,
+            DirMovedEvent,
+            FileClosedEvent,
+            FileCreatedEvent,
+            FileDeletedEvent,
+            FileModifiedEvent,
+            FileMovedEvent,
+            FileOpenedEvent,
+        )
+
+        # Not attribute changes, reads ending, or directory modifications: nothing to index.
+        wanted = [
+            DirDeletedEvent,
+            DirMovedEvent,
+            FileClosedEvent,
+            FileCreatedEvent,
+            FileDeletedEvent,
+            FileModifiedEvent,
+            FileMovedEvent,
+            FileOpenedEvent,
+        ]
+        observer.schedule(Handler(), str(self.root), recursive=True, event_filter=wanted)
         observer.daemon = True
         observer.start()
         self._observer = observer
@@ -177,8 +204,13 @@ class Watcher:
             return
         if kind in ("closed", "deleted"):
             self.note(src, settled=True)
-        elif kind in ("created", "modified"):
-            self.note(src, settled=False)
+        elif kind == "created":
+            # Moved in from outside the tree (complete), or created by open() — in which case
+            # the "opened" event that follows at once turns this into a wait for the close.
+            self.note(src, settled=True)
+        elif kind in ("opened", "modified"):
+            # only_pending: our own reads of a file must not schedule it again.
+            self.note(src, settled=False, only_pending=kind == "opened")
         elif kind == "moved":
             self.note(src, settled=True)
             self.note(Path(os.fsdecode(event.dest_path)), settled=True)

@@ -26,6 +26,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +82,10 @@ class IndexOptions:
     max_bytes: int | None = None  # default: default_max_bytes(workers)
     lock_timeout: float = 10.0
     log_assistant: bool = False  # accepted for the assistant; no effect on indexing yet
+    commit_seconds: float = 1.0  # readers see progress at least this often (the daemon: less)
+    # A concurrent.futures executor (process pool) kept warm by a long-lived caller (the
+    # daemon) runs the per-file work instead of a pool started for this run.
+    executor: Executor | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,18 @@ def _relpath(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix() if path != root else path.name
 
 
-def _run_tasks(tasks: list[Task], workers: int) -> Iterator[Result]:
+def _run_tasks(
+    tasks: list[Task], workers: int, executor: Executor | None = None
+) -> Iterator[Result]:
+    if executor is not None and tasks:
+        futures = [executor.submit(process, task) for task in tasks]
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+        return
     total_bytes = sum(t.size for t in tasks)
     if workers <= 1 or len(tasks) < POOL_MIN_FILES or total_bytes < POOL_MIN_BYTES:
         for task in tasks:
@@ -199,10 +215,20 @@ def _index(
         try:
             if fresh:
                 shutil.rmtree(sidecar.sidecar_root(query_db), ignore_errors=True)
-            writer = Writer(conn)
+            writer = Writer(conn, batch_seconds=options.commit_seconds)
             run = _Run()
             found, unchanged = _update(
-                root, query_db, writer, fresh, workers, max_bytes, run, progress, report, scope
+                root,
+                query_db,
+                writer,
+                fresh,
+                workers,
+                max_bytes,
+                run,
+                progress,
+                report,
+                scope,
+                options.executor,
             )
             if fresh or run.added or run.updated or run.deleted:
                 writer.prune_code_objects()
@@ -249,6 +275,7 @@ def _update(
     progress: Progress | None,
     report: FileReport | None,
     scope: _Scope | None = None,
+    executor: Executor | None = None,
 ) -> tuple[int, int]:
     known = writer.known()
     on_disk: dict[str, tuple[Path, int, int]] = {}
@@ -288,7 +315,7 @@ def _update(
     total = len(tasks)
     if progress is not None:
         progress(0, total)
-    for done, result in enumerate(_run_tasks(tasks, workers), start=1):
+    for done, result in enumerate(_run_tasks(tasks, workers, executor), start=1):
         _apply(result, query_db, writer, fresh, known, missing, run, report)
         writer.maybe_commit()
         if progress is not None:
