@@ -169,6 +169,14 @@ def _polish(response: dict[str, Any]) -> dict[str, Any]:
     return response
 
 
+def prepare() -> None:
+    """Import every method and build the dispatch table now (the daemon does it at start-up)."""
+    import tracetool_daemon.methods  # noqa: F401
+
+    _jsonrpcserver()
+    _table(len(METHODS))
+
+
 def dispatch_obj(service: Any, body: str | bytes) -> Any:
     """The JSON-RPC response as Python data (None for notifications)."""
     import tracetool_daemon.methods  # noqa: F401  (registers every method)

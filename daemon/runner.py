@@ -106,8 +106,9 @@ class Daemon:
         self.service = Service(projects, self.options.service)
         port = 0
         if self.options.port is not None:
-            from tracetool_daemon.registry import dispatch
+            from tracetool_daemon.registry import dispatch, prepare
 
+            prepare()
             service = self.service
             self.server = RpcHttpServer(
                 lambda body: dispatch(service, body),

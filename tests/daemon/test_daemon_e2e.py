@@ -170,3 +170,24 @@ def test_index_watch_without_and_with_a_port(
     served = start_daemon("index", "-p", "0", cwd=project)
     assert served.stdout_lines[1] == f"Running JSON-RPC server on port: {served.port}"
     assert ready(served, 4)["numProcessed"] == 0  # nothing changed since the last run
+
+
+def test_folders_moved_in_renamed_and_moved_out(
+    start_daemon: Start, project: Path, tmp_path: Path
+) -> None:
+    trace = project / "tmp" / "trace"
+    outside = tmp_path / "outside"
+    write_recording(outside / "batch" / "a.trace.json", recording("batch a"))
+    write_recording(outside / "batch" / "deep" / "b.trace.json", recording("batch b"))
+    d = start_daemon("rpc", cwd=project)
+    ready(d, 3)
+    os.rename(outside / "batch", trace / "batch")  # a folder moved in: its files are new
+    poll(lambda: {"batch/a.trace.json", "batch/deep/b.trace.json"} <= listed(d))
+    os.rename(trace / "batch", trace / "renamed")  # renamed inside the tree
+    poll(
+        lambda: {"renamed/a.trace.json", "renamed/deep/b.trace.json"} <= listed(d)
+        and not any(r.startswith("batch/") for r in listed(d))
+    )
+    os.rename(trace / "renamed", outside / "back")  # moved out: forgotten
+    poll(lambda: not any(r.startswith("renamed/") for r in listed(d)))
+    assert len(listed(d)) == 3

@@ -28,50 +28,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from tracetool.assistant.records import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    attachment_json,
+    pinned_json,
+    thread_json,
+)
 from tracetool.errors import NotFoundError, UsageError
-
-SCHEMA_VERSION = 1
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS threads (
-  id TEXT PRIMARY KEY,
-  title TEXT NOT NULL DEFAULT '',
-  code_editor TEXT,
-  project_directories TEXT NOT NULL DEFAULT '[]',
-  created_at REAL NOT NULL,
-  updated_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS messages (
-  id TEXT PRIMARY KEY,
-  seq INTEGER NOT NULL,
-  thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
-  role TEXT NOT NULL,
-  content TEXT NOT NULL,
-  code_selection TEXT,
-  appmaps TEXT NOT NULL DEFAULT '[]',
-  reply_to TEXT,
-  step TEXT,
-  error TEXT,
-  provider TEXT,
-  created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_thread ON messages (thread_id, seq);
-CREATE INDEX IF NOT EXISTS messages_reply ON messages (reply_to);
-CREATE TABLE IF NOT EXISTS attachments (
-  id TEXT PRIMARY KEY,
-  thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
-  message_id TEXT,
-  uri TEXT,
-  content TEXT,
-  created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS pinned_items (
-  id TEXT PRIMARY KEY,
-  thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
-  uri TEXT,
-  content TEXT,
-  created_at REAL NOT NULL
-);
-"""
 
 _TITLE_LENGTH = 80
 
@@ -101,7 +65,7 @@ class ThreadStore:
         self._conn.execute("PRAGMA foreign_keys = ON")
         self._conn.execute("PRAGMA busy_timeout = 5000")
         with self._lock:
-            self._conn.executescript(_SCHEMA)
+            self._conn.executescript(SCHEMA)
             self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
@@ -179,7 +143,7 @@ class ThreadStore:
         )
         if row is None:
             raise NotFoundError(f"no thread {thread_id}")
-        return _thread_json(row)
+        return thread_json(row)
 
     def query_threads(
         self,
@@ -211,7 +175,7 @@ class ThreadStore:
             f"ORDER BY {order}, t.id LIMIT ? OFFSET ?"
         )
         rows = self._all(sql, (*args, limit, offset))
-        return [_thread_json(r) for r in rows]
+        return [thread_json(r) for r in rows]
 
     def _touch(self, thread_id: str) -> tuple[str, tuple[Any, ...]]:
         return ("UPDATE threads SET updated_at = ? WHERE id = ?", (time.time(), thread_id))
@@ -323,7 +287,7 @@ class ThreadStore:
             out["provider"] = row["provider"]
         if row["role"] == "user":
             out["attachments"] = [
-                _attachment_json(a)
+                attachment_json(a)
                 for a in self._all(
                     "SELECT * FROM attachments WHERE message_id = ? ORDER BY created_at, id",
                     (row["id"],),
@@ -359,7 +323,7 @@ class ThreadStore:
         )
         row = self._one("SELECT * FROM attachments WHERE id = ?", (aid,))
         assert row is not None
-        return _attachment_json(row)
+        return attachment_json(row)
 
     def remove_attachment(self, thread_id: str, attachment_id: str) -> bool:
         with self._lock:
@@ -375,7 +339,7 @@ class ThreadStore:
 
     def pending_attachments(self, thread_id: str) -> list[dict[str, Any]]:
         return [
-            _attachment_json(a)
+            attachment_json(a)
             for a in self._all(
                 "SELECT * FROM attachments WHERE thread_id = ? AND message_id IS NULL "
                 "ORDER BY created_at, id",
@@ -406,7 +370,7 @@ class ThreadStore:
                         )
                     row = self._one("SELECT * FROM pinned_items WHERE id = ?", (existing["id"],))
                     assert row is not None
-                    return _pinned_json(row)
+                    return pinned_json(row)
             pid = new_id()
             self._tx(
                 [
@@ -420,7 +384,7 @@ class ThreadStore:
             )
             row = self._one("SELECT * FROM pinned_items WHERE id = ?", (pid,))
             assert row is not None
-            return _pinned_json(row)
+            return pinned_json(row)
 
     def unpin(self, thread_id: str, *, uri: str | None = None, item_id: str | None = None) -> bool:
         if not uri and not item_id:
@@ -439,41 +403,9 @@ class ThreadStore:
 
     def pinned(self, thread_id: str) -> list[dict[str, Any]]:
         return [
-            _pinned_json(r)
+            pinned_json(r)
             for r in self._all(
                 "SELECT * FROM pinned_items WHERE thread_id = ? ORDER BY created_at, id",
                 (thread_id,),
             )
         ]
-
-
-def _thread_json(row: sqlite3.Row) -> dict[str, Any]:
-    return {
-        "id": row["id"],
-        "title": row["title"],
-        "codeEditor": row["code_editor"],
-        "projectDirectories": json.loads(row["project_directories"] or "[]"),
-        "createdAt": row["created_at"],
-        "updatedAt": row["updated_at"],
-        "messageCount": int(row["n"]),
-    }
-
-
-def _attachment_json(row: sqlite3.Row) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": row["id"], "createdAt": row["created_at"]}
-    if row["uri"]:
-        out["uri"] = row["uri"]
-    if row["content"] is not None:
-        out["content"] = row["content"]
-    if row["message_id"]:
-        out["messageId"] = row["message_id"]
-    return out
-
-
-def _pinned_json(row: sqlite3.Row) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": row["id"], "createdAt": row["created_at"]}
-    if row["uri"]:
-        out["uri"] = row["uri"]
-    if row["content"] is not None:
-        out["content"] = row["content"]
-    return out
