@@ -1,13 +1,48 @@
-"""Package list: `daemon/` is installed under the import name `tracetool_daemon`.
+"""Package list, and the agent's start-up hook.
 
-The bare name `daemon` belongs to the python-daemon package, which may be installed beside us.
+`daemon/` is installed under the import name `tracetool_daemon`: the bare name `daemon` belongs to
+the python-daemon package, which may be installed beside us.
+
+`tracetool-agent.pth` must land in site-packages itself (not in a package) so the interpreter runs
+it at start-up: `build_py` copies it to the root of the build (wheels, `pip install .`) or, for
+`pip install -e .`, into the root of the editable wheel. The hook imports nothing unless
+`TRACETOOL` is set (see tracetool/agent/startup.py).
 """
 
+import os
+
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+PTH = "tracetool-agent.pth"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class build_py_with_pth(build_py):
+    def run(self):
+        super().run()
+        self.copy_file(os.path.join(HERE, PTH), os.path.join(self._pth_dir(), PTH))
+
+    def _pth_dir(self):
+        if getattr(self, "editable_mode", False):
+            # editable_wheel points `install_lib` at the unpacked editable wheel's root
+            return self.get_finalized_command("install").install_lib
+        return self.build_lib
+
+    def get_outputs(self, include_bytecode=1):
+        outputs = super().get_outputs(include_bytecode)
+        if not getattr(self, "editable_mode", False):
+            outputs.append(os.path.join(self.build_lib, PTH))
+        return outputs
+
 
 packages = find_packages(
     include=["tracetool", "tracetool.*", "pytest_tracetool", "pytest_tracetool.*"]
 )
 daemon = ["tracetool_daemon"] + [f"tracetool_daemon.{p}" for p in find_packages("daemon")]
 
-setup(packages=packages + daemon, package_dir={"tracetool_daemon": "daemon"})
+setup(
+    packages=packages + daemon,
+    package_dir={"tracetool_daemon": "daemon"},
+    cmdclass={"build_py": build_py_with_pth},
+)

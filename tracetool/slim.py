@@ -17,7 +17,8 @@ Contract:
   byte for byte and know each event's serialized size without re-encoding it.
 - Unusual files (an event that is not an object, a request that is not an object…) fall back to
   the tolerant full loader `tracetool.trace.load`, whose errors name the file; `raw_events` is
-  then derived by re-encoding. Metadata and classMap are always loaded whole.
+  then derived by re-encoding. Metadata, classMap and any other top-level key (`pruneFilter`…)
+  are always loaded whole.
 """
 
 from __future__ import annotations
@@ -147,6 +148,8 @@ class _RawDoc(TypedDict, total=False):
 
 
 _SLIM = msgspec.json.Decoder(_Doc)
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_KNOWN = frozenset({"version", "metadata", "classMap", "events", "eventUpdates"})
 _MINIMAL = msgspec.json.Decoder(_MinimalDoc)
 _RAW = msgspec.json.Decoder(_RawDoc)
 
@@ -186,6 +189,10 @@ def parse_slim(
         with gc_paused():
             obj = (_MINIMAL if minimal else _SLIM).decode(data)
             raws = _RAW.decode(data) if raw else None
+            # other top-level keys (pruneFilter, vendor extensions) are kept whole
+            for key, value in _TOP.decode(data).items():
+                if key not in _KNOWN:
+                    obj[key] = msgspec.json.decode(value)  # type: ignore[literal-required]
     except (msgspec.ValidationError, msgspec.DecodeError):
         return _fallback(path, data, source, raw)
     events = obj.get("events") if isinstance(obj, dict) else None

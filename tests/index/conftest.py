@@ -9,11 +9,14 @@ from typing import Any
 import pytest
 
 from tests.index.shop import make_shop
+from tracetool.cli import common
 from tracetool.index import IndexOptions, IndexResult, index_directory
 
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # `-v` in one CLI test must not leak into the next (it is process-global state).
+    monkeypatch.setitem(common._state, "verbose", False)
     """Nothing may write to the real ~/.trace."""
     path = tmp_path / "home"
     path.mkdir()

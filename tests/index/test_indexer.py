@@ -268,6 +268,10 @@ def test_one_writer_at_a_time(shop: Path, qdb: Path) -> None:
         with pytest.raises(IndexBusyError, match="test holder"):
             index_directory(shop, IndexOptions(query_db=qdb, workers=1, lock_timeout=0.05))
     assert len(run(shop, qdb).added) == 4  # released
+    with WriterLock(qdb, purpose="a watcher holding the lock for its lifetime"):
+        touched = shop / "main/users_show.trace.json"
+        touched.write_bytes(touched.read_bytes() + b" ")
+        assert run(shop, qdb, lock=False).updated == ("main/users_show.trace.json",)
 
 
 def _table_digest(qdb: Path) -> list[tuple[object, ...]]:
@@ -342,3 +346,41 @@ def test_diagram_digest_hook(shop: Path, qdb: Path, monkeypatch: pytest.MonkeyPa
 
 def test_corpus_dir_is_found_recursively(corpus: Path) -> None:
     assert CORPUS == corpus
+
+
+def test_file_changing_while_read_is_skipped(
+    shop: Path, qdb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = str(shop / "main/users_show.trace.json")
+    real_stat = os.stat
+    calls = {"n": 0}
+
+    def growing_stat(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        st = real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+        if str(path) == target:
+            calls["n"] += 1
+            if calls["n"] == 2:  # the stat after reading: the writer appended meanwhile
+                values = list(st)
+                values[6] += 10  # st_size
+                return os.stat_result(values)
+        return st
+
+    monkeypatch.setattr(worker.os, "stat", growing_stat)
+    result = run(shop, qdb)
+    assert [(s.path, s.reason) for s in result.skipped] == [
+        ("main/users_show.trace.json", "changed while being read (still being written?)")
+    ]
+    assert len(result.added) == 3
+
+
+def test_progress_and_report_callbacks(shop: Path, qdb: Path) -> None:
+    progress: list[tuple[int, int]] = []
+    report: list[tuple[str, str]] = []
+    index_directory(
+        shop,
+        IndexOptions(query_db=qdb, workers=1),
+        progress=lambda done, total: progress.append((done, total)),
+        report=lambda rel, outcome: report.append((rel, outcome)),
+    )
+    assert progress == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+    assert sorted(report) == [(rel, "added") for rel in SHOP_FILES]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.index.shop import make_shop
+from tracetool.cli import common
 from tracetool.index import IndexOptions, index_directory
 from tracetool.query import open_db
 
@@ -36,6 +37,8 @@ def db(shop_db: Path) -> Iterator[sqlite3.Connection]:
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # `-v` in one CLI test must not leak into the next (it is process-global state).
+    monkeypatch.setitem(common._state, "verbose", False)
     path = tmp_path / "home"
     path.mkdir()
     monkeypatch.setenv("HOME", str(path))

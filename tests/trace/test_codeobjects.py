@@ -117,3 +117,19 @@ def test_sql_events_bind_to_normalized_query_objects() -> None:
     assert a is b
     assert a.fqid == "query:SELECT * FROM users WHERE id = ?"
     assert a.parent is not None and a.parent.fqid == "database:Database"
+
+
+def test_external_service_names_carry_no_credentials() -> None:
+    cmap = ClassMap()
+    route = cmap.code_object_for(
+        {
+            "http_client_request": {
+                "request_method": "GET",
+                "url": "https://svc:s3cret@api.example.com:8443/x",
+            }
+        }
+    )
+    assert (
+        route.parent is not None
+        and route.parent.fqid == "external-service:https://api.example.com:8443"
+    )

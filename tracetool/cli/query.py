@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from tracetool.cli.common import common_options
+from tracetool.cli.query_servers import mcp_command, ui_command
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,7 +30,7 @@ def db_options(f: F) -> F:
 def filter_options(*names: str) -> Callable[[F], F]:
     """The `find`-style filters named, in a fixed order."""
     specs: dict[str, tuple[tuple[str, ...], str]] = {
-        "route": (("--route",), "Route: 'GET /users/{id}', '/users/:id', a path or a glob."),
+        "route": (("--route",), "Route: 'GET /users/{id}', '/users/:id', 'POST', a path, a glob."),
         "class": (("--class", "class_"), "Class name (last component or glob)."),
         "method": (("--method",), "Method / function name (or glob)."),
         "status": (("--status",), "HTTP status: 500, >=500, <400, 200-299, 5xx."),
@@ -114,9 +115,13 @@ def command() -> None:
     """Search indexed recordings (run `tracetool index` first).
 
     \b
-    Verbs: endpoints, find, tree, related, hotspots, compare.
-    Every verb takes --trace-dir, --query-db and --json.
+    Verbs: endpoints, find, tree, related, hotspots, compare, mcp, ui.
+    Every verb takes --trace-dir and --query-db; the listings take --json.
     """
+
+
+command.add_command(mcp_command)
+command.add_command(ui_command)
 
 
 @command.command("endpoints")

@@ -43,17 +43,25 @@ def print_table(
     *,
     title: str | None = None,
     justify: Sequence[str] | None = None,
+    overflow: Sequence[str] | None = None,
 ) -> None:
-    """A rich table on stdout; `justify` gives "left"/"right" per column."""
+    """A rich table on stdout; `justify` gives "left"/"right" per column, `overflow`
+    "ellipsis" (default) or "fold" (wrap long identifiers instead of cutting them)."""
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title, show_lines=False, header_style="bold")
     for i, name in enumerate(columns):
-        table.add_column(name, justify=(justify[i] if justify else "left"))  # type: ignore[arg-type]
+        table.add_column(
+            name,
+            justify=(justify[i] if justify else "left"),  # type: ignore[arg-type]
+            overflow=(overflow[i] if overflow else "ellipsis"),  # type: ignore[arg-type]
+        )
     for row in rows:
         table.add_row(*("" if v is None else str(v) for v in row))
-    Console(soft_wrap=False).print(table)
+    # Piped output (files, CI logs, tests) is not wrapped to a guessed 80 columns.
+    width = None if sys.stdout.isatty() else 200
+    Console(soft_wrap=False, width=width).print(table)
 
 
 def warn(message: str) -> None:

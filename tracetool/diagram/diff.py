@@ -76,15 +76,15 @@ def _diff_run(
     )
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            for b, h in zip(b_run[i1:i2], h_run[j1:j2]):
-                node = _copy(h)
+            for same_b, same_h in zip(b_run[i1:i2], h_run[j1:j2]):
+                node = _copy(same_h)
                 out.append(node)
-                work.append((b.children, h.children, node.children))
+                work.append((same_b.children, same_h.children, node.children))
             continue
         bs, hs = b_run[i1:i2], h_run[j1:j2]
         for k in range(max(len(bs), len(hs))):
-            b = bs[k] if k < len(bs) else None
-            h = hs[k] if k < len(hs) else None
+            b: Action | None = bs[k] if k < len(bs) else None
+            h: Action | None = hs[k] if k < len(hs) else None
             if b is not None and h is not None and _comparable(b, h):
                 node = _copy(h)
                 node.diff_mode = CHANGE

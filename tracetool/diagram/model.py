@@ -239,9 +239,9 @@ def from_json(obj: Any, source: str = "<diagram>") -> Diagram:
     for item in obj["actors"]:
         if not isinstance(item, dict) or "id" not in item:
             raise TraceFormatError(f"{source}: not a sequence diagram (an actor has no id)")
-        actor = Actor(str(item["id"]), str(item.get("name", item["id"])), int(item.get("order", 0)))
-        actors[actor.id] = actor
-        diagram.actors.append(actor)
+        known = Actor(str(item["id"]), str(item.get("name", item["id"])), int(item.get("order", 0)))
+        actors[known.id] = known
+        diagram.actors.append(known)
 
     def actor(value: Any) -> Actor | None:
         if value is None:

@@ -20,7 +20,11 @@ Code-object rules, checked against AppMap's golden index files in the shared cor
   `path:lineno` followed by the locations of the raising function and its callers;
 - `parameters`: names of function parameters and of request message fields (nested too).
 
-Known difference: SQL normalization is `tracetool.sql`'s (sqlglot tokens), which keeps `IS NULL`
+`bound_class_map` is AppMap's `classMap.json`: the classMap limited to code objects that have
+events, dynamic ones (http/route, database/query, external-service/route) included.
+
+Known difference: query code objects are named by their normalized SQL (DESIGN.md §3), AppMap
+names them by the raw text. SQL normalization is `tracetool.sql`'s (sqlglot tokens), which keeps `IS NULL`
 where AppMap's regexes write `IS ?`.
 """
 
@@ -30,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from tracetool.trace.codeobjects import CodeObject
+from tracetool.trace.codeobjects import ClassMap, CodeObject
 from tracetool.trace.tree import CallNode
 
 ALGORITHMS = (
@@ -94,12 +98,17 @@ class Canonical:
         # the same calls thousands of times).
         self._functions: set[int] = set()
         self._pairs: set[tuple[int, int]] = set()
+        self._params: set[tuple[Any, ...]] = set()
 
     def function(self, node: CallNode, co: CodeObject) -> None:
         v = self.values
         params = node.call.get("parameters")
         if params:
-            _names(params, v["parameters"])
+            # Same function, same parameter names: the nested names are the same too.
+            key = (id(co), tuple(p.get("name") for p in params if isinstance(p, dict)))
+            if key not in self._params:
+                self._params.add(key)
+                _names(params, v["parameters"])
         if id(co) in self._functions:
             return
         self._functions.add(id(co))
@@ -169,3 +178,34 @@ class Canonical:
                 seen.setdefault(orjson.dumps(value), value)
             out[name] = [seen[key] for key in sorted(seen)]
         return out
+
+
+def bound_class_map(cmap: ClassMap, used: dict[int, CodeObject]) -> list[dict[str, Any]]:
+    """The classMap limited to code objects with events and their ancestors (AppMap's binding)."""
+    keep: set[int] = set()
+    for co in used.values():
+        node: CodeObject | None = co
+        while node is not None and id(node) not in keep:
+            keep.add(id(node))
+            node = node.parent
+    roots: list[dict[str, Any]] = []
+    stack: list[tuple[CodeObject, list[dict[str, Any]]]] = [
+        (root, roots) for root in reversed(cmap.roots) if id(root) in keep
+    ]
+    while stack:
+        obj, siblings = stack.pop()
+        out: dict[str, Any] = {"name": obj.name, "type": obj.type}
+        if obj.type == "function":
+            if obj.location:
+                out["location"] = obj.location
+            out["static"] = obj.static
+        if obj.labels:
+            out["labels"] = list(obj.labels)
+        out.update(obj.extra)
+        siblings.append(out)
+        kids = [c for c in obj.children if id(c) in keep]
+        if kids:
+            children: list[dict[str, Any]] = []
+            out["children"] = children
+            stack.extend((c, children) for c in reversed(kids))
+    return roots

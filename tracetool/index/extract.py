@@ -1,7 +1,8 @@
 """What the index keeps of one recording: database rows, canonical forms and the sidecar.
 
-`extract(doc, source)` normalizes the document (tracetool.trace.normalize), builds its call tree
-and walks it once, iteratively, collecting:
+`extract(doc, source)` applies the document's `eventUpdates`, builds its call tree (which pairs
+calls with returns, tolerating missing and extra returns) and walks it once, iteratively,
+collecting:
 
 - one row per HTTP server request (route template in `{param}` form: the agent's
   `normalized_path_info` when present, else the path turned into a template by
@@ -25,10 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracetool import routes, sql
-from tracetool.index.canonical import Canonical
-from tracetool.trace import ClassMap, TraceDocument, build_call_tree, normalize
+from tracetool.index.canonical import Canonical, bound_class_map
+from tracetool.trace import ClassMap, TraceDocument, build_call_tree
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import DATABASE_ROOT, CodeObject
+from tracetool.trace.normalize import apply_event_updates
 from tracetool.trace.tree import CallNode
 
 LOG_LABELS = frozenset(("log", "logging"))
@@ -155,8 +157,12 @@ def _plain_row(type_: str, name: str, method: str | None = None) -> tuple[Any, .
 
 
 def extract(doc: TraceDocument, source: str = "") -> Extract:
-    """Normalize `doc` in place and extract its index rows (see module doc)."""
-    normalize(doc)
+    """Extract the index rows of `doc` (see module doc); applies its eventUpdates in place.
+
+    Event ids stay those of the file (reference/appmap.md §6 lesson 3): `event_id` columns point
+    at the recording's own events, as `tracetool query tree` shows them.
+    """
+    apply_event_updates(doc)
     events = doc.events
     has_http = any("http_server_request" in e for e in events)
     tree = build_call_tree(events)
@@ -165,9 +171,11 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
     out = Extract(recording={})
     items = out.items
 
+    sql_cache: dict[tuple[str, str | None], tuple[Any, CodeObject]] = {}
     codes: dict[int, CodeObject] = {}  # id(node) -> code object, for exception stacks
     used: dict[int, CodeObject] = {}  # id(code object) -> code object with events
     funcs: dict[str, list[Any]] = {}  # fqid -> [count, total, self, max]
+    fn_info: dict[tuple[Any, ...], tuple[CodeObject, str, bool]] = {}  # call key -> co, fqid, log
     active: dict[str, int] = {}  # fqid -> frames open (recursion)
     fts_routes: dict[str, None] = {}
     fts_sql: dict[str, None] = {}
@@ -179,13 +187,13 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
         if ms is not None:
             elapsed_total += ms
 
-    # Entries: (node, parent code object, request row, caller fqid, in_http), or
-    # (None, fqid, ...) to close a function frame.
+    # Entries: (node, parent code object, request row, caller fqid, in_http, parent function's
+    # aggregate), or (None, fqid, ...) to close a function frame.
     stack: list[tuple[Any, ...]] = [
-        (node, None, None, None, False) for node in reversed(tree.roots)
+        (node, None, None, None, False, None) for node in reversed(tree.roots)
     ]
     while stack:
-        node, parent_co, request, caller, in_http = stack.pop()
+        node, parent_co, request, caller, in_http, parent_agg = stack.pop()
         if node is None:
             active[parent_co] -= 1
             continue
@@ -194,11 +202,32 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
         ms = _ms(node)
         event_id = call.get("id")
         if kind == ev.SQL:
-            info = sql.analyze(ev.sql_text(call), ev.database_type(call))
-            co = cmap.child(cmap.child(None, "database", DATABASE_ROOT), "query", info.normalized)
+            sql_key = (ev.sql_text(call), ev.database_type(call))
+            cached = sql_cache.get(sql_key)
+            if cached is None:
+                info = sql.analyze(*sql_key)
+                database = cmap.child(None, "database", DATABASE_ROOT)
+                cached = sql_cache[sql_key] = (info, cmap.child(database, "query", info.normalized))
+            info, co = cached
+            fqid = co.fqid
+        elif kind == ev.FUNCTION:
+            # Resolving a function is a few dict lookups, but recordings repeat the same
+            # functions thousands of times.
+            key = (
+                call.get("defined_class"),
+                call.get("method_id"),
+                call.get("path"),
+                call.get("lineno"),
+                call.get("static"),
+            )
+            resolved = fn_info.get(key)
+            if resolved is None:
+                fco = cmap.code_object_for(call)
+                resolved = fn_info[key] = (fco, fco.fqid, _is_log(call, fco))
+            co, fqid, is_log = resolved
         else:
             co = cmap.code_object_for(call)
-        fqid = co.fqid
+            fqid = co.fqid
         codes[id(node)] = co
         used[id(co)] = co
         in_http = in_http or kind == ev.HTTP_SERVER
@@ -207,6 +236,9 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
             canonical.dependency(co, parent_co)
         request_id = request[0] if request is not None else None
         next_caller = caller
+        if ms is not None and parent_agg is not None:
+            parent_agg[2] -= ms  # self time of the calling function excludes this call
+        agg = None
 
         if kind == ev.FUNCTION:
             n_calls += 1
@@ -222,19 +254,14 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
             if ms is not None:
                 if not active.get(fqid):
                     agg[1] += ms
-                child_ms = 0.0
-                for child in node.children:
-                    c_ms = _ms(child)
-                    if c_ms is not None:
-                        child_ms += c_ms
-                agg[2] += max(ms - child_ms, 0.0)
+                agg[2] += ms
                 if ms > agg[3]:
                     agg[3] = ms
             active[fqid] = active.get(fqid, 0) + 1
-            stack.append((None, fqid, None, None, False))
+            stack.append((None, fqid, None, None, False, None))
             if counted:
                 canonical.function(node, co)
-            if _is_log(call, co):
+            if is_log:
                 message = _log_message(call)
                 if message is not None:
                     level = str(call.get("method_id") or "")
@@ -246,9 +273,9 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
             status = ev.status_code(node.ret)
             request = [event_id, method, template, _text(ev.path_info(call)), status, ms, 0, 0.0]
             out.requests.append(request)
-            key = routes.route_key(method, template)
-            items.setdefault(f"route:{key}", _plain_row("route", key, method))
-            fts_routes.setdefault(key, None)
+            route_key = routes.route_key(method, template)
+            items.setdefault(f"route:{route_key}", _plain_row("route", route_key, method))
+            fts_routes.setdefault(route_key, None)
             if counted:
                 canonical.http_server(node, ev.route(call), status)
         elif kind == ev.SQL:
@@ -289,9 +316,10 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
                 canonical.exceptions(node, codes)
 
         for child in reversed(node.children):
-            stack.append((child, co, request, next_caller, in_http))
+            stack.append((child, co, request, next_caller, in_http, agg))
 
-    out.functions = [(fqid, *agg) for fqid, agg in funcs.items()]
+    # Children timed longer than their caller (clock skew) must not make self time negative.
+    out.functions = [(f, n, total, max(own, 0.0), top) for f, (n, total, own, top) in funcs.items()]
     out.canonical = canonical.result()
     out.class_map = bound_class_map(cmap, used)
 
@@ -323,6 +351,11 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
     if isinstance(meta.get("git"), dict):
         meta["git"] = {k: v for k, v in meta["git"].items() if k != "status"}
     out.metadata = meta
+    # Free the document by reference counting now, not by a GC pass over every event later.
+    tree.release()
+    for co in list(cmap):
+        co.parent = None
+        co.children = []
     return out
 
 
@@ -360,34 +393,3 @@ def _code_words(fqid: str) -> list[str]:
         if len(parts) > 1:
             out.extend(parts)
     return out
-
-
-def bound_class_map(cmap: ClassMap, used: dict[int, CodeObject]) -> list[dict[str, Any]]:
-    """The classMap limited to code objects with events and their ancestors (AppMap's binding)."""
-    keep: set[int] = set()
-    for co in used.values():
-        node: CodeObject | None = co
-        while node is not None and id(node) not in keep:
-            keep.add(id(node))
-            node = node.parent
-    roots: list[dict[str, Any]] = []
-    stack: list[tuple[CodeObject, list[dict[str, Any]]]] = [
-        (root, roots) for root in reversed(cmap.roots) if id(root) in keep
-    ]
-    while stack:
-        obj, siblings = stack.pop()
-        out: dict[str, Any] = {"name": obj.name, "type": obj.type}
-        if obj.type == "function":
-            if obj.location:
-                out["location"] = obj.location
-            out["static"] = obj.static
-        if obj.labels:
-            out["labels"] = list(obj.labels)
-        out.update(obj.extra)
-        siblings.append(out)
-        kids = [c for c in obj.children if id(c) in keep]
-        if kids:
-            children: list[dict[str, Any]] = []
-            out["children"] = children
-            stack.extend((c, children) for c in reversed(kids))
-    return roots

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, as_completed
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +82,8 @@ class IndexOptions:
     workers: int | None = None  # default: CPU count (1 = inline)
     max_bytes: int | None = None  # default: default_max_bytes(workers)
     lock_timeout: float = 10.0
+    # False when the caller already holds the WriterLock (a long-running watcher keeps it).
+    lock: bool = True
     log_assistant: bool = False  # accepted for the assistant; no effect on indexing yet
     commit_seconds: float = 1.0  # readers see progress at least this often (the daemon: less)
     # A concurrent.futures executor (process pool) kept warm by a long-lived caller (the
@@ -210,7 +213,8 @@ def _index(
     query_db = (options.query_db or default_query_db(root)).expanduser().absolute()
     workers = options.workers or os.cpu_count() or 1
     max_bytes = options.max_bytes or default_max_bytes(workers)
-    with WriterLock(query_db, timeout=options.lock_timeout):
+    lock = WriterLock(query_db, timeout=options.lock_timeout) if options.lock else nullcontext()
+    with lock:
         conn, fresh = schema.open_writer(query_db)
         try:
             if fresh:

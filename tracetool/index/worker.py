@@ -92,6 +92,17 @@ def _digest_hooks() -> dict[str, Callable[[Any], Any]]:
     return _hooks
 
 
+def _digests(doc: Any) -> dict[str, str | None]:
+    digests: dict[str, str | None] = {}
+    for name, hook in _digest_hooks().items():
+        try:
+            value = hook(doc)
+        except Exception:  # a digest is optional; the recording is still indexed
+            value = None
+        digests[name] = None if value is None else str(value)
+    return digests
+
+
 def _mb(n: int) -> str:
     return f"{n / 1e6:.0f} MB"
 
@@ -121,10 +132,15 @@ def process(task: Task) -> Result:
     if digest in task.known:
         return Same(rel, after.st_size, after.st_mtime_ns, digest)
     try:
+        # No cyclic GC while building: the document is a few hundred thousand containers, and
+        # extract() breaks its own cycles, so reference counting frees it all before the
+        # collector runs again (a collection with the document alive costs ms per recording).
         with gc_paused():
             doc = parse(raw, rel)
             del raw
             data = extract(doc, rel)
+            digests = _digests(doc)
+            del doc
     except TraceToolError as exc:
         reason = str(exc)
         if reason.startswith(f"{rel}: "):
@@ -138,13 +154,6 @@ def process(task: Task) -> Result:
         return Skipped(rel, "nested too deeply to parse")
     except Exception as exc:  # one odd file must not stop the whole run
         return Skipped(rel, f"could not be indexed ({type(exc).__name__}: {exc})")
-    digests: dict[str, str | None] = {}
-    for name, hook in _digest_hooks().items():
-        try:
-            value = hook(doc)
-        except Exception:  # a digest is optional; the recording is still indexed
-            value = None
-        digests[name] = None if value is None else str(value)
     try:
         sidecar.write(
             Path(task.sidecar),

@@ -166,10 +166,15 @@ class Writer:
         else:
             rid = int(conn.execute(_INSERT_RECORDING, values).lastrowid or 0)
         items = data.items
-        code = self._code_id
+        ids = {fqid: self._code_id(fqid, items) for fqid in items}
+
+        def code(fqid: str | None, items: dict[str, tuple[Any, ...]]) -> int | None:
+            cid = ids.get(fqid) if fqid is not None else None
+            return cid if cid is not None else self._code_id(fqid, items)
+
         conn.executemany(
             "INSERT INTO recording_code_objects (code_object_id, recording_id) VALUES (?, ?)",
-            [(code(fqid, items), rid) for fqid in items],
+            [(cid, rid) for cid in ids.values()],
         )
         conn.executemany(
             "INSERT INTO http_requests (recording_id, event_id, method, route, path, status, "

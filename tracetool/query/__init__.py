@@ -12,7 +12,9 @@ user text with `parse_filters`, then:
 - `related(db, appmap, limit=10) -> list[dict]` — similar recordings with score and shared items;
 - `hotspots(db, kind="functions"|"queries", filters, sort="total"|"self") -> list[dict]`;
 - `compare(db, branch_a, branch_b, filters) -> list[dict]` — per-route latency deltas;
-- `search(db, text, limit=10) -> list[dict]` — recordings by full-text relevance.
+- `search(db, text, limit=10) -> list[dict]` — recordings by full-text relevance;
+- `summary(db) -> dict` — counts and breakdowns of the whole index (the UI's dashboard);
+- `recording(db, appmap) -> dict` — one recording's indexed facts.
 
 Errors are `UsageError` (bad filter, filter not applicable), `NotFoundError` (unknown recording
 or branch) and `IndexMissingError` (no or outdated database: run `tracetool index`).
@@ -26,6 +28,7 @@ from tracetool.query.filters import Filters, parse_filters
 from tracetool.query.find import TYPES, find, search
 from tracetool.query.hotspots import hotspots
 from tracetool.query.related import related
+from tracetool.query.summary import recording, summary
 from tracetool.query.tree import tree
 
 __all__ = [
@@ -39,8 +42,10 @@ __all__ = [
     "parse_filters",
     "percentile",
     "query_db_path",
+    "recording",
     "related",
     "resolve_recording",
     "search",
+    "summary",
     "tree",
 ]

@@ -26,7 +26,9 @@ from tracetool.trace.tree import CallNode
 DEFAULT_LIMIT = 1000
 
 
-def _label(node: CallNode) -> tuple[str, str, dict[str, Any]]:
+def _label(
+    node: CallNode, sql_labels: dict[Any, str], fn_labels: dict[tuple[Any, ...], str]
+) -> tuple[str, str, dict[str, Any]]:
     call = node.call
     kind = ev.kind(call)
     extra: dict[str, Any] = {}
@@ -39,11 +41,16 @@ def _label(node: CallNode) -> tuple[str, str, dict[str, Any]]:
         label = ev.route(call)
         extra = {"status": ev.status_code(node.ret)}
     elif kind == ev.SQL:
-        from tracetool import sql
+        known = sql_labels.get(call.get("id"))
+        if known is not None:
+            label = known
+        else:
+            from tracetool import sql
 
-        label = sql.normalize(ev.sql_text(call), ev.database_type(call))
+            label = sql.normalize(ev.sql_text(call), ev.database_type(call))
     elif kind == ev.FUNCTION:
-        label = ev.function_name(call)
+        key = (call.get("defined_class"), call.get("method_id"), call.get("static"))
+        label = fn_labels.get(key) or fn_labels.setdefault(key, ev.function_name(call))
     else:
         label = str(call.get("method_id") or call.get("defined_class") or kind)
     return kind, label, extra
@@ -62,22 +69,42 @@ def tree(
     path = recording_file(db, row)
     if not path.is_file():
         raise NotFoundError(f"{path}: recording file is gone (run `tracetool index` to refresh)")
+    st = path.stat()
+    sql_labels: dict[Any, str] = {}
+    if (st.st_size, st.st_mtime_ns) == (row["size"], row["mtime_ns"]):
+        # The index already normalized every SQL call of this very file: reuse it.
+        sql_labels = dict(
+            db.execute(
+                "SELECT q.event_id, co.name FROM sql_queries q JOIN code_objects co "
+                "ON co.id = q.code_object_id WHERE q.recording_id = ?",
+                (row["id"],),
+            ).fetchall()
+        )
     with gc_paused():
         doc = load(path)
         # The tree builder pairs calls and returns itself; only updates must be applied first.
+        # Event ids stay the file's, as in the index.
         apply_event_updates(doc)
         calls = build_call_tree(doc.events)
-        return _rows(calls.roots, depth, fold, limit)
+        rows = _rows(calls.roots, depth, fold, limit, sql_labels)
+        calls.release()  # freed now by reference counting, not by a GC pass after this block
+        del doc
+    return rows
 
 
 def _rows(
-    roots: list[CallNode], depth: int | None, fold: bool, limit: int | None
+    roots: list[CallNode],
+    depth: int | None,
+    fold: bool,
+    limit: int | None,
+    sql_labels: dict[Any, str],
 ) -> list[dict[str, Any]]:
 
     info: dict[int, tuple[str, str, dict[str, Any]]] = {}
+    fn_labels: dict[tuple[Any, ...], str] = {}  # recordings repeat the same functions a lot
     sig: dict[int, int] = {}
     for node in iter_postorder(roots):
-        info[id(node)] = _label(node)
+        info[id(node)] = _label(node, sql_labels, fn_labels)
         kind, label, extra = info[id(node)]
         sig[id(node)] = hash(
             (kind, label, extra.get("status"), tuple(sig[id(c)] for c in node.children))

@@ -222,7 +222,9 @@ class ClassMap:
         if kind == ev.HTTP_CLIENT:
             url = str((call.get("http_client_request") or {}).get("url") or "")
             parts = urlsplit(url)
-            host = f"{parts.scheme}://{parts.netloc}" if parts.netloc else url
+            # the service is named by scheme and host[:port]; credentials are data, not schema
+            netloc = parts.netloc.rsplit("@", 1)[-1]
+            host = f"{parts.scheme}://{netloc}" if netloc else url
             service = self.child(None, "external-service", host)
             return self.child(service, "external-route", ev.route(call))
         if kind == ev.SQL:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,13 +173,19 @@ def dumps(data: Any, *, indent: bool = False) -> bytes:
 
 def atomic_write_bytes(path: Path | str, payload: bytes) -> None:
     """Write `payload` to `path` atomically: temp file beside it, fsync, rename."""
+    atomic_write_stream(path, (payload,))
+
+
+def atomic_write_stream(path: Path | str, chunks: Iterable[bytes]) -> None:
+    """Write the concatenated `chunks` to `path` atomically (streamed: no whole copy in memory)."""
     target = Path(path)
     directory = target.parent
     directory.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
+            for chunk in chunks:
+                handle.write(chunk)
             handle.flush()
             os.fsync(handle.fileno())
         if target.exists():

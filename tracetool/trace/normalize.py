@@ -52,6 +52,11 @@ def _coerce(event: Event) -> None:
             resp["status_code"] = resp.pop("status")
 
 
+# Public name for event-at-a-time normalizers (tracetool.transform.stream) that apply the same
+# coercions while streaming a document without holding it.
+coerce_event = _coerce
+
+
 def _signature_agrees(call: Event, ret: Event) -> bool:
     for key in ("defined_class", "method_id", "path", "static"):
         if key in ret and ret.get(key) != call.get(key):
@@ -59,8 +64,12 @@ def _signature_agrees(call: Event, ret: Event) -> bool:
     return True
 
 
-def balance(events: list[Event]) -> tuple[list[Event], int]:
-    """Pair returns with calls (see module doc). Returns (new list, number of dropped returns)."""
+def balance(events: list[Event], *, coerce: bool = True) -> tuple[list[Event], int]:
+    """Pair returns with calls (see module doc). Returns (new list, number of dropped returns).
+
+    `coerce=False` skips the legacy-shape coercion, for callers that pair lightweight event
+    heads and coerce the full events themselves (tracetool.transform.stream).
+    """
     out: list[Event] = []
     stacks: dict[Any, list[Event]] = {}
     open_calls: dict[Any, Event] = {}  # call id -> call, while open
@@ -75,7 +84,8 @@ def balance(events: list[Event]) -> tuple[list[Event], int]:
         }
 
     for event in events:
-        _coerce(event)
+        if coerce:
+            _coerce(event)
         ev_kind = event.get("event")
         if ev_kind == "call":
             stacks.setdefault(event.get("thread_id"), []).append(event)

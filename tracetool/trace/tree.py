@@ -75,6 +75,15 @@ class CallTree:
     def __len__(self) -> int:
         return len(self.nodes)
 
+    def release(self) -> None:
+        """Unlink every node from its parent and children. The tree is unusable afterwards, but
+        it and the events it holds are freed by reference counting at once, without waiting for
+        (and paying for) a cyclic-GC pass over the whole document."""
+        for node in self.nodes.values():
+            node.parent = None
+            node.children = []
+        self.roots = []
+
 
 def build_call_tree(events: Iterable[Event]) -> CallTree:
     roots: list[CallNode] = []

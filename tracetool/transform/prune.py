@@ -252,9 +252,10 @@ def _serialize(
     parts: list[bytes] = [b"{"]
     first = True
 
-    def put(key: str, value: bytes) -> None:
+    def put(key: str, *value: Any) -> None:
         nonlocal first
-        parts.append((b"" if first else b",") + dumps(key) + b":" + value)
+        parts.append((b"" if first else b",") + dumps(key) + b":")
+        parts.extend(value)  # pieces, so the big event array is copied only once, at the end
         first = False
 
     for key in ("version", "metadata"):
@@ -264,32 +265,49 @@ def _serialize(
     for key, value in doc.data.items():
         if key not in ("version", "metadata", "classMap", "events", "eventUpdates", "pruneFilter"):
             put(key, dumps(value))
-    put("events", b"[" + b",".join(raws[e] for e in bound.events if id(e) in keep_events) + b"]")
+    kept_raws = [raws[e] for e in bound.events if id(e) in keep_events]
+    put("events", b"[", *_interleave(kept_raws), b"]")
     if prune_filter is not None:
         put("pruneFilter", dumps(filters.to_json(prune_filter)))
     parts.append(b"}")
     return b"".join(parts)
 
 
+def _interleave(items: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for i, item in enumerate(items):
+        if i:
+            out.append(b",")
+        out.append(item)
+    return out
+
+
 def output_path(source: Path, output_dir: Path) -> Path:
     return output_dir / source.name
 
 
+def human(size: float) -> str:
+    for unit in ("bytes", "KB", "MB"):
+        if size < 1024 or unit == "MB":
+            return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
+
+
 def describe(result: PruneResult) -> Iterable[str]:
     """Human lines for the text format."""
-    mb = 2**20
     yield (
-        f"{result.source}: {result.size_before / mb:.1f} MB → {result.size_after / mb:.1f} MB, "
+        f"{result.source}: {human(result.size_before)} → {human(result.size_after)}, "
         f"{result.events_before} → {result.events_after} events"
     )
     if result.removed:
         yield "The following has been pruned:"
         for r in result.removed:
-            yield f"  {r.fqid} ({r.calls} calls, {r.bytes / 1024:.0f} KB)"
+            yield f"  {r.fqid} ({r.calls} calls, {human(r.bytes)})"
     elif result.prune_filter:
         yield f"Filter applied: {filters.describe(filters.decode(result.prune_filter))}"
     if not result.reached and result.target is not None:
         yield (
-            f"warning: could not reach {result.target / mb:.1f} MB: HTTP requests and SQL "
+            f"warning: could not reach {human(result.target)}: HTTP requests and SQL "
             "queries are always kept"
         )

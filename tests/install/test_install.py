@@ -1,0 +1,166 @@
+"""`tracetool install` on generated projects of each kind, driven as a user would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tracetool import install
+from tracetool.cli import cli
+from tracetool.config import load_config
+
+
+def make_project(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def git_init(root: Path) -> None:
+    for args in (["init", "-q"], ["config", "user.email", "t@e.st"], ["config", "user.name", "t"]):
+        subprocess.run(["git", *args], cwd=root, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", "init"], cwd=root, check=True)
+
+
+def test_detects_a_pip_flask_project(tmp_path: Path) -> None:
+    make_project(
+        tmp_path,
+        {"requirements.txt": "Flask==3.0\n", "shop/__init__.py": "", "tests/__init__.py": ""},
+    )
+    project = install.detect(tmp_path)
+    assert project.type == "pip"
+    assert project.frameworks == ("flask",)
+    assert project.packages == ("shop",)
+    assert project.git_remote == "(none)"
+
+
+@pytest.mark.parametrize(
+    ("files", "kind", "dep_file", "dep_text"),
+    [
+        (
+            {"requirements.txt": "django\n"},
+            "pip",
+            "requirements-dev.txt",
+            "-r requirements.txt\ntracetool\n",
+        ),
+        (
+            {"pyproject.toml": "[tool.poetry]\nname='x'\n"},
+            "poetry",
+            "pyproject.toml",
+            '[tool.poetry.group.dev.dependencies]\ntracetool = "*"\n',
+        ),
+        (
+            {"pyproject.toml": "[project]\nname='x'\n", "uv.lock": ""},
+            "uv",
+            "pyproject.toml",
+            '[dependency-groups]\ndev = ["tracetool"]\n',
+        ),
+        (
+            {"Pipfile": "[packages]\nflask = '*'\n\n[dev-packages]\npytest = '*'\n"},
+            "pipenv",
+            "Pipfile",
+            '[dev-packages]\ntracetool = "*"\npytest',
+        ),
+    ],
+)
+def test_plan_adds_a_dev_dependency_per_project_type(
+    tmp_path: Path, files: dict[str, str], kind: str, dep_file: str, dep_text: str
+) -> None:
+    make_project(tmp_path, {**files, "app/__init__.py": ""})
+    project = install.detect(tmp_path)
+    assert project.type == kind
+    plan = install.plan(project)
+    install.apply(plan)
+    assert dep_text in (tmp_path / dep_file).read_text()
+    cfg = load_config(tmp_path / "trace.yml")
+    assert [p.path for p in cfg.packages] == ["app"]
+    # a second run plans nothing: it is idempotent
+    assert install.plan(install.detect(tmp_path)).edits == ()
+
+
+def test_test_recording_goes_into_existing_pytest_config(tmp_path: Path) -> None:
+    make_project(
+        tmp_path,
+        {
+            "pyproject.toml": "[project]\nname='x'\n\n[tool.pytest.ini_options]\naddopts='-q'\n",
+            "app/__init__.py": "",
+        },
+    )
+    install.apply(install.plan(install.detect(tmp_path)))
+    text = (tmp_path / "pyproject.toml").read_text()
+    assert '[tool.pytest.ini_options]\ntrace_record = "true"\naddopts' in text
+    assert text.count("[tool.pytest.ini_options]") == 1
+
+
+def test_cli_end_to_end_non_interactive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_project(tmp_path, {"requirements.txt": "flask\n", "shop/__init__.py": "X = 1\n"})
+    git_init(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    result = CliRunner().invoke(cli, ["install", "--yes"])
+    assert result.exit_code == 0, result.output
+    for expected in (
+        "Project type",
+        "pip",
+        str(tmp_path),
+        "Git remote",
+        "Python",
+        "flask",
+        "create trace.yml",
+        "create requirements-dev.txt",
+        "create pytest.ini",
+        "the agent loads",
+        "Committed:",
+        "Next, record",
+    ):
+        assert expected in result.output
+    assert (tmp_path / "pytest.ini").read_text() == "[pytest]\ntrace_record = true\n"
+    log = subprocess.run(
+        ["git", "show", "--stat", "--format=%s", "HEAD"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "Record runtime behaviour with tracetool" in log
+    for name in ("trace.yml", "requirements-dev.txt", "pytest.ini"):
+        assert name in log
+
+
+def test_cli_without_terminal_takes_defaults_and_does_not_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_project(tmp_path, {"shop/__init__.py": ""})
+    git_init(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["install"])
+    assert result.exit_code == 0, result.output
+    assert "Commit the changed files to git? no (not a terminal: default)" in result.output
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
+    assert "trace.yml" in status
+
+
+def test_validation_fails_clearly_for_unimportable_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_project(tmp_path, {"trace.yml": "packages: [nosuchpkg]\n"})
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["install", "--yes"])
+    assert result.exit_code == 1
+    assert "trace.yml names packages that do not import: nosuchpkg" in result.output
+
+
+def test_validation_uses_the_projects_python(tmp_path: Path) -> None:
+    make_project(tmp_path, {"trace.yml": "packages: [app]\n", "app/__init__.py": ""})
+    project = install.detect(tmp_path)
+    assert project.python == sys.executable
+    assert install.validate(project).ok

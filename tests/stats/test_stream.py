@@ -1,0 +1,167 @@
+"""tracetool.trace.stream: one pass over events, whole-file or streamed; pairing; extraction."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.conftest import DocBuilder, corpus_recordings
+from tracetool.errors import TraceFormatError
+from tracetool.trace import build_call_tree, load
+from tracetool.trace.extract import extract_events
+from tracetool.trace.stream import iter_pairs, open_stream, read_small
+
+
+def _events(path: Path, threshold: int | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    opened = open_stream(path, threshold=threshold)
+    return list(opened.events()), opened.header
+
+
+@pytest.mark.parametrize("recording", corpus_recordings(), ids=lambda p: p.name[:50])
+def test_streamed_and_whole_readers_agree(recording: Path) -> None:
+    whole, whole_header = _events(recording, None)
+    streamed, streamed_header = _events(recording, 0)
+    assert streamed == whole
+    assert streamed_header.get("classMap") == whole_header.get("classMap")
+    assert streamed_header.get("metadata") == whole_header.get("metadata")
+
+
+def test_event_updates_are_applied_in_both_readers(tmp_path: Path, corpus: Path) -> None:
+    recording = next(p for p in corpus_recordings() if b"eventUpdates" in p.read_bytes())
+    doc = load(recording)
+    updates = doc.data["eventUpdates"]
+    for threshold in (None, 0):
+        events = list(open_stream(recording, threshold=threshold).events())
+        for key, update in updates.items():
+            assert update in events, key
+
+
+def test_header_key_that_also_appears_nested(tmp_path: Path) -> None:
+    doc = {
+        "metadata": {"name": "x", "classMap": "nested decoy"},
+        "events": [{"id": 1, "event": "call", "thread_id": 1, "message": [{"classMap": 1}]}],
+        "classMap": [{"name": "app", "type": "package"}],
+    }
+    path = tmp_path / "a.trace.json"
+    path.write_bytes(json.dumps(doc, indent=1).encode())
+    opened = open_stream(path, threshold=0)
+    assert opened.class_map == [{"name": "app", "type": "package"}]
+    assert list(opened.events()) == doc["events"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"   ", "empty file"),
+        (b"[]", "top level is not an object"),
+        (b'{"metadata": {}}', "no events array"),
+        (b'{"classMap": 3, "events": []}', "classMap is a int"),
+    ],
+)
+def test_streamed_reader_errors(content: bytes, message: str, tmp_path: Path) -> None:
+    path = tmp_path / "bad.trace.json"
+    path.write_bytes(content)
+    with pytest.raises(TraceFormatError, match=message):
+        list(open_stream(path, threshold=0).events())
+
+
+def test_truncated_stream_fails_while_reading(tmp_path: Path) -> None:
+    builder = DocBuilder()
+    for _ in range(50):
+        builder.ret(builder.function("A", "b", "a.rb", 1))
+    raw = orjson.dumps(builder.doc())
+    path = tmp_path / "cut.trace.json"
+    path.write_bytes(raw[: len(raw) - 200])
+    opened = open_stream(path, threshold=0)
+    with pytest.raises(TraceFormatError, match="cut.trace.json: not valid JSON"):
+        list(opened.events())
+
+
+def _pairs(events: list[dict[str, Any]]) -> list[tuple[Any, Any]]:
+    return [(c["id"], r and r.get("id")) for c, r in iter_pairs(events)]
+
+
+def test_pairing_follows_parent_ids_and_thread_stacks() -> None:
+    b = DocBuilder()
+    outer = b.function("A", "outer", "a.rb", 1)
+    inner = b.function("A", "inner", "a.rb", 2)
+    lost = b.function("A", "lost", "a.rb", 3)  # never returns: closed when `inner` returns
+    inner_ret = b.ret(inner)
+    b.events.append({"id": 99, "event": "return", "thread_id": 1})  # no parent_id: innermost
+    other = b.call(thread=2, method_id="x")  # never returns
+    b.ret(lost)  # its call was already closed: dropped
+    b.ret(12345)  # unknown call: dropped
+    assert _pairs(b.events) == [(inner, inner_ret), (outer, 99), (lost, None), (other, None)]
+
+
+def test_pairing_agrees_with_the_call_tree_on_the_corpus() -> None:
+    for recording in corpus_recordings():
+        events = list(open_stream(recording).events())
+        ours = {(c.get("id"), r.get("id")) for c, r in iter_pairs(events) if r is not None}
+        tree = build_call_tree(events)
+        theirs = {(n.call.get("id"), n.ret.get("id")) for n in tree if n.ret is not None}
+        assert ours == theirs, recording
+
+
+def test_extract_events_finds_exactly_the_http_events() -> None:
+    for recording in corpus_recordings():
+        raw = read_small(recording)
+        assert raw is not None
+        found = extract_events(raw, "http_server_request", "http_server_response")
+        data = orjson.loads(raw)
+        if "eventUpdates" in data:
+            assert found is None
+            continue
+        assert found is not None, recording
+        events = data.get("events", [])
+        assert found["http_server_request"] == [e for e in events if "http_server_request" in e]
+        assert found["http_server_response"] == [e for e in events if "http_server_response" in e]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"events": [{"id": 1, "event": "call", "http_server_request": {"path_info": "/a"}}',
+        b'{"eventUpdates": {}, "events": []}',
+        b"[1]",
+    ],
+)
+def test_extract_events_declines_what_it_cannot_read_plainly(raw: bytes) -> None:
+    assert extract_events(raw, "http_server_request") is None
+
+
+def test_extract_events_ignores_look_alikes_in_strings() -> None:
+    tricky = {
+        "metadata": {"name": 'the "http_server_request": { key'},
+        "events": [
+            {"id": 1, "event": "call", "message": [{"value": '{"http_server_request": 1}'}]},
+            {
+                "id": 2,
+                "event": "call",
+                "receiver": {"value": "ends with {"},
+                "http_server_request": {"path_info": "/ü{x}", "headers": {"A": "}{"}},
+            },
+            {"id": 3, "event": "return", "parent_id": 2, "http_server_response": {"status": 200}},
+        ],
+    }
+    for raw in (orjson.dumps(tricky), json.dumps(tricky, indent=2, ensure_ascii=False).encode()):
+        found = extract_events(raw, "http_server_request", "http_server_response")
+        assert found is not None
+        assert found["http_server_request"] == [tricky["events"][1]]
+        assert found["http_server_response"] == [tricky["events"][2]]
+
+
+def test_extract_events_grows_its_window_for_big_events() -> None:
+    big = {
+        "id": 1,
+        "event": "call",
+        "message": [{"value": "x" * 100_000}],
+        "http_server_request": {},
+    }
+    raw = orjson.dumps({"events": [big]})
+    found = extract_events(raw, "http_server_request")
+    assert found == {"http_server_request": [big]}

@@ -1,0 +1,207 @@
+"""Framework-neutral HTTP server recording, shared by the WSGI and ASGI middleware.
+
+* `remote_response(method, path)` answers `/_trace/record` exactly as the spec's state table:
+  POST → 200 empty / 409 empty, GET → 200 `{"enabled": bool}`, DELETE → 200 trace document /
+  404. Any other `/_trace/...` path is 404, another method 405. These requests are never recorded.
+* `ServerRequest` is one recorded request: `begin()` appends the `http_server_request` call (and
+  starts the per-request recording when `TRACETOOL_RECORD_REQUESTS` is on), `finish()` appends the
+  `http_server_response` return (with `exceptions` when the app raised) and saves the per-request
+  document. While the app handles the request, `current_request` holds it, so the framework hooks
+  can add the route template (`set_route`) and the exceptions their error handlers swallowed
+  (`add_exception`). The call event's `http_server_request` dict is filled in place: the route
+  is known only after routing, i.e. after the call was appended.
+
+An unhandled exception is recorded as `exceptions` on the request's return event, next to the
+500 `http_server_response` (issue 3: "as an exception on the request as well as the 500
+response"). AppMap's JSON schema (@appland/appmap-validate) does not list `exceptions` on HTTP
+server returns, so a document holding such a request fails that validator on that one event;
+AppMap's own loaders read it fine. With code recording on, the raising view's own return carries
+the exception too.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterable
+from typing import Any, Optional
+
+from tracetool.agent.integrations._common import (
+    Span,
+    exception_entries,
+    mime_type,
+    parameters,
+    recorder,
+    warn,
+)
+
+REMOTE_PREFIX = "/_trace/"
+REMOTE_PATH = "/_trace/record"
+BODY_CAPTURE_LIMIT = 1 << 20  # JSON / form bodies larger than this are not parsed into `message`
+
+current_request: contextvars.ContextVar[Optional[ServerRequest]] = contextvars.ContextVar(
+    "tracetool_request", default=None
+)
+# True in a thread/task from the moment it answers `/_trace/...` until it starts serving another
+# request: the server's own access-log line for the remote-recording request is not recorded.
+serving_remote: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "tracetool_serving_remote", default=False
+)
+
+JSON = "application/json"
+
+
+def is_remote(path: str) -> bool:
+    return path == REMOTE_PATH[:-1] or path.startswith(REMOTE_PREFIX)
+
+
+def remote_response(method: str, path: str) -> tuple[int, Optional[str], bytes]:
+    """(status, content type or None, body) for a request under `/_trace/`."""
+    serving_remote.set(True)
+    if path.rstrip("/") != REMOTE_PATH:
+        return 404, None, b""
+    rec = recorder()
+    method = method.upper()
+    if method == "POST":
+        return (200, None, b"") if rec.start() else (409, None, b"")
+    if method == "GET":
+        return 200, JSON, b'{"enabled":true}' if rec.is_recording() else b'{"enabled":false}'
+    if method == "DELETE":
+        recording = rec.finish()
+        if recording is None:
+            return 404, None, b""
+        return 200, JSON, b"".join(recording.iter_bytes())
+    return 405, None, b""
+
+
+def body_params(content_type: Optional[str], body: bytes) -> list[tuple[str, Any]]:
+    """Form or JSON body → (name, value) pairs; a JSON non-object becomes one `body` param."""
+    if not body or not content_type:
+        return []
+    ctype = content_type.split(";", 1)[0].strip().lower()
+    try:
+        if ctype == "application/x-www-form-urlencoded":
+            from urllib.parse import parse_qsl
+
+            return parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
+        if ctype == JSON or ctype.endswith("+json"):
+            import orjson
+
+            data = orjson.loads(body)
+            if isinstance(data, dict):
+                return list(data.items())
+            return [("body", data)]
+    except Exception:
+        return []
+    return []
+
+
+def wants_body(content_type: Optional[str], length: Optional[int]) -> bool:
+    if not content_type or length is None or length <= 0 or length > BODY_CAPTURE_LIMIT:
+        return False
+    ctype = content_type.split(";", 1)[0].strip().lower()
+    return ctype in ("application/x-www-form-urlencoded", JSON) or ctype.endswith("+json")
+
+
+class ServerRequest:
+    """One HTTP request being recorded (see the module docstring)."""
+
+    __slots__ = ("_token", "exceptions", "per_request", "request", "route", "span")
+
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        protocol: Optional[str],
+        headers: dict[str, str],
+    ) -> None:
+        self.request: dict[str, Any] = {"request_method": method.upper(), "path_info": path}
+        if protocol:
+            self.request["protocol"] = protocol
+        self.request["headers"] = headers
+        self.route: Optional[str] = None
+        self.exceptions: list[BaseException] = []
+        self.span: Optional[Span] = None
+        self.per_request: Optional[Any] = None  # the request's own scoped recording
+        self._token: Optional[contextvars.Token[Optional[ServerRequest]]] = None
+
+    def begin(self, params: Iterable[tuple[str, Any]] = ()) -> None:
+        """Start recording this request (call event) and make it `current_request`."""
+        from tracetool.agent import requests_recorder
+
+        if serving_remote.get():
+            serving_remote.set(False)
+        self.per_request = requests_recorder.start()
+        # `message` is required on HTTP calls by AppMap's schema, even when empty
+        fields: dict[str, Any] = {"http_server_request": self.request, "message": []}
+        params = list(params)
+        if params and recorder().active:
+            fields["message"] = parameters(params)
+        self.span = Span.open(fields)
+        self._token = current_request.set(self)
+
+    def detach(self) -> None:
+        """Leave `current_request` (the response body may still be streaming)."""
+        if self._token is not None:
+            try:
+                current_request.reset(self._token)
+            except ValueError:  # reset from another context: just clear ours
+                current_request.set(None)
+            self._token = None
+
+    def set_route(self, template: Optional[str]) -> None:
+        """The framework's route template for this request, in `{name}` form."""
+        if not template:
+            return
+        from tracetool.routes import to_openapi
+
+        route = to_openapi(template)
+        if not route.startswith("/"):
+            route = "/" + route
+        self.route = route
+        self.request["normalized_path_info"] = route
+
+    def add_exception(self, exc: BaseException) -> None:
+        if all(e is not exc for e in self.exceptions):
+            self.exceptions.append(exc)
+
+    def finish(
+        self,
+        status: Optional[int],
+        headers: Optional[dict[str, str]],
+        exc: Optional[BaseException] = None,
+    ) -> None:
+        """Append the response return event (once) and save the per-request document."""
+        self.detach()
+        if exc is not None:
+            self.add_exception(exc)
+        if status is None:
+            status = 500 if self.exceptions else 200
+        span, self.span = self.span, None
+        if span is not None:
+            response: dict[str, Any] = {"status_code": status}
+            if headers is not None:
+                response["headers"] = headers
+                mime = mime_type(headers)
+                if mime:
+                    response["mime_type"] = mime
+            fields: dict[str, Any] = {"http_server_response": response}
+            if self.exceptions:
+                entries: list[dict[str, Any]] = []
+                for e in self.exceptions:
+                    entries.extend(exception_entries(e))
+                fields["exceptions"] = entries
+            try:
+                span.close(fields)
+            except Exception as err:  # recording trouble never breaks the response
+                warn(f"could not record the response: {err!r}")
+        scope, self.per_request = self.per_request, None
+        if scope is not None:
+            from tracetool.agent import requests_recorder
+
+            requests_recorder.finish(
+                scope, self.request["request_method"], self.route, self.path_info, status
+            )
+
+    @property
+    def path_info(self) -> str:
+        return str(self.request.get("path_info", ""))

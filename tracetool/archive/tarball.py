@@ -1,0 +1,177 @@
+"""Writing and reading archive tars with Python's `tarfile` (no `tar` process).
+
+Writing: the manifest is the first member; then members in sorted order, as regular files with
+mode 0644, owner 0 and the manifest's time, so the same state gives the same bytes. Each file
+is hashed while it is copied; a file that changed since the manifest was made fails the archive
+(`TraceToolError`) instead of storing something the manifest does not describe.
+
+Reading: only regular-file members whose names are safe relative paths listed by the manifest
+are extracted, each written beside its target and renamed into place after its sha256 and size
+matched the manifest. Links, devices, absolute or `..` paths are refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO
+
+from tracetool.archive.manifest import MANIFEST_NAME, Manifest, parse_manifest, safe_relpath
+from tracetool.errors import TraceFormatError, TraceToolError
+
+_CHUNK = 1 << 20
+
+
+class _HashingReader:
+    """A file wrapper that hashes what tarfile reads from it."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self._handle = handle
+        self.digest = hashlib.sha256()
+        self.count = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._handle.read(size)
+        self.digest.update(data)
+        self.count += len(data)
+        return data
+
+
+def _info(name: str, size: int, mtime: float) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size = size
+    info.mode = 0o644
+    info.mtime = int(mtime)
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def write_archive(
+    target: Path, manifest: Manifest, members: Iterable[tuple[str, Path]], mtime: float
+) -> None:
+    """Write `target` atomically: the manifest, then each (member name, source file)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    files = manifest.files
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with (
+            os.fdopen(fd, "wb") as raw,
+            tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar,
+        ):
+            body = manifest.to_bytes()
+            tar.addfile(_info(MANIFEST_NAME, len(body), mtime), io.BytesIO(body))
+            for name, source in sorted(members):
+                entry = files[name]
+                with open(source, "rb") as handle:
+                    size = os.fstat(handle.fileno()).st_size
+                    if size != entry["size"]:
+                        raise TraceToolError(f"{source} changed while it was archived; run again")
+                    reader = _HashingReader(handle)
+                    tar.addfile(_info(name, size, mtime), reader)  # type: ignore[arg-type]
+                if reader.digest.hexdigest() != entry["sha256"]:
+                    raise TraceToolError(f"{source} changed while it was archived; run again")
+            tar.close()
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def open_archive(path: Path) -> tuple[tarfile.TarFile, Manifest]:
+    """Open an archive and read its manifest (its first member)."""
+    try:
+        tar = tarfile.open(path, mode="r:")
+    except (OSError, tarfile.TarError) as exc:
+        raise TraceFormatError(f"{path}: not a readable tar archive ({exc})") from None
+    try:
+        first = tar.next()
+        if first is None or first.name != MANIFEST_NAME or not first.isreg():
+            raise TraceFormatError(f"{path}: not a tracetool archive (no {MANIFEST_NAME} first)")
+        handle = tar.extractfile(first)
+        assert handle is not None
+        manifest = parse_manifest(handle.read(), f"{path}:{MANIFEST_NAME}")
+    except tarfile.TarError as exc:
+        tar.close()
+        raise TraceFormatError(f"{path}: corrupt tar archive ({exc})") from None
+    except BaseException:
+        tar.close()
+        raise
+    return tar, manifest
+
+
+def read_manifest_of(path: Path) -> Manifest:
+    tar, manifest = open_archive(path)
+    tar.close()
+    return manifest
+
+
+def extract_members(
+    path: Path,
+    tar: tarfile.TarFile,
+    manifest: Manifest,
+    dest: Path,
+    on_file: Callable[[str], None] | None = None,
+) -> list[str]:
+    """Extract every member the manifest lists into `dest`, verified; returns their names."""
+    expected = set(manifest.members)
+    files = manifest.files
+    done: list[str] = []
+    try:
+        for position, info in enumerate(tar):
+            if position == 0 and info.name == MANIFEST_NAME:
+                continue  # read by open_archive
+            name = safe_relpath(info.name)
+            if not info.isreg():
+                raise TraceFormatError(f"{path}: member {name!r} is not a regular file")
+            if name not in expected or name not in files:
+                raise TraceFormatError(f"{path}: member {name!r} is not listed in its manifest")
+            entry = files[name]
+            handle = tar.extractfile(info)
+            assert handle is not None
+            _write_verified(handle, dest / name, entry, f"{path}: {name}")
+            done.append(name)
+            if on_file is not None:
+                on_file(name)
+    except tarfile.TarError as exc:
+        raise TraceFormatError(f"{path}: corrupt tar archive ({exc})") from None
+    missing = expected - set(done)
+    if missing:
+        raise TraceFormatError(
+            f"{path}: {len(missing)} listed files are missing, e.g. {min(missing)}"
+        )
+    return done
+
+
+def _write_verified(handle: IO[bytes], target: Path, entry: dict, what: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with os.fdopen(fd, "wb") as out:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != entry.get("sha256") or size != entry.get("size"):
+            raise TraceFormatError(f"{what} does not match its manifest hash (corrupt archive)")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

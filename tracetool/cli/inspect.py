@@ -1,0 +1,54 @@
+"""`tracetool inspect <type>:<identifier>`: search recordings for a code object (spec)."""
+
+from __future__ import annotations
+
+import click
+
+from tracetool.cli.common import common_options
+
+
+@click.command("inspect")
+@click.argument("code_object", metavar="CODE_OBJECT")
+@click.option(
+    "--trace-dir",
+    metavar="DIR",
+    help="Directory searched recursively (default: trace.yml trace_dir, else tmp/trace).",
+)
+@click.option("-i", "--interactive", is_flag=True, help="Interactive table mode.")
+@common_options
+def command(code_object: str, trace_dir: str | None, interactive: bool) -> None:
+    """Find the events of a code object and their context (callers, SQL, requests …).
+
+    \b
+    CODE_OBJECT is <type>:<identifier>, for example
+      function:app/models/User#save   function:app/models/User.find (static)
+      class:app/models/User           package:app/models
+      route:GET /users/:id            query:SELECT * FROM users WHERE id = ?
+      table:users                     database:
+    """
+    from tracetool.cli.render import print_json, warn
+    from tracetool.config import resolve_trace_dir
+    from tracetool.errors import NotFoundError
+    from tracetool.inspect import find, parse_code_object, report
+
+    ref = parse_code_object(code_object)
+    directory = resolve_trace_dir(trace_dir)
+    if not directory.is_dir():
+        raise NotFoundError(f"{directory}: no such directory (pass --trace-dir)")
+    matches = find(ref, directory, warn=warn)
+    if not matches:
+        raise NotFoundError(f"{ref.text} not found in any recording under {directory}")
+    if not interactive:
+        print_json(report(ref, directory, matches))
+        return
+    from tracetool.inspect.interactive import Session
+
+    def ask(question: str) -> str | None:
+        try:
+            answer: str = click.prompt(question, default="", show_default=False)
+        except click.Abort:
+            click.echo()
+            return None
+        return answer
+
+    Session(ref.text, matches, ask, click.echo).run()

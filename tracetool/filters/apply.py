@@ -1,0 +1,308 @@
+"""Applying a filter state to a recording, in AppMap's order (see `tracetool.filters`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tracetool.errors import UsageError
+from tracetool.filters.state import ROOT_EVENT_LABELS, FilterState
+from tracetool.trace.codeobjects import DATABASE_ROOT, ClassMap, CodeObject
+from tracetool.trace.document import TraceDocument, gc_paused
+from tracetool.trace.tree import CallNode, build_call_tree, iter_preorder
+
+_MEDIA_EXTENSIONS = frozenset(
+    "aac avi bmp css flv gif htm html ico jpeg jpg js json jsonld mid midi mjs mov mp3 mp4 mpeg "
+    "oga ogg ogv ogx opus otf png svg tif tiff ts ttf wav weba webm webp woff woff2 xhtml 3gp "
+    "3g2".split()
+)
+_MEDIA_TYPE = re.compile(
+    r"application/javascript|application/ecmascript|audio/.+|font/.+|image/.+|text/javascript"
+    r"|text/ecmascript|text/css|video/.+",
+    re.IGNORECASE,
+)
+
+
+# ---------------------------------------------------------------- matching code objects
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    return re.compile("^" + ".*".join(re.escape(p) for p in pattern.split("*")) + "$", re.I)
+
+
+def code_object_matches(obj: CodeObject, pattern: str) -> bool:
+    """Whether one code object matches one pattern (fqid, label:glob, /regex/, prefix*)."""
+    if pattern == obj.fqid:
+        return True
+    if pattern.startswith("label:"):
+        rx = _glob(pattern[len("label:") :])
+        return any(rx.match(label) for label in obj.labels)
+    if len(pattern) > 2 and pattern.startswith("/") and pattern.endswith("/"):
+        try:
+            return re.search(pattern[1:-1], obj.fqid, re.I) is not None
+        except re.error:
+            raise UsageError(f"filter pattern {pattern}: not a valid regular expression") from None
+    if pattern.endswith("*"):
+        return obj.fqid.lower().startswith(pattern[:-1].lower())
+    return False
+
+
+def matching_code_objects(
+    cmap: ClassMap, patterns: Iterable[str], *, include_self: bool = True
+) -> set[int]:
+    """ids (`id(obj)`) of code objects matched by a pattern, with their code-object subtrees."""
+    patterns = list(patterns)
+    matched: set[int] = set()
+    if not patterns:
+        return matched
+    for obj in cmap:
+        if id(obj) in matched:
+            continue
+        if any(code_object_matches(obj, p) for p in patterns):
+            if include_self:
+                matched.add(id(obj))
+            matched.update(id(d) for d in obj.descendants())
+    return matched
+
+
+# ---------------------------------------------------------------- applying
+
+
+@dataclass
+class Bound:
+    """A recording's call tree with the code object of every call (shared by filters and prune)."""
+
+    doc: TraceDocument
+    events: list[dict[str, Any]]
+    nodes: list[CallNode]  # pre-order
+    roots: list[CallNode]
+    cmap: ClassMap
+    static: set[int]  # ids of code objects that came from the document's classMap
+    code_objects: dict[int, CodeObject]  # id(node) -> code object
+
+
+def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
+    """Build the call tree (eventUpdates applied, the document untouched) and bind code objects.
+
+    `sql_names=False` skips naming `query:` code objects by their parameterized SQL (the one
+    costly part: it tokenizes every distinct statement): all SQL calls then share one unnamed
+    query object under `database:Database`. Use it when no pattern can name a query.
+    """
+    updates = doc.event_updates
+    events = doc.events
+    with gc_paused():
+        if updates:
+            events = [
+                u if isinstance(u := updates.get(str(e.get("id"))), dict) else e for e in events
+            ]
+        tree = build_call_tree(events)
+        cmap = ClassMap.from_json(doc.class_map)
+        static = {id(o) for o in cmap}
+        nodes = [n for n, _ in iter_preorder(tree.roots)]
+        unnamed = None
+        if not sql_names:
+            unnamed = cmap.child(cmap.child(None, "database", DATABASE_ROOT), "query", "")
+        code_objects: dict[int, CodeObject] = {}
+        # Function calls repeat: resolve each (location, name) once.
+        functions: dict[tuple[Any, ...], CodeObject] = {}
+        for n in nodes:
+            call = n.call
+            if unnamed is not None and "sql_query" in call:
+                code_objects[id(n)] = unnamed
+                continue
+            method = call.get("method_id")
+            if method is not None and "http_server_request" not in call:
+                key = (
+                    method,
+                    call.get("path"),
+                    call.get("lineno"),
+                    call.get("defined_class"),
+                    call.get("static"),
+                    "sql_query" in call or "http_client_request" in call,
+                )
+                co = functions.get(key)
+                if co is None:
+                    co = functions[key] = cmap.code_object_for(call)
+                code_objects[id(n)] = co
+                continue
+            code_objects[id(n)] = cmap.code_object_for(call)
+    return Bound(doc, events, nodes, tree.roots, cmap, static, code_objects)
+
+
+def has_patterns(state: FilterState) -> bool:
+    """Whether `state` names code objects (so SQL query objects need their names)."""
+    return bool(state.root_objects or state.context or state.hide_tree or state.hide_name)
+
+
+def apply_filter(doc: TraceDocument, state: FilterState) -> TraceDocument:
+    """A new document with only the events `state` keeps (module doc)."""
+    bound = bind(doc, sql_names=has_patterns(state))
+    kept = filter_nodes(bound, state)
+    return rebuild(bound, kept)
+
+
+def filter_nodes(bound: Bound, state: FilterState) -> set[int]:
+    """ids (`id(node)`) of the call nodes that survive every step of `state`."""
+    nodes, cos = bound.nodes, bound.code_objects
+    kept = {id(n) for n in nodes}
+
+    if state.limit_root_events:
+
+        def is_command(n: CallNode) -> bool:
+            if "http_server_request" in n.call:
+                return True
+            return bool(ROOT_EVENT_LABELS.intersection(cos[id(n)].labels))
+
+        marked = _subtrees(n for n in nodes if id(n) in kept and is_command(n))
+        if marked:
+            kept &= marked
+    if state.root_objects:
+        objs = matching_code_objects(bound.cmap, state.root_objects)
+        kept &= _subtrees(n for n in nodes if id(n) in kept and id(cos[id(n)]) in objs)
+    if state.context:
+        objs = matching_code_objects(bound.cmap, state.context)
+        matches = [n for n in nodes if id(n) in kept and id(cos[id(n)]) in objs]
+        around = _subtrees(matches, state.context_depth)
+        for n in matches:
+            for distance, ancestor in enumerate(n.ancestors(), start=1):
+                if distance <= state.context_depth or ancestor.parent is None:
+                    around.add(id(ancestor))
+        kept &= around
+    if state.hide_tree:
+        objs = matching_code_objects(bound.cmap, state.hide_tree)
+        below: set[int] = set()
+        for n in nodes:
+            if id(n) in kept and id(cos[id(n)]) in objs:
+                below.update(id(d) for d in n.descendants())
+        kept -= below
+    if state.hide_media_requests:
+        kept -= {id(n) for n in nodes if id(n) in kept and _is_media_request(n)}
+    if state.hide_unlabeled:
+        kept -= {
+            id(n)
+            for n in nodes
+            if cos[id(n)].type == "function" and not (cos[id(n)].labels or n.call.get("labels"))
+        }
+    if state.hide_external:
+        folders = set(state.dependency_folders)
+        kept -= {
+            id(n)
+            for n in nodes
+            if cos[id(n)].type == "function" and not is_local_path(cos[id(n)].location, folders)
+        }
+    if state.hide_elapsed_time_under is not None and state.hide_elapsed_time_under > 0:
+        limit = state.hide_elapsed_time_under / 1000
+        kept -= {id(n) for n in nodes if not (n.elapsed and n.elapsed >= limit)}
+    if state.hide_name:
+        objs = matching_code_objects(bound.cmap, state.hide_name)
+        kept -= {id(n) for n in nodes if id(cos[id(n)]) in objs}
+    return kept
+
+
+def _subtrees(starts: Iterable[CallNode], max_depth: int | None = None) -> set[int]:
+    """ids of the given nodes and their descendants (to `max_depth` levels below, if given)."""
+    out: set[int] = set()
+    for start in starts:
+        if id(start) in out and max_depth is None:
+            continue
+        out.add(id(start))
+        stack = [(c, 1) for c in start.children]
+        while stack:
+            node, depth = stack.pop()
+            if max_depth is not None and depth > max_depth:
+                continue
+            if max_depth is None and id(node) in out:
+                continue
+            out.add(id(node))
+            stack.extend((c, depth + 1) for c in node.children)
+    return out
+
+
+def _is_media_request(n: CallNode) -> bool:
+    req = n.call.get("http_server_request")
+    if not isinstance(req, dict):
+        return False
+    method = str(req.get("request_method") or "").upper()
+    path = str(req.get("normalized_path_info") or req.get("path_info") or "")
+    if method == "GET" and path:
+        m = re.match(r".*\.(\S*)$", path)
+        if m and m.group(1) in _MEDIA_EXTENSIONS:
+            return True
+    resp = (n.ret or {}).get("http_server_response")
+    if not isinstance(resp, dict):
+        return False
+    headers = resp.get("headers")
+    mime = None
+    if isinstance(headers, dict):
+        for key, value in headers.items():
+            if str(key).lower() == "content-type":
+                mime = value
+                break
+    else:
+        mime = resp.get("mime_type")
+    return bool(mime) and _MEDIA_TYPE.search(str(mime)) is not None
+
+
+def is_local_path(location: str | None, dependency_folders: Iterable[str]) -> bool:
+    """Whether a function's `path:line` location is project source (not a dependency)."""
+    if not location or ":" not in location:
+        return False
+    path = location.rpartition(":")[0] if location.rpartition(":")[2].isdigit() else location
+    if not re.search(r"\.\w+$", path) or path.startswith("<"):
+        return False
+    if path.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", path):
+        return False
+    parts = set(re.split(r"[\\/]", path))
+    return not parts.intersection(dependency_folders)
+
+
+def rebuild(bound: Bound, kept: set[int]) -> TraceDocument:
+    """A new document of the kept nodes' events, in their original order, ids unchanged."""
+    keep_events: set[int] = set()
+    for n in bound.nodes:
+        if id(n) in kept:
+            keep_events.add(id(n.call))
+            if n.ret is not None:
+                keep_events.add(id(n.ret))
+    events = [e for e in bound.events if id(e) in keep_events]
+    data = {k: v for k, v in bound.doc.data.items() if k not in ("events", "eventUpdates")}
+    data["classMap"] = prune_class_map(bound, kept)
+    data["events"] = events
+    return TraceDocument(data, bound.doc.path, list(bound.doc.warnings))
+
+
+def prune_class_map(bound: Bound, kept: set[int]) -> list[dict[str, Any]]:
+    """The document's classMap reduced to code objects that still have events."""
+    used: set[int] = set()
+    for n in bound.nodes:
+        if id(n) in kept:
+            obj: CodeObject | None = bound.code_objects[id(n)]
+            while obj is not None and id(obj) not in used:
+                used.add(id(obj))
+                obj = obj.parent
+    roots = [r for r in bound.cmap.roots if id(r) in used and id(r) in bound.static]
+    out: list[dict[str, Any]] = []
+    stack: list[tuple[CodeObject, list[dict[str, Any]]]] = [(r, out) for r in reversed(roots)]
+    while stack:
+        obj, into = stack.pop()
+        node = _shallow_json(obj)
+        into.append(node)
+        children = [c for c in obj.children if id(c) in used and id(c) in bound.static]
+        if children:
+            node["children"] = []
+            stack.extend((c, node["children"]) for c in reversed(children))
+    return out
+
+
+def _shallow_json(obj: CodeObject) -> dict[str, Any]:
+    node: dict[str, Any] = {"name": obj.name, "type": obj.type}
+    if obj.type == "function":
+        if obj.location:
+            node["location"] = obj.location
+        node["static"] = obj.static
+    if obj.labels:
+        node["labels"] = list(obj.labels)
+    node.update(obj.extra)
+    return node

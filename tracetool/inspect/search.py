@@ -1,0 +1,359 @@
+"""Finding the events of one code object across recordings, with their context (spec `inspect`).
+
+Contract:
+
+- `parse_code_object("type:identifier")` → `CodeObjectRef`. Types and identifiers (spec):
+  `function:pkg/path/Class#method` (`.method` for static), `class:pkg/path/Class`,
+  `package:pkg/path`, `database:` (any SQL), `table:<name>`, `query:<normalized SQL>`,
+  `route:<METHOD> /path/:id`; also `http:` (any server request), `external-service:<url>` and
+  `external-route:<METHOD url>` by code-object id.
+- An event matches when it is: a call to the function; a call to a function of the class (or of
+  a class nested in it); a call to a function in the package or a package below it; a SQL query;
+  a SQL query naming the table (`tracetool.sql.analyze(...).tables`, case-insensitive, schema
+  optional); a SQL query whose `tracetool.sql.normalize` equals that of the identifier; an HTTP
+  server request with the same method and path, both sides compared as
+  `tracetool.routes.to_openapi` templates.
+- `find(ref, trace_dir)` scans every recording below `trace_dir` (a cheap byte test skips files
+  that cannot match) and returns `Match`es with, per match, the values of the spec's 11 fields
+  (`FIELDS`): event, return value, HTTP server requests (self and ancestors), SQL queries and
+  tables (self and descendants), caller, ancestors (HTTP requests and labeled functions),
+  descendants (labeled functions), package/class/function trigrams.
+- `summarize(matches)` → the distinct values of each field (sorted; events in scan order).
+  Filters (`(field, value)` pairs) keep matches whose field holds the value.
+  Reading `query.db` when the index is present is not wired yet: recordings are scanned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracetool.errors import TraceFormatError, UsageError
+from tracetool.trace import events as ev
+from tracetool.trace.codeobjects import ClassMap, CodeObject
+from tracetool.trace.document import find_trace_files, parse
+from tracetool.trace.tree import CallNode, build_call_tree, iter_preorder
+
+TYPES = (
+    "function",
+    "class",
+    "package",
+    "database",
+    "table",
+    "query",
+    "route",
+    "http",
+    "external-service",
+    "external-route",
+)
+
+# (key, title) of the 11 home-screen fields, in the spec's order.
+FIELDS: tuple[tuple[str, str], ...] = (
+    ("events", "Events"),
+    ("returnValues", "Return values"),
+    ("httpServerRequests", "HTTP server requests"),
+    ("sqlQueries", "SQL queries"),
+    ("sqlTables", "SQL tables"),
+    ("callers", "Callers"),
+    ("ancestors", "Ancestors"),
+    ("descendants", "Descendants"),
+    ("packageTrigrams", "Package trigrams"),
+    ("classTrigrams", "Class trigrams"),
+    ("functionTrigrams", "Function trigrams"),
+)
+
+
+@dataclass(frozen=True)
+class CodeObjectRef:
+    type: str
+    identifier: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.type}:{self.identifier}"
+
+
+def parse_code_object(text: str) -> CodeObjectRef:
+    kind, sep, ident = text.partition(":")
+    if not sep:
+        raise UsageError(
+            f"code object {text!r}: expected <type>:<identifier>, e.g. function:app/models/User#save"
+        )
+    if kind not in TYPES:
+        raise UsageError(f"code object {text!r}: unknown type {kind!r} (one of {', '.join(TYPES)})")
+    ident = ident.strip()
+    if kind in ("function", "class", "package", "table", "query", "route") and not ident:
+        raise UsageError(f"code object {text!r}: the {kind} identifier is missing")
+    if kind == "route" and len(ident.split(None, 1)) != 2:
+        raise UsageError(f"code object {text!r}: a route is '<METHOD> <path>', e.g. GET /users/:id")
+    return CodeObjectRef(kind, ident)
+
+
+@dataclass
+class Match:
+    recording: str
+    event_id: Any
+    values: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"recording": self.recording, "eventId": self.event_id, **self.values}
+
+
+# ---------------------------------------------------------------- matching
+
+
+class _Matcher:
+    def __init__(self, ref: CodeObjectRef) -> None:
+        self.ref = ref
+        self.ident = ref.identifier
+        if ref.type == "query":
+            from tracetool import sql
+
+            self.query = sql.normalize(self.ident)
+        if ref.type == "route":
+            from tracetool.routes import to_openapi
+
+            method, path = self.ident.split(None, 1)
+            self.route = (method.upper(), to_openapi(path.strip()))
+
+    def might_match(self, raw: bytes) -> bool:
+        """A cheap test on the file bytes, to skip recordings that cannot match."""
+        t = self.ref.type
+        if t in ("database", "table", "query"):
+            return b'"sql_query"' in raw
+        if t in ("route", "http"):
+            return b'"http_server_request"' in raw
+        if t in ("external-service", "external-route"):
+            return b'"http_client_request"' in raw
+        last = self.ident.replace("#", "/").replace(".", "/").replace("::", "/").split("/")[-1]
+        return last.encode() in raw
+
+    def matches(self, node: CallNode, co: CodeObject) -> bool:
+        t = self.ref.type
+        call = node.call
+        if t == "function":
+            return co.type == "function" and co.id == self.ident
+        if t == "class":
+            return co.type == "function" and any(
+                a.type == "class" and a.id == self.ident for a in co.ancestors()
+            )
+        if t == "package":
+            prefix = self.ident.rstrip("/") + "/"
+            return co.type == "function" and any(
+                a.type == "package" and (a.id == self.ident or a.id.startswith(prefix))
+                for a in co.ancestors()
+            )
+        if t in ("database", "table", "query"):
+            if "sql_query" not in call:
+                return False
+            if t == "database":
+                return True
+            from tracetool import sql
+
+            info = sql.analyze(ev.sql_text(call), ev.database_type(call))
+            if t == "query":
+                return info.normalized == self.query
+            want = self.ident.lower()
+            return any(tb == want or tb.endswith("." + want) for tb in info.tables)
+        if t == "route":
+            if "http_server_request" not in call:
+                return False
+            from tracetool.routes import to_openapi
+
+            path = ev.normalized_path_info(call) or ev.path_info(call)
+            return (ev.request_method(call), to_openapi(path)) == self.route
+        if t == "http":
+            return "http_server_request" in call
+        return co.type == t and (co.id == self.ident or co.fqid == self.ref.text)
+
+
+# ---------------------------------------------------------------- context of a match
+
+
+def _fqid(co: CodeObject, node: CallNode) -> str:
+    if co.type == "query":
+        from tracetool import sql
+
+        return "query:" + sql.normalize(ev.sql_text(node.call), ev.database_type(node.call))
+    return co.fqid
+
+
+def _package(co: CodeObject) -> str:
+    obj: CodeObject | None = co
+    while obj is not None:
+        if obj.type == "package" or obj.parent is None:
+            return obj.fqid
+        obj = obj.parent
+    return co.fqid
+
+
+def _class(co: CodeObject) -> str:
+    return co.parent.fqid if co.parent is not None else co.fqid
+
+
+def _labeled(co: CodeObject, node: CallNode) -> bool:
+    return co.type == "function" and bool(co.labels or node.call.get("labels"))
+
+
+def _return_value(node: CallNode) -> str:
+    ret = node.ret or {}
+    exceptions = ret.get("exceptions")
+    if isinstance(exceptions, list) and exceptions and isinstance(exceptions[0], dict):
+        return f"raised {exceptions[0].get('class', 'exception')}"
+    value = ret.get("return_value")
+    if not isinstance(value, dict) or not value:
+        status = ev.status_code(node.ret)
+        return str(status) if status is not None else "void"
+    if value.get("value") is not None:
+        return str(value["value"])
+    return f"<{value.get('class', 'object')}>"
+
+
+def _http_request(node: CallNode) -> str:
+    from tracetool.routes import to_openapi
+
+    path = ev.normalized_path_info(node.call) or ev.path_info(node.call)
+    status = ev.status_code(node.ret)
+    text = f"{ev.request_method(node.call)} {to_openapi(path) if path else path}"
+    return f"{text} ({status})" if status is not None else text
+
+
+def _context(node: CallNode, cos: dict[int, CodeObject], recording: str) -> dict[str, list[str]]:
+    from tracetool import sql
+
+    co = cos[id(node)]
+    parent = node.parent
+    ancestors = list(node.ancestors())
+    http = [a for a in [node, *ancestors] if "http_server_request" in a.call]
+    queries: list[str] = []
+    tables: set[str] = set()
+    descendants: list[str] = []
+    for d in [node, *node.descendants()]:
+        if "sql_query" in d.call:
+            info = sql.analyze(ev.sql_text(d.call), ev.database_type(d.call))
+            queries.append(info.normalized)
+            tables.update(info.tables)
+        elif d is not node and _labeled(cos[id(d)], d):
+            descendants.append(cos[id(d)].fqid)
+    caller_co = cos[id(parent)] if parent is not None else None
+    callees: list[CallNode | None] = list(node.children) or [None]
+    trigrams: dict[str, list[str]] = {
+        "packageTrigrams": [],
+        "classTrigrams": [],
+        "functionTrigrams": [],
+    }
+    for callee in callees:
+        callee_co = cos[id(callee)] if callee is not None else None
+        for key, name in (
+            ("packageTrigrams", _package),
+            ("classTrigrams", _class),
+            ("functionTrigrams", None),
+        ):
+            parts = []
+            for obj, n in ((caller_co, parent), (co, node), (callee_co, callee)):
+                if obj is None or n is None:
+                    parts.append("")
+                elif name is None:
+                    parts.append(_fqid(obj, n))
+                else:
+                    parts.append(name(obj))
+            trigrams[key].append(" -> ".join(parts))
+    return {
+        "events": [f"{recording}#{node.id}"],
+        "returnValues": [_return_value(node)],
+        "httpServerRequests": sorted({_http_request(h) for h in http}),
+        "sqlQueries": sorted(set(queries)),
+        "sqlTables": sorted(tables),
+        "callers": [caller_co.fqid] if caller_co is not None else [],
+        "ancestors": sorted(
+            {
+                cos[id(a)].fqid
+                for a in ancestors
+                if "http_server_request" in a.call or _labeled(cos[id(a)], a)
+            }
+        ),
+        "descendants": sorted(set(descendants)),
+        **{k: sorted(set(v)) for k, v in trigrams.items()},
+    }
+
+
+# ---------------------------------------------------------------- search
+
+
+def find(ref: CodeObjectRef, trace_dir: Path, *, warn: Any = None) -> list[Match]:
+    """Every event matching `ref` in the recordings below `trace_dir` (module doc)."""
+    matcher = _Matcher(ref)
+    matches: list[Match] = []
+    for path in find_trace_files(trace_dir):
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            if warn:
+                warn(f"{path}: cannot read ({exc.strerror})")
+            continue
+        if not matcher.might_match(raw):
+            continue
+        try:
+            doc = parse(raw, str(path))
+        except TraceFormatError as exc:
+            if warn:
+                warn(str(exc))
+            continue
+        try:
+            recording = path.relative_to(trace_dir).as_posix()
+        except ValueError:
+            recording = str(path)
+        tree = build_call_tree(doc.events)
+        cmap = ClassMap.from_json(doc.class_map)
+        cos = {id(n): cmap.code_object_for(n.call) for n, _ in iter_preorder(tree.roots)}
+        for node, _ in iter_preorder(tree.roots):
+            if matcher.matches(node, cos[id(node)]):
+                matches.append(Match(recording, node.id, _context(node, cos, recording)))
+    return matches
+
+
+def apply_filters(matches: Iterable[Match], filters: Iterable[tuple[str, str]]) -> list[Match]:
+    """Matches whose field holds the value, for every (field, value) filter."""
+    active = list(filters)
+    return [m for m in matches if all(v in m.values.get(f, ()) for f, v in active)]
+
+
+def summarize(matches: list[Match]) -> dict[str, list[str]]:
+    """Distinct values of each field over the matches (events in scan order, others sorted)."""
+    out: dict[str, list[str]] = {}
+    for key, _ in FIELDS:
+        values: list[str] = []
+        seen: set[str] = set()
+        for m in matches:
+            for v in m.values.get(key, ()):
+                if v not in seen:
+                    seen.add(v)
+                    values.append(v)
+        out[key] = values if key == "events" else sorted(values)
+    return out
+
+
+def report(ref: CodeObjectRef, trace_dir: Path, matches: list[Match]) -> dict[str, Any]:
+    """The JSON that non-interactive `inspect` prints."""
+    return {
+        "codeObject": ref.text,
+        "traceDir": str(trace_dir),
+        "recordings": len({m.recording for m in matches}),
+        "matches": [m.to_json() for m in matches],
+        **summarize(matches),
+    }
+
+
+__all__ = [
+    "FIELDS",
+    "TYPES",
+    "CodeObjectRef",
+    "Match",
+    "apply_filters",
+    "find",
+    "parse_code_object",
+    "report",
+    "summarize",
+]

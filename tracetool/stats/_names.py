@@ -1,0 +1,116 @@
+"""Code-object names (fqids) for the calls of many recordings, without a ClassMap per file.
+
+`ClassMap.code_object_for(call)` is the rule: a function call is the classMap function at its
+`path:lineno` with its `method_id` as name (the first such in classMap order), else a dynamic
+object. Building a full `ClassMap` for every recording costs more than the rest of `stats`, and
+the same functions recur across a project's recordings. So `Names` reads each classMap as plain
+JSON into `location -> [(name, ancestry)]` (ancestry = the (type, name) chain from the root, the
+only thing an fqid depends on) and turns an ancestry into its fqid once, with the real
+`ClassMap.child` in one long-lived scratch map, so the id rules stay in `codeobjects`.
+
+Non-function calls (routes, queries, external services) do not depend on the classMap and are
+named in the scratch map; function calls that match no classMap location by a full
+`ClassMap.code_object_for` of that recording (built only when such a call occurs).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from tracetool.trace import events as ev
+from tracetool.trace.codeobjects import ClassMap
+
+Chain = tuple[tuple[Any, ...], ...]
+
+
+class Names:
+    """fqids of calls; one instance per worker, `recording()` per file."""
+
+    def __init__(self) -> None:
+        self._scratch = ClassMap()
+        self._fqids: dict[Chain, str] = {}
+
+    def recording(self, class_map: Any) -> RecordingNames:
+        return RecordingNames(self, class_map)
+
+    def fqid_of_chain(self, chain: Chain) -> tuple[str, Optional[str]]:
+        """(fqid, location) of the function at the end of an ancestry chain."""
+        fqid = self._fqids.get(chain)
+        if fqid is None:
+            parent = None
+            for kind, name in chain[:-1]:
+                parent = self._scratch.child(parent, kind, name)
+            _, name, static, location = chain[-1]
+            obj = self._scratch.child(parent, "function", name, location=location, static=static)
+            fqid = self._fqids[chain] = obj.fqid
+        return fqid, chain[-1][3]
+
+
+class RecordingNames:
+    """Names for the calls of one recording."""
+
+    def __init__(self, names: Names, class_map: Any) -> None:
+        self._names = names
+        self._class_map = class_map
+        self._index: Optional[dict[str, list[tuple[str, Optional[Chain]]]]] = None
+        self._full: Optional[ClassMap] = None
+
+    def _locations(self) -> dict[str, list[tuple[str, Optional[Chain]]]]:
+        # same traversal order and coercions as ClassMap.from_json; a function nested in a
+        # function (not in the format, but readable) has no plain chain: None sends it to the
+        # full ClassMap
+        index: dict[str, list[tuple[str, Optional[Chain]]]] = {}
+        data = self._class_map if isinstance(self._class_map, list) else []
+        # (item, chain of its ancestors, whether that chain holds no function)
+        stack: list[tuple[Any, Chain, bool]] = [(item, (), True) for item in reversed(data)]
+        pop, push = stack.pop, stack.extend
+        while stack:
+            item, chain, plain = pop()
+            if item.__class__ is not dict:
+                continue
+            get = item.get
+            kind = str(get("type") or "package")
+            name = str(get("name", ""))
+            if kind == "function":
+                location = get("location")
+                link: Chain = (*chain, (kind, name, bool(get("static", False)), location))
+                if location:
+                    index.setdefault(str(location), []).append((name, link if plain else None))
+                children = get("children")
+                if children and children.__class__ is list:
+                    push((child, link, False) for child in reversed(children))
+                continue
+            children = get("children")
+            if children and children.__class__ is list:
+                link = (*chain, (kind, name))
+                push((child, link, plain) for child in reversed(children))
+        return index
+
+    def function(self, call: dict[str, Any]) -> tuple[str, Optional[str]]:
+        """(fqid, location) of a call's code object."""
+        if ev.kind(call) != ev.FUNCTION:
+            # routes, queries, external services: named from the event alone
+            obj = self._names._scratch.code_object_for(call)
+            return obj.fqid, obj.location
+        path, lineno = call.get("path"), call.get("lineno")
+        if "method_id" in call and path is not None and lineno is not None:
+            if self._index is None:
+                self._index = self._locations()
+            method_id = str(call.get("method_id", ""))
+            for name, chain in self._index.get(f"{path}:{lineno}", ()):
+                if name == method_id:
+                    if chain is None:
+                        break
+                    return self._names.fqid_of_chain(chain)
+        if self._full is None:
+            self._full = ClassMap.from_json(self._class_map)
+        obj = self._full.code_object_for(call)
+        return obj.fqid, obj.location
+
+    def close(self) -> None:
+        """Free the per-recording ClassMap at once (its parent/child links are cycles)."""
+        if self._full is not None:
+            for obj in self._full:
+                obj.parent = None
+            self._full = None
+        self._index = None

@@ -1,0 +1,160 @@
+"""Running a byte-level transform over many recording files: `trim` and `sanitize` share this.
+
+Contract:
+- `plan(inputs, output_dir, recursive)` maps each input to the file it is written to: itself
+  (in place) or `output_dir/<file name>`; with `recursive`, a directory argument stands for every
+  recording below it (`tracetool.trace.find_trace_files`) and keeps its relative layout under
+  `output_dir`. It raises `UsageError` — before any file is touched — when a directory is given
+  without `recursive`, when two inputs would be written to one output, when `output_dir` is a
+  file, or when an output would overwrite any input (`-o` never writes over the input set).
+- `run(plan, transform, done)` processes each file independently: read, `transform(bytes,
+  source)`, atomic write. A file that cannot be read, is not a trace document or cannot be
+  written is skipped with a warning and reported with status "error"; the others go on.
+  A transform returning no bytes means "skip, unchanged" (already done with the same options):
+  in place nothing is written, with `-o` the original bytes are copied so the output set is
+  complete.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracetool.errors import TraceToolError, UsageError
+from tracetool.trace import atomic_write_bytes, find_trace_files
+
+ERROR = "error"
+SKIPPED = "skipped"
+
+# (input bytes, source name) -> (output bytes or None to skip, details, warnings)
+Transform = Callable[[bytes, str], "tuple[bytes | None, dict[str, Any], list[str]]"]
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """What happened to one file."""
+
+    file: str
+    output: str | None
+    status: str  # the command's done status ("trimmed", "sanitized"), "skipped" or "error"
+    bytes_before: int = 0
+    bytes_after: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def change_percent(self) -> float:
+        if not self.bytes_before:
+            return 0.0
+        return round((self.bytes_after - self.bytes_before) * 100.0 / self.bytes_before, 1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "output": self.output,
+            "status": self.status,
+            "bytes_before": self.bytes_before,
+            "bytes_after": self.bytes_after,
+            "change_percent": self.change_percent,
+            **self.details,
+            "warnings": list(self.warnings),
+            "error": self.error,
+        }
+
+
+def _key(path: Path) -> str:
+    return os.path.normcase(os.path.realpath(path))
+
+
+def plan(
+    inputs: Sequence[str | Path], output_dir: str | Path | None = None, recursive: bool = False
+) -> list[tuple[Path, Path]]:
+    """Input → output pairs (module doc)."""
+    out_dir = Path(output_dir) if output_dir is not None else None
+    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--output-dir {out_dir}: exists and is not a directory")
+    pairs: list[tuple[Path, Path]] = []
+    seen: set[str] = set()
+    for arg in inputs:
+        path = Path(arg)
+        if path.is_dir():
+            if not recursive:
+                raise UsageError(
+                    f"{path}: is a directory; pass recording files, or add --recursive to "
+                    "process every recording below it"
+                )
+            members = [(f, f.relative_to(path)) for f in find_trace_files(path)]
+        else:
+            members = [(path, Path(path.name))]
+        for member, relative in members:
+            if _key(member) in seen:
+                continue
+            seen.add(_key(member))
+            pairs.append((member, out_dir / relative if out_dir is not None else member))
+    if out_dir is not None:
+        inputs_by_key = {_key(src): src for src, _ in pairs}
+        targets: dict[str, Path] = {}
+        for src, dst in pairs:
+            key = _key(dst)
+            if key in inputs_by_key:
+                raise UsageError(
+                    f"--output-dir {out_dir} would overwrite the input {inputs_by_key[key]}; "
+                    "choose another directory, or omit -o to rewrite files in place"
+                )
+            if key in targets:
+                raise UsageError(
+                    f"{targets[key]} and {src} would both be written to {dst}; "
+                    "process them separately or with --recursive from a common directory"
+                )
+            targets[key] = src
+    return pairs
+
+
+def run(pairs: Sequence[tuple[Path, Path]], transform: Transform, done: str) -> list[FileReport]:
+    """Apply `transform` to every planned file (module doc); one report per file."""
+    reports = []
+    for src, dst in pairs:
+        reports.append(_one(src, dst, transform, done))
+    return reports
+
+
+def _one(src: Path, dst: Path, transform: Transform, done: str) -> FileReport:
+    output = None if dst == src else str(dst)
+    try:
+        raw = src.read_bytes()
+    except FileNotFoundError:
+        return FileReport(str(src), output, ERROR, error=f"{src}: no such file")
+    except IsADirectoryError:
+        return FileReport(str(src), output, ERROR, error=f"{src}: is a directory")
+    except OSError as exc:
+        return FileReport(str(src), output, ERROR, error=f"{src}: cannot read ({exc.strerror})")
+    try:
+        result, details, warnings = transform(raw, str(src))
+    except TraceToolError as exc:
+        return FileReport(str(src), output, ERROR, len(raw), error=str(exc))
+    status = done
+    if result is None:
+        status = SKIPPED
+        if dst == src:
+            return FileReport(
+                str(src), output, status, len(raw), len(raw), details, tuple(warnings)
+            )
+        result = raw
+    try:
+        atomic_write_bytes(dst, result)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        return FileReport(
+            str(src),
+            output,
+            ERROR,
+            len(raw),
+            details=details,
+            warnings=tuple(warnings),
+            error=f"{dst}: cannot write ({reason})",
+        )
+    return FileReport(str(src), output, status, len(raw), len(result), details, tuple(warnings))

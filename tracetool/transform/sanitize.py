@@ -1,0 +1,216 @@
+"""`sanitize`: replace every captured value with a token, so no secret or personal data remains.
+
+Contract (spec `sanitize` rules 1–11, `metadata.sanitized`, Errors):
+- The document is normalized first, event by event (`stream.RawDocument.normalized_events`:
+  event updates merged, ids re-indexed, unreturned calls balanced). As part of normalization,
+  like AppMap's, credentials in `metadata.git.repository` (`https://user:pw@host/…`) are dropped.
+- Each captured field (`captured` names them all) is rewritten by its kind:
+  VALUE, MESSAGE, HEADER → its token (`tokens.Tokenizer`); ROUTED_PATH (a server request with a
+  route template) → a token for the whole concrete path; PATH (no route template) →
+  `routes.normalize_path`; URL → `routes.normalize_url`; SQL → `sql.parameterize` when reliable,
+  else a `<sql:vN>` token for the whole statement. Values on the allowlist stay verbatim.
+  Nothing else is modified.
+- `metadata.sanitized = {version, allow, tokens}`: `allow` is the sorted list of values allowed
+  by every run so far (the built-in list not included), `tokens` the number of tokens in the file.
+- Re-application: a file whose marker has this version and the same allowed values is skipped.
+  Otherwise it is sanitized again, and that can only tighten: existing tokens are kept as they are
+  (numbering continues after the highest), values allowed by the earlier run but not by this one
+  are masked now, and a value allowed now that an earlier run did not allow was masked then and
+  stays masked — with a warning.
+- `sanitize(doc, options)` is the pure in-memory form; `sanitize_bytes` streams (the CLI's path);
+  `sanitize_files` runs many files: one that cannot be read or is not a trace document is skipped
+  with a warning and reported with status "error".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache, partial
+from pathlib import Path
+from typing import Any
+
+from tracetool import __version__
+from tracetool.routes import normalize_path, normalize_url
+from tracetool.trace import TraceDocument, gc_paused, parse
+from tracetool.transform import captured, files, stream
+from tracetool.transform.tokens import Tokenizer
+
+SANITIZED = "sanitized"
+_TOKENIZED = frozenset((captured.VALUE, captured.MESSAGE, captured.HEADER, captured.ROUTED_PATH))
+_TOKEN_NUMBER = re.compile(rb"<(?:[a-z0-9]+:)?v([0-9]+)>")
+_URL_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
+
+
+@dataclass(frozen=True)
+class SanitizeOptions:
+    """`allow`: values kept verbatim in addition to the built-in allowlist."""
+
+    allow: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class SanitizeReport:
+    status: str  # "sanitized" or "skipped"
+    values_tokenized: int  # distinct values replaced by a new token in this run
+    bytes_before: int
+    bytes_after: int
+    counts: dict[str, int] = field(default_factory=dict)  # sql/path/url rewrites by outcome
+    allow: tuple[str, ...] = ()  # the values recorded as allowed by every run
+    warnings: tuple[str, ...] = ()
+
+
+@lru_cache(maxsize=8192)
+def _parameterize(sql: str, database_type: str | None) -> tuple[str, bool]:
+    from tracetool.sql import parameterize  # sqlglot: imported only when SQL is met
+
+    try:
+        return parameterize(sql, database_type)
+    except Exception:  # a statement the SQL module chokes on is masked whole, never leaked
+        return sql, False
+
+
+class _Masker:
+    """The rewrite callback (module doc), counting what it did."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tok = tokenizer
+        self.counts = {
+            "sql_parameterized": 0,
+            "sql_tokenized": 0,
+            "paths_normalized": 0,
+            "urls_normalized": 0,
+        }
+
+    def __call__(self, kind: str, value: Any, context: Any) -> Any:
+        tok = self.tok
+        if kind in _TOKENIZED:
+            if value.__class__ is str:  # the hot path
+                known = tok.memo.get(value)
+                return known if known is not None else tok.mask_new(value)
+            return tok.mask(value)
+        if not isinstance(value, str):
+            return tok.mask(value)
+        if tok.is_kept(value):
+            return value
+        if kind == captured.SQL:
+            text, reliable = _parameterize(value, context if isinstance(context, str) else None)
+            if reliable:
+                self.counts["sql_parameterized"] += 1
+                return text
+            self.counts["sql_tokenized"] += 1
+            return tok.token(value, "sql")
+        if kind == captured.PATH:
+            self.counts["paths_normalized"] += 1
+            return normalize_path(value)
+        if kind == captured.URL:
+            self.counts["urls_normalized"] += 1
+            return normalize_url(value)
+        return tok.mask(value)  # a kind added to `captured` later: mask, never leak
+
+
+def _strip_git_credentials(metadata: dict[str, Any]) -> None:
+    git = metadata.get("git")
+    if isinstance(git, dict) and isinstance(git.get("repository"), str):
+        git["repository"] = _URL_USERINFO.sub(r"\1", git["repository"])
+
+
+def _allowed_before(marker: Any) -> set[str]:
+    values = marker.get("allow") if isinstance(marker, dict) else None
+    return {v for v in values if isinstance(v, str)} if isinstance(values, list) else set()
+
+
+def sanitize_bytes(
+    raw: bytes, options: SanitizeOptions = SanitizeOptions(), source: str = "<memory>"
+) -> tuple[bytes | None, SanitizeReport]:
+    """Sanitize a document given as bytes; returns (None, report) when the file is skipped."""
+    with gc_paused():  # millions of short-lived acyclic containers: the cyclic GC only costs
+        return _sanitize_bytes(raw, options, source)
+
+
+def _sanitize_bytes(
+    raw: bytes, options: SanitizeOptions, source: str
+) -> tuple[bytes | None, SanitizeReport]:
+    doc = stream.split(raw, source)
+    metadata = doc.metadata
+    marker = metadata.get("sanitized")
+    allow = set(options.allow)
+    warnings: list[str] = []
+    if isinstance(marker, dict):
+        before = _allowed_before(marker)
+        if marker.get("version") == __version__ and before == allow:
+            return None, SanitizeReport(
+                "skipped", 0, len(raw), len(raw), allow=tuple(sorted(allow))
+            )
+        newly = sorted(allow - before)
+        if newly:
+            listed = ", ".join(repr(v) for v in newly[:10]) + (" …" if len(newly) > 10 else "")
+            warnings.append(
+                f"{source}: an earlier sanitize run did not allow {listed}; "
+                "where such a value occurred it was masked and stays masked"
+            )
+        allow &= before
+        start = max((int(n) for n in _TOKEN_NUMBER.findall(raw)), default=0)
+        tokenizer = Tokenizer(allow, start=start, keep_tokens=True)
+    else:
+        tokenizer = Tokenizer(allow)
+    masker = _Masker(tokenizer)
+
+    values: dict[str, Any] = {"eventUpdates": None}  # merged into events by normalization
+    for key in (*doc.top, "metadata"):
+        if key == "metadata" and key not in values:
+            _strip_git_credentials(metadata)
+            captured.rewrite_metadata(metadata, masker)
+            values["metadata"] = metadata
+        elif key == "events" and key not in values and doc.events_array is not None:
+            writer = stream.ArrayWriter(source)
+            writer.add_all(doc.normalized_events(), partial(captured.rewrite_event, fn=masker))
+            values["events"] = writer.done()
+    recorded = tuple(sorted(allow))
+    metadata["sanitized"] = {
+        "version": __version__,
+        "allow": list(recorded),
+        "tokens": tokenizer.count,
+    }
+    warnings.extend(doc.warnings)
+    out = doc.assemble(values)
+    report = SanitizeReport(
+        SANITIZED,
+        tokenizer.new,
+        len(raw),
+        len(out),
+        dict(masker.counts),
+        recorded,
+        tuple(warnings),
+    )
+    return out, report
+
+
+def sanitize(
+    doc: TraceDocument, options: SanitizeOptions = SanitizeOptions()
+) -> tuple[TraceDocument, SanitizeReport]:
+    """Pure form: a new sanitized document (the input is not modified) and the report."""
+    raw = doc.to_bytes()
+    out, report = sanitize_bytes(raw, options, str(doc.path or "<memory>"))
+    result = parse(out if out is not None else raw, str(doc.path or "<memory>"))
+    result.path = doc.path
+    return result, report
+
+
+def sanitize_files(
+    inputs: Sequence[str | Path],
+    options: SanitizeOptions = SanitizeOptions(),
+    output_dir: str | Path | None = None,
+    *,
+    recursive: bool = False,
+) -> list[files.FileReport]:
+    """Sanitize many files (in place, or into `output_dir`); one report per file."""
+    pairs = files.plan(inputs, output_dir, recursive)
+
+    def transform(raw: bytes, source: str) -> tuple[bytes | None, dict[str, Any], list[str]]:
+        out, report = sanitize_bytes(raw, options, source)
+        details: dict[str, Any] = {"values_tokenized": report.values_tokenized, **report.counts}
+        return out, details, list(report.warnings)
+
+    return files.run(pairs, transform, SANITIZED)

@@ -1,0 +1,177 @@
+"""`trim`: cap the length of captured value strings, keeping every event.
+
+Contract (spec `trim`, `metadata.trimmed`, Errors):
+- Trimmed fields are the `captured.TRIMMED_KINDS`: parameter, receiver and return values
+  (request and log-record `message` params included) and exception / log messages. Header
+  values, URLs, `path_info` and SQL are captured data too but not trimmed — the spec's list is
+  the one above. Every event is kept and every other property is left as it was.
+- A plain string longer than `max_length` characters becomes its first `max_length - 1`
+  characters plus "…", so the result is exactly `max_length` long; shorter strings are untouched,
+  which makes trimming idempotent. Structured values are budgeted per field: a parameter object's
+  own `value` and the `value` of each nested `properties` / `items` entry each get `max_length`;
+  a value that is itself a list or object (non-standard, tolerated) is capped string by string.
+- `metadata.trimmed = {version, max_length}`; after repeated runs `max_length` is the smallest
+  cap applied. A file already trimmed by this version to the same cap is skipped. A larger cap
+  than the one recorded warns that cut values cannot be restored (the file is still processed:
+  nothing grows back, and the marker keeps the smaller cap).
+- `trim(doc, options)` is the pure in-memory form; `trim_bytes` streams events one at a time
+  (see `stream`) and is what the CLI uses; `trim_files` runs it over many files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tracetool import __version__
+from tracetool.errors import UsageError
+from tracetool.trace import TraceDocument, gc_paused, parse
+from tracetool.transform import files, stream
+from tracetool.transform.captured import TRIMMED_KINDS, rewrite_event, rewrite_metadata
+
+DEFAULT_MAX_LENGTH = 120
+ELLIPSIS = "…"
+TRIMMED = "trimmed"
+
+
+@dataclass(frozen=True)
+class TrimOptions:
+    max_length: int = DEFAULT_MAX_LENGTH
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_length, int) or self.max_length < 1:
+            raise UsageError(f"--max-length must be a positive number, not {self.max_length!r}")
+
+
+@dataclass(frozen=True)
+class TrimReport:
+    status: str  # "trimmed" or "skipped"
+    max_length: int  # the cap recorded in metadata.trimmed afterwards
+    values_trimmed: int
+    bytes_before: int
+    bytes_after: int
+    warnings: tuple[str, ...] = ()
+
+
+class _Cutter:
+    """The rewrite callback: caps trimmed kinds, counts what it cut."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.count = 0
+
+    def cut(self, value: Any) -> Any:
+        if isinstance(value, str):
+            if len(value) <= self.cap:
+                return value
+            self.count += 1
+            return value[: self.cap - 1] + ELLIPSIS
+        try:
+            if isinstance(value, list):
+                return [self.cut(v) for v in value]
+            if isinstance(value, dict):
+                return {k: self.cut(v) for k, v in value.items()}
+        except RecursionError:  # absurdly deep: cut entirely
+            self.count += 1
+            return ELLIPSIS
+        return value
+
+    def __call__(self, kind: str, value: Any, context: Any) -> Any:
+        if kind not in TRIMMED_KINDS:
+            return value
+        if isinstance(value, str) and len(value) <= self.cap:
+            return value
+        return self.cut(value)
+
+
+def _previous_cap(metadata: dict[str, Any]) -> tuple[str | None, int | None]:
+    marker = metadata.get("trimmed")
+    if not isinstance(marker, dict):
+        return None, None
+    cap = marker.get("max_length")
+    version = marker.get("version")
+    return (
+        version if isinstance(version, str) else None,
+        cap if isinstance(cap, int) and not isinstance(cap, bool) else None,
+    )
+
+
+def trim_bytes(
+    raw: bytes, options: TrimOptions = TrimOptions(), source: str = "<memory>"
+) -> tuple[bytes | None, TrimReport]:
+    """Trim a document given as bytes; returns (None, report) when the file is skipped."""
+    with gc_paused():  # millions of short-lived acyclic containers: the cyclic GC only costs
+        return _trim_bytes(raw, options, source)
+
+
+def _trim_bytes(raw: bytes, options: TrimOptions, source: str) -> tuple[bytes | None, TrimReport]:
+    doc = stream.split(raw, source)
+    cap = options.max_length
+    version, previous = _previous_cap(doc.metadata)
+    warnings: list[str] = []
+    if previous is not None:
+        if version == __version__ and previous == cap:
+            return None, TrimReport("skipped", cap, 0, len(raw), len(raw))
+        if cap > previous:
+            warnings.append(
+                f"{source}: already trimmed to {previous} characters; a larger cap ({cap}) "
+                "cannot restore values that were cut"
+            )
+    cutter = _Cutter(cap)
+    metadata = doc.metadata
+    rewrite_metadata(metadata, cutter)
+    recorded = cap if previous is None else min(cap, previous)
+    metadata["trimmed"] = {"version": __version__, "max_length": recorded}
+
+    values: dict[str, Any] = {"metadata": metadata}
+    if doc.events_array is not None:
+        writer = stream.ArrayWriter(source)
+        for raw_event, event in doc.events():
+            before = cutter.count
+            rewrite_event(event, cutter)
+            if cutter.count == before:  # nothing cut: the event's bytes stay as they were
+                writer.add_raw(raw_event)
+            else:
+                writer.add(event)
+        values["events"] = writer.done()
+    updates = doc.event_updates()
+    if updates:
+        for update in updates.values():
+            if isinstance(update, dict):
+                rewrite_event(update, cutter)
+        values["eventUpdates"] = updates
+    warnings.extend(doc.warnings)
+    out = doc.assemble(values)
+    report = TrimReport(TRIMMED, recorded, cutter.count, len(raw), len(out), tuple(warnings))
+    return out, report
+
+
+def trim(
+    doc: TraceDocument, options: TrimOptions = TrimOptions()
+) -> tuple[TraceDocument, TrimReport]:
+    """Pure form: a new trimmed document (the input is not modified) and the report."""
+    raw = doc.to_bytes()
+    out, report = trim_bytes(raw, options, str(doc.path or "<memory>"))
+    trimmed = parse(out if out is not None else raw, str(doc.path or "<memory>"))
+    trimmed.path = doc.path
+    return trimmed, report
+
+
+def trim_files(
+    inputs: Sequence[str | Path],
+    options: TrimOptions = TrimOptions(),
+    output_dir: str | Path | None = None,
+    *,
+    recursive: bool = False,
+) -> list[files.FileReport]:
+    """Trim many files (in place, or into `output_dir`); one report per file."""
+    pairs = files.plan(inputs, output_dir, recursive)
+
+    def transform(raw: bytes, source: str) -> tuple[bytes | None, dict[str, Any], list[str]]:
+        out, report = trim_bytes(raw, options, source)
+        details = {"max_length": report.max_length, "values_trimmed": report.values_trimmed}
+        return out, details, list(report.warnings)
+
+    return files.run(pairs, transform, TRIMMED)
