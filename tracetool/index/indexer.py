@@ -37,6 +37,7 @@ from tracetool.index import schema, sidecar
 from tracetool.index.lock import WriterLock
 from tracetool.index.worker import Indexed, Result, Same, Skipped, Task, process
 from tracetool.index.writer import Known, Writer
+from tracetool.paths import query_db_path
 from tracetool.trace import TRACE_SUFFIXES, find_trace_files
 from tracetool.trace.document import SKIP_DIRS
 
@@ -48,9 +49,8 @@ POOL_MIN_BYTES = 4_000_000
 
 
 def default_query_db(trace_dir: Path | str) -> Path:
-    """`~/.trace/data/<sha>/query.db`, `<sha>` from the resolved recordings directory."""
-    from tracetool.paths import query_db_path
-
+    """`~/.trace/data/<sha>/query.db`, `<sha>` from the resolved recordings directory
+    (`tracetool.paths`: the one layout shared with the daemon's discovery file)."""
     return query_db_path(trace_dir)
 
 
