@@ -290,12 +290,16 @@ class DaemonProcess:
         assert "error" not in answer, answer
         return answer["result"]
 
-    def stop(self, timeout: float = DEADLINE) -> int:
+    def stop(self, timeout: float = 3 * DEADLINE) -> int:
         """SIGTERM, wait, keep what it wrote on stderr in `stderr_text`; the exit status."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"the daemon did not stop within {timeout} s") from None
         finally:
             if self.proc.stderr is not None and not self.proc.stderr.closed:
                 self.stderr_text = self.proc.stderr.read().decode(errors="replace")
@@ -306,7 +310,9 @@ class DaemonProcess:
 
 def daemon_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACETOOL_", "OPENAI_"))}
-    env.update(HOME=str(home), USERPROFILE=str(home), PYTHONPATH=str(ROOT), **extra)
+    # One indexing worker: the pool is exercised, and parallel test runs stay light.
+    env.update(HOME=str(home), USERPROFILE=str(home), PYTHONPATH=str(ROOT))
+    env.update(TRACETOOL_INDEX_WORKERS="1", **extra)
     env.pop("http_proxy", None)
     env.pop("HTTP_PROXY", None)
     return env

@@ -185,8 +185,10 @@ def test_folders_moved_in_renamed_and_moved_out(
     poll(lambda: {"batch/a.trace.json", "batch/deep/b.trace.json"} <= listed(d))
     os.rename(trace / "batch", trace / "renamed")  # renamed inside the tree
     poll(
-        lambda: {"renamed/a.trace.json", "renamed/deep/b.trace.json"} <= listed(d)
-        and not any(r.startswith("batch/") for r in listed(d))
+        lambda: (
+            {"renamed/a.trace.json", "renamed/deep/b.trace.json"} <= listed(d)
+            and not any(r.startswith("batch/") for r in listed(d))
+        )
     )
     os.rename(trace / "renamed", outside / "back")  # moved out: forgotten
     poll(lambda: not any(r.startswith("renamed/") for r in listed(d)))
