@@ -193,3 +193,17 @@ def test_folders_moved_in_renamed_and_moved_out(
     os.rename(trace / "renamed", outside / "back")  # moved out: forgotten
     poll(lambda: not any(r.startswith("renamed/") for r in listed(d)))
     assert len(listed(d)) == 3
+
+
+def test_the_pytest_plugin_notification_reaches_the_daemon(
+    start_daemon: Start, project: Path, monkeypatch: pytest.MonkeyPatch, home: Path
+) -> None:
+    from pytest_tracetool.notify import notify_daemon
+
+    monkeypatch.setenv("HOME", str(home))
+    trace = project / "tmp" / "trace"
+    d = start_daemon("rpc", cwd=project)
+    ready(d, 3)
+    path = write_recording(trace / "from_plugin.trace.json", recording("from the plugin"))
+    assert notify_daemon(trace, [path]) is True  # the plugin's own client, unchanged
+    poll(lambda: "from_plugin.trace.json" in listed(d))

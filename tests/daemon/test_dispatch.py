@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tracetool_daemon.methods  # noqa: F401  (registers the methods before collection)
 from tracetool_daemon.discovery import DaemonRunningError, claim
 from tracetool_daemon.registry import METHODS, dispatch
 from tracetool_daemon.server import is_local_host, is_local_origin
@@ -170,3 +171,12 @@ def test_claim_is_exclusive_and_replaces_a_stale_discovery_file(home: Path, tmp_
     assert not stale.exists()
     second = claim(trace)
     second.release()
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_every_method_refuses_bad_parameters(service: Service, name: str) -> None:
+    """An unknown parameter (or a missing required one, which is checked first) is -32602."""
+    error = rpc(service, call(name, {"bogus": 1}))["error"]
+    assert error["code"] == -32602
+    message = error["message"] + str(error.get("data", ""))
+    assert "bogus" in message or "missing a required argument" in message or "must be" in message
