@@ -1,0 +1,273 @@
+"""The recording side of the pytest plugin, registered by `pytest_tracetool.plugin` when on.
+
+Per test (``pytest_runtest_protocol``, so fixture setup and teardown are inside): start a
+recording (in-process scoped session, or ``POST /_trace/record`` of a remote app), collect the
+setup/call/teardown reports, stop it, add the test's metadata (`testmeta`) and save it with the
+agent's writer as ``<trace_dir>/pytest/<file-safe node id>.trace.json`` -- on a background thread
+(`saver`), drained at session end.
+
+Recording trouble never changes a test's outcome: every step is guarded, problems are counted by
+kind and reported once each in the terminal summary (never as warnings, which ``-W error`` would
+turn into test failures). Under pytest-xdist each worker records and saves its own tests; counts
+and problems travel to the controller in ``workeroutput`` for one summary. At session end each
+process tells a running daemon about its new files (`notify`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any, Optional, Protocol
+
+import pytest
+
+from pytest_tracetool.remote import Problem
+from pytest_tracetool.saver import BackgroundSaver
+from pytest_tracetool.testmeta import (
+    Outcome,
+    PhaseResult,
+    TestInfo,
+    apply_test_metadata,
+    classify,
+    describe_test,
+    failure_location,
+    failure_message,
+)
+
+log = logging.getLogger("pytest_tracetool")
+SUBDIR = "pytest"
+_OUTPUT_KEY = "tracetool"
+
+
+class Backend(Protocol):
+    def start(self, info: TestInfo) -> tuple[Any, Optional[Problem]]: ...
+    def retry_start(self, info: TestInfo) -> tuple[Any, Optional[Problem]]: ...
+    def stop(self, token: Any) -> tuple[Any, Optional[Problem]]: ...
+
+
+class RemoteBackend:
+    """``POST``/``DELETE {url}/_trace/record`` around each test."""
+
+    def __init__(self, url: str) -> None:
+        from pytest_tracetool.remote import RemoteRecording
+
+        self.remote = RemoteRecording(url)
+        self.gave_up: Problem | None = None
+
+    def start(self, info: TestInfo) -> tuple[Any, Problem | None]:
+        if self.gave_up is not None:
+            return None, None  # already reported once
+        result = self.remote.start()
+        if result.problem is not None and result.problem.kind == "timeout":
+            # A host that does not answer would cost the timeout on every test: stop asking.
+            self.gave_up = result.problem
+        return (True if result.started else None), result.problem
+
+    def retry_start(self, info: TestInfo) -> tuple[Any, Problem | None]:
+        # The app may have been started by this test's fixtures (a live-server fixture): a
+        # refused connection before setup gets one more try once setup is done.
+        if self.gave_up is not None:
+            return None, None
+        return self.start(info)
+
+    def stop(self, token: Any) -> tuple[dict[str, Any] | None, Problem | None]:
+        result = self.remote.stop()
+        return result.document, result.problem
+
+
+class TracePlugin:
+    NAME = "tracetool-recorder"
+
+    def __init__(self, config: pytest.Config, mode: str) -> None:
+        import os
+
+        from tracetool.config import resolve_trace_dir
+
+        self.config = config
+        self.mode = mode
+        self.record_skipped = bool(config.getoption("trace_record_skipped"))
+        self.trace_dir = resolve_trace_dir(config.getoption("trace_dir")).absolute()
+        self.pytest_version = pytest.__version__
+        self.written: list[Path] = []  # appended by the saver thread
+        self._lock = threading.Lock()
+        self.saver = BackgroundSaver(self._write, self.written.append, self._save_failed)
+        self.workers_written = 0  # reported by pytest-xdist workers (controller only)
+        self.problems: dict[str, list[Any]] = {}  # kind -> [count, first message]
+        self.worker = hasattr(config, "workerinput")
+        self.backend: Backend | None = None
+        if mode == "remote":
+            url = config.getoption("trace_url") or os.environ.get("TRACETOOL_URL", "")
+            self.url = url
+            self.backend = RemoteBackend(url)
+            if not self.worker and getattr(config.option, "numprocesses", None):
+                self._problem(
+                    Problem(
+                        "xdist",
+                        "remote recording records one session at a time: with pytest-xdist, "
+                        "tests that run at the same time get 409 and are not recorded, and a "
+                        "recording may hold another worker's requests; run without -n to "
+                        "record every test",
+                    )
+                )
+        else:
+            self.url = ""
+            from pytest_tracetool.inprocess import InProcessBackend
+
+            self.backend = InProcessBackend()
+        self._phases: list[PhaseResult] = []
+        self._token: Any = None
+        self._retry = False
+        self._stopped: Any = None  # the finished document: a dict (remote) or a Recording
+        self._rootdir = Path(str(config.rootpath))
+
+    # -- per test --------------------------------------------------------------------------------
+
+    def _problem(self, problem: Problem | None) -> None:
+        if problem is None:
+            return
+        with self._lock:  # the saver thread reports too
+            entry = self.problems.setdefault(problem.kind, [0, problem.message])
+            entry[0] += 1
+        log.debug("tracetool: %s", problem.message)
+
+    def _guard(self, what: str, func: Any, *args: Any) -> Any:
+        try:
+            return func(*args)
+        except Exception as exc:  # recording trouble must never fail a test
+            log.debug("tracetool: %s failed", what, exc_info=True)
+            self._problem(Problem("internal", f"{what} failed: {type(exc).__name__}: {exc}"))
+            return None
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Generator[None]:
+        self._phases = []
+        self._token, self._retry, self._stopped = None, False, None
+        info = self._guard("reading the test's details", describe_test, item)
+        if info is not None and self.backend is not None:
+            started = self._guard("starting the recording", self.backend.start, info)
+            if started is not None:
+                self._token, problem = started
+                self._retry = problem is not None and problem.kind == "unreachable"
+                if not self._retry:
+                    self._problem(problem)
+        yield
+        if info is not None:
+            if self._stopped is None:
+                self._stopped = self._guard("stopping the recording", self._stop)
+            if self._stopped is not None:
+                self._guard("saving the recording", self._save, item, info, self._stopped)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None]:
+        late = False
+        if self._retry and self.backend is not None:
+            # The app may be started by this test's fixtures (a live-server fixture): a refused
+            # connection before setup gets one more try now, and then the recording ends with
+            # the test body, before teardown stops that app again.
+            self._retry = False
+            info = self._guard("reading the test's details", describe_test, item)
+            started = info and self._guard("starting the recording", self.backend.retry_start, info)
+            if started is not None:
+                self._token, problem = started
+                self._problem(problem)
+                late = self._token is not None
+        yield
+        if late:
+            self._stopped = self._guard("stopping the recording", self._stop)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[Any]
+    ) -> Generator[None]:
+        result = yield
+        try:
+            report = result.get_result()  # type: ignore[attr-defined]
+            self._phases.append(self._phase(item, call, report))
+        except Exception:
+            log.debug("tracetool: cannot read the %s report", call.when, exc_info=True)
+
+    def _phase(self, item: pytest.Item, call: pytest.CallInfo[Any], report: Any) -> PhaseResult:
+        message = location = None
+        if report.failed:
+            excinfo = call.excinfo
+            message = failure_message(excinfo, report.longrepr)
+            if excinfo is not None:
+                location = failure_location(excinfo, getattr(item, "path", None), self._rootdir)
+        return PhaseResult(
+            when=report.when,
+            outcome=report.outcome,
+            wasxfail=hasattr(report, "wasxfail"),
+            message=message,
+            location=location,
+        )
+
+    def _stop(self) -> Any:
+        token, self._token = self._token, None
+        if token is None or self.backend is None:
+            return None
+        document, problem = self.backend.stop(token)
+        self._problem(problem)
+        return document
+
+    def _save(self, item: pytest.Item, info: TestInfo, document: Any) -> None:
+        outcome: Outcome = classify(self._phases, info.source_location)
+        if outcome.skipped and not self.record_skipped:
+            return
+        if isinstance(document, dict):
+            meta = document.get("metadata")
+            if not isinstance(meta, dict):
+                meta = document["metadata"] = {}
+        else:  # the agent's Recording
+            meta = document.metadata
+        apply_test_metadata(meta, info, outcome, self.pytest_version)
+        self.saver.submit(document, info.key)
+
+    def _write(self, document: Any, key: str) -> Path:
+        from tracetool.agent.writer import save_recording
+
+        return save_recording(document, key, SUBDIR, self.trace_dir)
+
+    def _save_failed(self, exc: Exception) -> None:
+        log.debug("tracetool: saving a recording failed", exc_info=exc)
+        self._problem(
+            Problem("internal", f"saving the recording failed: {type(exc).__name__}: {exc}")
+        )
+
+    # -- session end -----------------------------------------------------------------------------
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.saver.close()
+        if self.written:
+            from pytest_tracetool.notify import notify_daemon
+
+            self._guard("notifying the daemon", notify_daemon, self.trace_dir, self.written)
+        if self.worker:
+            output = getattr(self.config, "workeroutput", None)
+            if isinstance(output, dict):
+                output[_OUTPUT_KEY] = {"written": len(self.written), "problems": self.problems}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        mine = output.get(_OUTPUT_KEY)
+        if not isinstance(mine, dict):
+            return
+        self.workers_written += int(mine.get("written", 0))
+        for kind, (count, message) in (mine.get("problems") or {}).items():
+            entry = self.problems.setdefault(kind, [0, message])
+            entry[0] += count
+
+    def pytest_unconfigure(self) -> None:
+        self.saver.close()  # a session that ended without sessionfinish (internal error)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        count = len(self.written) + self.workers_written
+        where = self.trace_dir / SUBDIR
+        source = f" from {self.url}" if self.mode == "remote" else ""
+        noun = "recording" if count == 1 else "recordings"
+        terminalreporter.write_line(f"tracetool: {count} {noun}{source} written to {where}")
+        for count_, message in self.problems.values():
+            times = "once" if count_ == 1 else f"{count_} times"
+            terminalreporter.write_line(f"tracetool: warning ({times}): {message}", yellow=True)

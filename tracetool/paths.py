@@ -1,0 +1,104 @@
+"""Per-trace_dir data locations under ``~/.trace/data`` and the daemon's discovery file.
+
+Every recordings directory gets its own data directory, ``~/.trace/data/<sha>``, where ``<sha>`` is
+the first 16 hex digits of the SHA-256 of the directory's resolved absolute path (UTF-8, undecodable
+bytes as surrogate escapes). It holds ``query.db`` (built by
+``tracetool index``; spec "Other stored artifacts") and, while a daemon serves that trace_dir, the
+discovery file ``daemon.json`` = ``{"pid": int, "port": int, "version": str}``. The daemon binds
+127.0.0.1 only, so the port is all a client needs.
+
+This is the one implementation of that layout: the index, the daemon, ``rpc-client`` and the pytest
+plugin all call it. Importable by the agent and the pytest plugin: stdlib only, Python 3.9+.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Union
+
+DATA_ROOT = Path(".trace") / "data"
+QUERY_DB = "query.db"
+DISCOVERY_FILE = "daemon.json"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class DaemonInfo:
+    """What a running daemon announced in its discovery file."""
+
+    pid: int
+    port: int
+    version: str
+    path: Path
+
+
+KEY_LENGTH = 16
+
+
+def trace_dir_key(trace_dir: PathLike) -> str:
+    """The ``<sha>`` naming a trace_dir's data directory (see module doc)."""
+    resolved = str(Path(trace_dir).expanduser().resolve())
+    return hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:KEY_LENGTH]
+
+
+def data_dir_for(trace_dir: PathLike) -> Path:
+    """``~/.trace/data/<sha>`` for this trace_dir (not created here)."""
+    return Path.home() / DATA_ROOT / trace_dir_key(trace_dir)
+
+
+def query_db_path(trace_dir: PathLike) -> Path:
+    """Default location of ``query.db`` for this trace_dir (overridden by ``--query-db``)."""
+    return data_dir_for(trace_dir) / QUERY_DB
+
+
+def discovery_file(trace_dir: PathLike) -> Path:
+    """Where the daemon serving this trace_dir announces itself (``daemon.json``)."""
+    return data_dir_for(trace_dir) / DISCOVERY_FILE
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (without signalling or touching it)."""
+    if pid <= 0:
+        return False
+    if sys.platform == "win32":
+        # os.kill(pid, 0) would terminate the process on Windows: ask the kernel instead.
+        import ctypes
+
+        kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
+        handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+        if not handle:
+            return False
+        kernel32.CloseHandle(handle)
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    except OSError:
+        return False
+    return True
+
+
+def read_discovery(trace_dir: PathLike) -> Optional[DaemonInfo]:
+    """The live daemon for this trace_dir, or None (no file, unreadable, malformed, pid gone)."""
+    path = discovery_file(trace_dir)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    pid, port, version = data.get("pid"), data.get("port"), data.get("version", "")
+    if not isinstance(pid, int) or not isinstance(port, int) or not 0 < port < 65536:
+        return None
+    if not pid_alive(pid):
+        return None
+    return DaemonInfo(pid=pid, port=port, version=str(version), path=path)
