@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -74,9 +75,15 @@ def _tree_rss_kb(pid: int) -> int:
     return total
 
 
-def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """(wall seconds, peak tree RSS MB) of one run; output discarded, failures raised."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """(wall s, peak tree RSS MB, CPU s of the tree) of one run; output discarded."""
     peak = [0]
+    cpu_before = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tempfile.gettempdir()
@@ -94,7 +101,16 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float
     sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()[-500:]}")
-    return wall, peak[0] / 1024
+    return wall, peak[0] / 1024, _children_cpu() - cpu_before
+
+
+def _summary(runs: list[tuple[float, float, float]]) -> tuple[float, float, float]:
+    """Median wall time, highest peak memory, median CPU time."""
+    return (
+        statistics.median(r[0] for r in runs),
+        max(r[1] for r in runs),
+        statistics.median(r[2] for r in runs),
+    )
 
 
 def ours(*args: str) -> list[str]:
@@ -143,10 +159,9 @@ def main() -> None:
     print(
         f"corpus: {args.corpus} ({size_mb:.0f} MB); one recording: {big.stat().st_size / 1e6:.0f} MB"
     )
-    print(
-        f"median of {args.repeat} runs each, alternating; memory = peak RSS of the process tree\n"
-    )
-    header = f"{'command':18}{'tracetool':>16}{'appmap':>18}{'speed-up':>10}{'memory':>9}"
+    print(f"median of {args.repeat} runs each, alternating; memory = peak RSS of the process tree;")
+    print("cpu = user+sys seconds of the whole tree (steadier than wall time on a busy machine)\n")
+    header = f"{'command':18}{'tracetool':>25}{'appmap':>25}{'speed-up':>10}{'cpu':>7}{'memory':>8}"
     print(header)
     print("-" * len(header))
     for label, (mine, theirs) in cases.items():
@@ -155,19 +170,22 @@ def main() -> None:
             our_runs.append(run(mine, env))
             if have_peer and theirs:
                 peer_runs.append(run(theirs, env))
-        t = statistics.median(r[0] for r in our_runs)
-        m = max(r[1] for r in our_runs)
+        t, m, c = _summary(our_runs)
+        ours_text = f"{t:6.2f} s {c:5.1f} cpu {m:4.0f} MB"
         if peer_runs:
-            pt = statistics.median(r[0] for r in peer_runs)
-            pm = max(r[1] for r in peer_runs)
-            peer_text, tag = f"{pt:7.2f} s {pm:5.0f} MB", ""
+            pt, pm, pc = _summary(peer_runs)
+            peer_text = f"{pt:6.2f} s {pc:5.1f} cpu {pm:4.0f} MB"
+            ratios = f"{pt / t:9.1f}x{pc / c:6.1f}x{m / pm:7.2f}x"
+            print(f"{label:18}{ours_text:>25}{peer_text:>25}{ratios}")
         elif label in REFERENCE:
             pt, pm = REFERENCE[label]
-            peer_text, tag = f"~{pt:5.0f} s ~{pm:4.0f} MB", " (README reference, not measured)"
+            peer_text = f"~{pt:5.0f} s          ~{pm:4.0f} MB"
+            ratios = f"{pt / t:9.1f}x{'':>7}{m / pm:7.2f}x"
+            print(
+                f"{label:18}{ours_text:>25}{peer_text:>25}{ratios}  (README figures, not measured)"
+            )
         else:
-            print(f"{label:18}{t:7.2f} s {m:5.0f} MB{'(no peer)':>18}")
-            continue
-        print(f"{label:18}{t:7.2f} s {m:5.0f} MB{peer_text:>18}{pt / t:9.1f}x{m / pm:8.2f}x{tag}")
+            print(f"{label:18}{ours_text:>25}{'(no peer)':>25}")
     print("\ntarget: speed-up >= 5x and memory <= 0.5x for openapi and stats")
     if not have_peer:
         print(f"(peer not installed at {PEER}; see ../shared/README.md)")

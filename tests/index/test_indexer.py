@@ -71,7 +71,13 @@ def test_cold_index_fills_database_and_sidecars_outside_trace_dir(shop: Path, qd
         {"route": "GET /users/{id}", "parameters": "()", "status": 200}
     ]
     assert {f["canonicalization_algorithm"] for f in data["fingerprints"]} == set(data["canonical"])
-    assert data["digests"] == {}  # no tracetool.diagram yet
+    # the sequence-diagram digest is the same one `tracetool.diagram` computes for the recording
+    from tracetool.diagram import recording_digest
+    from tracetool.trace import load
+
+    expected = recording_digest(load(shop / "main/users_show.trace.json"))
+    assert data["digests"] == {"sequence_diagram": expected}
+    assert rows(qdb, "SELECT count(*) FROM recordings WHERE diagram_digest IS NOT NULL") != [(0,)]
     assert [c["name"] for c in data["classMap"]] == [
         "app",
         "logging",

@@ -106,6 +106,8 @@ def test_requests_all_slowest_first(db: sqlite3.Connection) -> None:
             [(INDEX, "/users"), (SHOW, "/users/7"), (SHOW, "/users/42"), (INDEX, "/users/42")],
         ),
         ({"route": "POST"}, [(ORDERS, "/orders")]),
+        ({"method": "post"}, [(ORDERS, "/orders")]),
+        ({"method": "GET", "route": "/users"}, [(INDEX, "/users")]),
         ({"table": "orders"}, [(ORDERS, "/orders")]),
         ({"branch": "feature"}, [(INDEX, "/users"), (INDEX, "/users/42")]),
         ({"commit": "aaaa"}, [(SHOW, "/users/7"), (SHOW, "/users/42")]),

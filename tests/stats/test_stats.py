@@ -273,3 +273,17 @@ def test_memory_stays_flat_on_a_big_recording(tmp_path: Path) -> None:
     peak_mb = int(proc.stderr.strip().splitlines()[-1]) / 1024
     # orjson-parsing 24 MB of events takes ~200 MB; the streamed pass stays near start-up size
     assert peak_mb < 80
+
+
+def test_cli_single_malformed_recording_is_one_line(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.trace.json"
+    broken.write_bytes(b'{"events": [{"id": 1, "event": "call"')
+    proc = subprocess.run(
+        [sys.executable, "-m", "tracetool", "stats", "-a", str(broken)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"tracetool: {broken}: not valid JSON")
+    assert proc.stderr.count("\n") == 1

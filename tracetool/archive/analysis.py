@@ -65,7 +65,9 @@ class AnalysisResult:
 
 def recording_digest(root_subtree_digests: Sequence[str]) -> str:
     """AppMap's per-recording digest: sha256 over the root subtree digests, concatenated."""
-    return hashlib.sha256("".join(root_subtree_digests).encode()).hexdigest()
+    from tracetool.diagram import roots_digest
+
+    return roots_digest(root_subtree_digests)
 
 
 def analysis_key(compare_filter: CompareFilter) -> dict[str, Any]:

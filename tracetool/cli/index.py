@@ -1,7 +1,8 @@
 """`tracetool index`: fingerprint recordings and build query.db (see tracetool.index).
 
 Prints one summary line (or the result as JSON with `--json`) and one warning line per skipped
-file. Exit status 0 even when files were skipped, unless `--strict`. `-v` lists every file
+file. `--watch` keeps running as the daemon for this directory (`tracetool_daemon`), indexing
+changes as they happen; `--port` also serves JSON-RPC there (docs/rpc.md). Exit status 0 even when files were skipped, unless `--strict`. `-v` lists every file
 indexed, updated, renamed or deleted.
 """
 
@@ -51,6 +52,18 @@ def _summary(result: object) -> str:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--log-assistant", is_flag=True, help="Log assistant events to stderr.")
+@click.option(
+    "-w",
+    "--watch",
+    is_flag=True,
+    help="Keep running: index new, changed and deleted recordings as they are written.",
+)
+@click.option(
+    "-p",
+    "--port",
+    type=click.IntRange(0, 65535),
+    help="Also serve JSON-RPC on 127.0.0.1 at this port (0: the OS chooses); implies --watch.",
+)
 def command(
     trace_dir: str | None,
     query_db: str | None,
@@ -58,6 +71,8 @@ def command(
     max_size: float | None,
     as_json: bool,
     log_assistant: bool,
+    watch: bool,
+    port: int | None,
 ) -> None:
     """Fingerprint and index every recording in the recordings directory.
 
@@ -75,6 +90,9 @@ def command(
     )
     root = resolve_trace_dir(trace_dir)
     verbose = is_verbose()
+    if watch or port is not None:
+        _watch(root, options.query_db, port, log_assistant, verbose)
+        return
 
     def report(relpath: str, outcome: str) -> None:
         if verbose and outcome != "skipped":
@@ -90,3 +108,42 @@ def command(
         click.echo(_summary(result))
     if strict and result.skipped:
         click.get_current_context().exit(1)
+
+
+def _watch(
+    root: Path, query_db: Path | None, port: int | None, log_assistant: bool, verbose: bool
+) -> None:
+    """`--watch` / `--port`: the daemon for this one directory (see tracetool_daemon.runner)."""
+    from tracetool_daemon.runner import Daemon, DaemonOptions, Target
+
+    from tracetool.cli.rpc import service_options
+    from tracetool.index import IndexResult
+    from tracetool.paths import query_db_path
+
+    trace_dir = root.expanduser().resolve()
+    db = query_db.expanduser().absolute() if query_db else query_db_path(trace_dir)
+    first = [True]
+
+    def on_batch(project: object, result: IndexResult) -> None:
+        if verbose:
+            for rel in (*result.added, *result.updated, *result.deleted):
+                click.echo(f'Indexed "{trace_dir / rel}"', err=True)
+        for skip in result.skipped:
+            click.echo(f"tracetool: skipped {skip.path}: {skip.reason}", err=True)
+        if first[0]:
+            first[0] = False
+            click.echo(_summary(result) + "; watching for changes (Ctrl-C to stop)", err=True)
+
+    options = DaemonOptions(
+        targets=(Target(Path.cwd().resolve(), trace_dir, db),),
+        port=port,
+        service=service_options(
+            log_assistant=log_assistant,
+            ai_options=(),
+            prompt=None,
+            code_editor=None,
+            thread_id=None,
+            trajectory_file=None,
+        ),
+    )
+    Daemon(options, on_batch=on_batch).run()

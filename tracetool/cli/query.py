@@ -30,7 +30,7 @@ def db_options(f: F) -> F:
 def filter_options(*names: str) -> Callable[[F], F]:
     """The `find`-style filters named, in a fixed order."""
     specs: dict[str, tuple[tuple[str, ...], str]] = {
-        "route": (("--route",), "Route: 'GET /users/{id}', '/users/:id', a path or a glob."),
+        "route": (("--route",), "Route: 'GET /users/{id}', '/users/:id', 'POST', a path, a glob."),
         "class": (("--class", "class_"), "Class name (last component or glob)."),
         "method": (("--method",), "Method / function name (or glob)."),
         "status": (("--status",), "HTTP status: 500, >=500, <400, 200-299, 5xx."),

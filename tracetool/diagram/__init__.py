@@ -27,11 +27,15 @@ from tracetool.diagram.service import (
     diagram_of,
     diff_diagrams,
     load_diagram,
+    recording_digest,
     render,
+    roots_digest,
     write_diagrams,
 )
 
 __all__ = [
+    "recording_digest",
+    "roots_digest",
     "Action",
     "Actor",
     "Diagram",

@@ -7,8 +7,10 @@ that is not a recording or diagram raises `TraceFormatError` naming it; a missin
 
 from __future__ import annotations
 
+import hashlib
 import os
 import webbrowser
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,19 @@ def diagram_of(
     """The diagram of one recording, after `filter` when given."""
     doc = source if isinstance(source, TraceDocument) else load_slim(source)
     return build_diagram(doc, options, filter)
+
+
+def roots_digest(root_subtree_digests: Iterable[str]) -> str:
+    """AppMap's per-recording digest: sha256 over the root actions' subtree digests, concatenated.
+
+    Two recordings with equal digests have the same sequence-diagram structure (compare, index).
+    """
+    return hashlib.sha256("".join(root_subtree_digests).encode()).hexdigest()
+
+
+def recording_digest(doc: TraceDocument) -> str:
+    """The sequence-diagram digest of one recording (default diagram options, no filter)."""
+    return roots_digest(a.subtree_digest for a in build_diagram(doc).root_actions)
 
 
 def render(diagram: Diagram, fmt: str, **kwargs: Any) -> str:

@@ -4,6 +4,8 @@ Public API (the CLI, the daemon and `archive` use these; nothing else is needed)
 
 - `index_directory(trace_dir, IndexOptions(...), progress=, report=) -> IndexResult` — bring
   query.db and the sidecars up to date with a recordings directory (incremental).
+- `index_paths(trace_dir, paths, IndexOptions(...), removed_dirs=, report=) -> IndexResult` —
+  the same work for a few files only (the daemon's live updates, `index.files`).
 - `default_query_db(trace_dir) -> Path` — `~/.trace/data/<sha>/query.db`.
 - `sidecar_path(query_db, relpath)`, `read_sidecar(path)` — a recording's index sidecar.
 - `extract(doc, source) -> Extract` — the rows and canonical forms of one document (pure).
@@ -22,6 +24,7 @@ from tracetool.index.indexer import (
     default_max_bytes,
     default_query_db,
     index_directory,
+    index_paths,
 )
 from tracetool.index.lock import IndexBusyError, WriterLock
 from tracetool.index.schema import SCHEMA_VERSION, open_reader
@@ -44,6 +47,7 @@ __all__ = [
     "default_query_db",
     "extract",
     "index_directory",
+    "index_paths",
     "open_reader",
     "read_sidecar",
     "sidecar_path",

@@ -25,7 +25,8 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, as_completed
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,8 @@ from tracetool.index.lock import WriterLock
 from tracetool.index.worker import Indexed, Result, Same, Skipped, Task, process
 from tracetool.index.writer import Known, Writer
 from tracetool.paths import query_db_path
-from tracetool.trace import find_trace_files
+from tracetool.trace import TRACE_SUFFIXES, find_trace_files
+from tracetool.trace.document import SKIP_DIRS
 
 # Parsing a JSON document into Python objects costs several times its size in memory.
 MEMORY_PER_BYTE = 8
@@ -83,6 +85,10 @@ class IndexOptions:
     # False when the caller already holds the WriterLock (a long-running watcher keeps it).
     lock: bool = True
     log_assistant: bool = False  # accepted for the assistant; no effect on indexing yet
+    commit_seconds: float = 1.0  # readers see progress at least this often (the daemon: less)
+    # A concurrent.futures executor (process pool) kept warm by a long-lived caller (the
+    # daemon) runs the per-file work instead of a pool started for this run.
+    executor: Executor | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -129,7 +135,18 @@ def _relpath(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix() if path != root else path.name
 
 
-def _run_tasks(tasks: list[Task], workers: int) -> Iterator[Result]:
+def _run_tasks(
+    tasks: list[Task], workers: int, executor: Executor | None = None
+) -> Iterator[Result]:
+    if executor is not None and tasks:
+        futures = [executor.submit(process, task) for task in tasks]
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+        return
     total_bytes = sum(t.size for t in tasks)
     if workers <= 1 or len(tasks) < POOL_MIN_FILES or total_bytes < POOL_MIN_BYTES:
         for task in tasks:
@@ -152,6 +169,41 @@ def index_directory(
     report: FileReport | None = None,
 ) -> IndexResult:
     """Index every recording below `trace_dir` into query.db (see module doc)."""
+    return _index(trace_dir, options, None, progress, report)
+
+
+def index_paths(
+    trace_dir: Path | str,
+    paths: Iterable[Path | str],
+    options: IndexOptions = IndexOptions(),
+    *,
+    removed_dirs: Iterable[Path | str] = (),
+    report: FileReport | None = None,
+) -> IndexResult:
+    """Bring query.db up to date for these files only (the daemon's live updates).
+
+    Each path below `trace_dir` is looked at like `index_directory` looks at every file: present
+    → indexed when new or changed, absent → forgotten; recordings below `removed_dirs` count as
+    absent. A file that vanished in the same call and reappears under a new name with the same
+    content is renamed, not parsed again. Paths outside `trace_dir`, non-recordings and files in
+    ignored folders are left alone. No scan of the tree, no checkpoint: cheap enough per batch.
+    """
+    return _index(trace_dir, options, _Scope(tuple(paths), tuple(removed_dirs)), None, report)
+
+
+@dataclass(frozen=True)
+class _Scope:
+    paths: tuple[Path | str, ...]
+    removed_dirs: tuple[Path | str, ...]
+
+
+def _index(
+    trace_dir: Path | str,
+    options: IndexOptions,
+    scope: _Scope | None,
+    progress: Progress | None,
+    report: FileReport | None,
+) -> IndexResult:
     started = time.monotonic()
     root = Path(trace_dir).expanduser().resolve()
     if not root.is_dir():
@@ -167,10 +219,20 @@ def index_directory(
         try:
             if fresh:
                 shutil.rmtree(sidecar.sidecar_root(query_db), ignore_errors=True)
-            writer = Writer(conn)
+            writer = Writer(conn, batch_seconds=options.commit_seconds)
             run = _Run()
             found, unchanged = _update(
-                root, query_db, writer, fresh, workers, max_bytes, run, progress, report
+                root,
+                query_db,
+                writer,
+                fresh,
+                workers,
+                max_bytes,
+                run,
+                progress,
+                report,
+                scope,
+                options.executor,
             )
             if fresh or run.added or run.updated or run.deleted:
                 writer.prune_code_objects()
@@ -180,9 +242,10 @@ def index_directory(
             if fresh:
                 schema.create_indexes(conn)
                 conn.execute("ANALYZE")
-            else:
+            elif scope is None:
                 conn.execute("PRAGMA optimize")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if scope is None:  # a live update leaves checkpoints to SQLite (readers keep going)
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -215,17 +278,24 @@ def _update(
     run: _Run,
     progress: Progress | None,
     report: FileReport | None,
+    scope: _Scope | None = None,
+    executor: Executor | None = None,
 ) -> tuple[int, int]:
     known = writer.known()
     on_disk: dict[str, tuple[Path, int, int]] = {}
-    for path in find_trace_files(root):
+    candidates = find_trace_files(root) if scope is None else _in_scope(root, scope, known)
+    for path in candidates:
         try:
             st = path.stat()
         except OSError:
             continue  # vanished between listing and stat
         on_disk[_relpath(path, root)] = (path, st.st_size, st.st_mtime_ns)
 
-    missing = {rel: k for rel, k in known.items() if rel not in on_disk}
+    if scope is None:
+        missing = {rel: k for rel, k in known.items() if rel not in on_disk}
+    else:
+        looked_at = {_relpath(p, root) for p in candidates}
+        missing = {rel: known[rel] for rel in looked_at if rel in known and rel not in on_disk}
     by_size: dict[int, list[str]] = {}
     for k in missing.values():
         by_size.setdefault(k.size, []).append(k.sha256)
@@ -249,7 +319,7 @@ def _update(
     total = len(tasks)
     if progress is not None:
         progress(0, total)
-    for done, result in enumerate(_run_tasks(tasks, workers), start=1):
+    for done, result in enumerate(_run_tasks(tasks, workers, executor), start=1):
         _apply(result, query_db, writer, fresh, known, missing, run, report)
         writer.maybe_commit()
         if progress is not None:
@@ -262,6 +332,34 @@ def _update(
         if report is not None:
             report(rel, "deleted")
     return len(on_disk), unchanged
+
+
+def _in_scope(root: Path, scope: _Scope, known: dict[str, Known]) -> list[Path]:
+    """The files `index_paths` looks at: the given recordings below root, and the known
+    recordings below the removed directories."""
+    out: dict[Path, None] = {}
+    for given in scope.paths:
+        path = Path(given)
+        path = Path(os.path.realpath(path.parent)) / path.name  # the file itself may be gone
+        try:
+            parts = path.relative_to(root).parts
+        except ValueError:
+            continue
+        name = parts[-1] if parts else ""
+        if not name.endswith(TRACE_SUFFIXES) or name.startswith("."):
+            continue
+        if any(part in SKIP_DIRS for part in parts[:-1]):
+            continue
+        out[path] = None
+    for removed in scope.removed_dirs:
+        try:
+            prefix = Path(removed).relative_to(root).as_posix()
+        except ValueError:
+            continue
+        for rel in known:
+            if prefix in ("", ".") or rel.startswith(prefix + "/"):
+                out[root / rel] = None
+    return list(out)
 
 
 def _apply(

@@ -6,7 +6,7 @@
 | type | one row per | order | filters |
 |---|---|---|---|
 | `appmaps` (`recordings`) | recording | newest first (best text match first with `text`) | all |
-| `requests` | HTTP server request | slowest first | route, status, duration, table, recording |
+| `requests` | HTTP server request | slowest first | route, method, status, duration, table, recording |
 | `queries` | SQL call | slowest first | route, status, duration, class, method, table, recording |
 | `calls` | function per recording | most total time first | class, method, duration, recording |
 | `exceptions` | exception raised | recording, event | route, status, class, method, recording |
@@ -16,10 +16,10 @@
 recordings that contain a matching request (route, status), function (class, method) or query
 (table); `duration` is the recording's total time. `queries`, `logs` and `exceptions` match
 route and status through the HTTP request they happened in, class and method through the
-calling function (for `exceptions`, `class` is the exception's class). `calls` match duration on
-the slowest single call. `text` is a full-text match for `appmaps` and a case-insensitive
-substring of the SQL / path / function / message otherwise. A filter that does not apply to the
-type raises `UsageError`.
+calling function (for `exceptions`, `class` is the exception's class; for `requests`, `method`
+is the HTTP method). `calls` match duration on the slowest single call. `text` is a full-text
+match for `appmaps` and a case-insensitive substring of the SQL / path / function / message
+otherwise. A filter that does not apply to the type raises `UsageError`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from tracetool.query.db import iso
 from tracetool.query.filters import (
     Clause,
     Filters,
+    NameFilter,
     recording_clauses,
     route_clauses,
     where,
@@ -45,7 +46,7 @@ ALIASES = {"recordings": "appmaps"}
 _RECORDING = {"branch", "commit", "since", "until"}
 SUPPORTED: dict[str, set[str]] = {
     "appmaps": {"route", "status", "duration", "class", "method", "table"} | _RECORDING,
-    "requests": {"route", "status", "duration", "table"} | _RECORDING,
+    "requests": {"route", "method", "status", "duration", "table"} | _RECORDING,
     "queries": {"route", "status", "duration", "class", "method", "table"} | _RECORDING,
     "calls": {"class", "method", "duration"} | _RECORDING,
     "exceptions": {"route", "status", "class", "method"} | _RECORDING,
@@ -177,6 +178,8 @@ def _appmaps(db: sqlite3.Connection, f: Filters, limit: int) -> list[dict[str, A
 
 def _requests(db: sqlite3.Connection, f: Filters, limit: int) -> list[dict[str, Any]]:
     clauses = [*recording_clauses(f), *_request_clauses(f)]
+    if f.method is not None:
+        clauses.append(NameFilter(f.method.value.upper(), f.method.glob).sql("h.method"))
     if f.duration is not None:
         clauses.append(f.duration.sql("h.duration_ms"))
     if f.table is not None:
@@ -220,8 +223,17 @@ def _caller_clause(f: Filters, column: str) -> list[Clause]:
 
 
 def _queries(db: sqlite3.Connection, f: Filters, limit: int) -> list[dict[str, Any]]:
-    join, clauses = _in_request(f, "q")
-    clauses += recording_clauses(f)
+    # Two steps: pick the ids with only the joins the filters need (the planner can then use
+    # the narrow covering indexes), then fetch the display columns of those few rows.
+    clauses = recording_clauses(f)
+    joins = " JOIN recordings r ON r.id = q.recording_id" if clauses else ""
+    request = _request_clauses(f)
+    if request:
+        joins += (
+            " JOIN http_requests h ON h.recording_id = q.recording_id "
+            "AND h.event_id = q.request_event_id"
+        )
+        clauses += request
     clauses += _caller_clause(f, "q.caller_id")
     if f.duration is not None:
         clauses.append(f.duration.sql("q.duration_ms"))
@@ -233,19 +245,36 @@ def _queries(db: sqlite3.Connection, f: Filters, limit: int) -> list[dict[str, A
             )
         )
     if f.text:
+        joins += " JOIN code_objects co ON co.id = q.code_object_id"
         clauses.append(("co.name LIKE ? ESCAPE '\\'", (_like(f.text),)))
     sql, params = where(clauses)
-    return _run(
+    ids = [
+        row[0]
+        for row in db.execute(
+            f"SELECT q.id FROM sql_queries q{joins}{sql} ORDER BY q.duration_ms DESC, q.id LIMIT ?",
+            (*params, limit),
+        )
+    ]
+    if not ids:
+        return []
+    rows = _run(
         db,
-        "SELECT r.path AS recording, q.event_id, co.name AS sql, co.tables, "
+        "SELECT q.id AS _id, r.path AS recording, q.event_id, co.name AS sql, co.tables, "
         "round(q.duration_ms, 3) AS duration_ms, substr(caller.fqid, 10) AS caller, "
         "h.method AS request_method, h.route "
-        f"FROM sql_queries q {_rjoin(f)} recordings r ON r.id = q.recording_id "
+        "FROM sql_queries q JOIN recordings r ON r.id = q.recording_id "
         "JOIN code_objects co ON co.id = q.code_object_id "
-        f"LEFT JOIN code_objects caller ON caller.id = q.caller_id{join}"
-        f"{sql} ORDER BY q.duration_ms DESC, q.id LIMIT ?",
-        (*params, limit),
+        "LEFT JOIN code_objects caller ON caller.id = q.caller_id "
+        "LEFT JOIN http_requests h ON h.recording_id = q.recording_id "
+        "AND h.event_id = q.request_event_id "
+        f"WHERE q.id IN ({', '.join('?' for _ in ids)})",
+        tuple(ids),
     )
+    order = {qid: i for i, qid in enumerate(ids)}
+    rows.sort(key=lambda row: order[row["_id"]])
+    for row in rows:
+        del row["_id"]
+    return rows
 
 
 def _calls(db: sqlite3.Connection, f: Filters, limit: int) -> list[dict[str, Any]]:

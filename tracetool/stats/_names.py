@@ -61,25 +61,29 @@ class RecordingNames:
         # full ClassMap
         index: dict[str, list[tuple[str, Optional[Chain]]]] = {}
         data = self._class_map if isinstance(self._class_map, list) else []
-        stack: list[tuple[Any, Chain]] = [(item, ()) for item in reversed(data)]
+        # (item, chain of its ancestors, whether that chain holds no function)
+        stack: list[tuple[Any, Chain, bool]] = [(item, (), True) for item in reversed(data)]
+        pop, push = stack.pop, stack.extend
         while stack:
-            item, chain = stack.pop()
-            if not isinstance(item, dict):
+            item, chain, plain = pop()
+            if item.__class__ is not dict:
                 continue
-            kind = str(item.get("type") or "package")
-            name = str(item.get("name", ""))
+            get = item.get
+            kind = str(get("type") or "package")
+            name = str(get("name", ""))
             if kind == "function":
-                location = item.get("location")
-                static = bool(item.get("static", False))
-                link: Chain = (*chain, (kind, name, static, location))
+                location = get("location")
+                link: Chain = (*chain, (kind, name, bool(get("static", False)), location))
                 if location:
-                    plain = all(len(part) == 2 for part in chain)
                     index.setdefault(str(location), []).append((name, link if plain else None))
-            else:
+                children = get("children")
+                if children and children.__class__ is list:
+                    push((child, link, False) for child in reversed(children))
+                continue
+            children = get("children")
+            if children and children.__class__ is list:
                 link = (*chain, (kind, name))
-            children = item.get("children")
-            if isinstance(children, list):
-                stack.extend((child, link) for child in reversed(children))
+                push((child, link, plain) for child in reversed(children))
         return index
 
     def function(self, call: dict[str, Any]) -> tuple[str, Optional[str]]:

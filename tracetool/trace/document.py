@@ -212,7 +212,11 @@ def save(doc: TraceDocument | dict[str, Any], path: Path | str, *, indent: bool 
     return target
 
 
-_SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache"}
+# Folders never searched for recordings (VCS, dependencies, virtualenvs, caches).
+SKIP_DIRS = frozenset(
+    {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache"}
+)
+_SKIP_DIRS = SKIP_DIRS
 
 
 def find_trace_files(root: Path | str) -> list[Path]:

@@ -1,0 +1,174 @@
+"""JSON-RPC 2.0 over HTTP on 127.0.0.1: a threaded stdlib server in front of `registry.dispatch`.
+
+Contract:
+
+- Binds 127.0.0.1 only (never a wildcard address); port 0 lets the OS choose, `port` tells.
+- `POST /` with a JSON-RPC request or batch answers 200 `application/json` (204 with an empty
+  body when every request was a notification). Other paths → 404, other methods → 405.
+- Refused before anything is read: a `Host` header that does not name a loopback host (DNS
+  rebinding) or an `Origin` header that is not a loopback http(s) origin (a web page in the
+  user's browser) → 403; a body without `Content-Length` → 411; a body larger than
+  `max_body` bytes → 413. Refusals carry a one-line JSON body `{"error": "..."}`.
+- HTTP/1.1 keep-alive; one thread per connection. `serve()` blocks in `select` with no
+  timeout, so an idle server makes no wake-ups; `shutdown()` interrupts it through a pipe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import selectors
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+log = logging.getLogger("tracetool.daemon.http")
+
+DEFAULT_MAX_BODY = 8 * 1024 * 1024
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+
+def _host_of(value: str) -> str:
+    value = value.strip().lower()
+    if value.startswith("["):  # [::1]:8080
+        return value[: value.find("]") + 1] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def is_local_host(header: str | None) -> bool:
+    """A missing Host (HTTP/1.0) is accepted: only a named non-loopback host is refused."""
+    return header is None or _host_of(header) in LOOPBACK_HOSTS
+
+
+def is_local_origin(header: str | None) -> bool:
+    if header is None:
+        return True
+    parts = urlsplit(header.strip())
+    if parts.scheme not in ("http", "https"):
+        return False
+    return (parts.hostname or "") in LOOPBACK_HOSTS
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: RpcHttpServer
+    server_version = "tracetool"
+    # Small answers must not wait for the client's delayed ACK (Nagle): ~40 ms per request.
+    disable_nagle_algorithm = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s %s", self.address_string(), format % args)
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        if body:
+            self.wfile.write(body)
+
+    def _refuse(self, status: int, message: str, *, close: bool = False) -> None:
+        if close:
+            self.close_connection = True
+        body = ('{"error": "' + message.replace('"', "'") + '"}\n').encode()
+        self._send(status, body)
+
+    def _guard(self) -> bool:
+        if not is_local_host(self.headers.get("Host")):
+            self._refuse(403, "Host is not a loopback address", close=True)
+            return False
+        if not is_local_origin(self.headers.get("Origin")):
+            self._refuse(403, "Origin is not local", close=True)
+            return False
+        return True
+
+    def do_POST(self) -> None:
+        if not self._guard():
+            return
+        if urlsplit(self.path).path not in ("/", "/rpc"):
+            self._refuse(404, "no such endpoint; POST JSON-RPC to /", close=True)
+            return
+        length_header = self.headers.get("Content-Length")
+        if length_header is None:
+            self._refuse(411, "Content-Length required", close=True)
+            return
+        try:
+            length = int(length_header)
+        except ValueError:
+            self._refuse(400, "bad Content-Length", close=True)
+            return
+        if length < 0 or length > self.server.max_body:
+            # The body is not read: close so its bytes are not taken for the next request.
+            self._refuse(413, f"request body over {self.server.max_body} bytes", close=True)
+            return
+        body = self.rfile.read(length)
+        answer = self.server.handle_body(body)
+        if answer:
+            self._send(200, answer)
+        else:
+            self._send(204, b"")
+
+    def _not_allowed(self) -> None:
+        if not self._guard():
+            return
+        self.send_response(405)
+        self.send_header("Allow", "POST")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = _not_allowed
+    do_PUT = _not_allowed
+    do_DELETE = _not_allowed
+    do_PATCH = _not_allowed
+
+
+class RpcHttpServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = False
+    # socketserver's default backlog of 5 drops connections when a few clients connect at once.
+    request_queue_size = 128
+
+    def __init__(
+        self,
+        handle_body: Callable[[bytes], bytes],
+        *,
+        port: int = 0,
+        max_body: int = DEFAULT_MAX_BODY,
+    ) -> None:
+        self.handle_body = handle_body
+        self.max_body = max_body
+        super().__init__(("127.0.0.1", port), _Handler)
+        self._wake_r, self._wake_w = os.pipe()
+        self._stopped = threading.Event()
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    def serve(self) -> None:
+        """Serve until `shutdown()`; sleeps in select() without a timeout when idle."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.socket, selectors.EVENT_READ, "accept")
+            selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+            try:
+                while True:
+                    for key, _ in selector.select():
+                        if key.data == "wake":
+                            return
+                        self._handle_request_noblock()  # type: ignore[attr-defined]
+            finally:
+                self._stopped.set()
+
+    def shutdown(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+
+    def server_close(self) -> None:
+        super().server_close()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
