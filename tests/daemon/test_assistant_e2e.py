@@ -137,7 +137,10 @@ def test_rpc_client_in_process_and_against_the_daemon(
     # Errors: one line, non-zero exit.
     run = rpc_client(project, home, "no.such.method")
     assert run.returncode == 1
-    assert run.stderr.strip() == "tracetool: Method not found (JSON-RPC error -32601)"
+    assert run.stderr.strip() == (
+        "tracetool: Method not found: 'no.such.method' (list them with "
+        "`tracetool rpc-client system.listMethods`) (JSON-RPC error -32601)"
+    )
     run = rpc_client(project, home, "search", "{bad json")
     assert run.returncode == 2 and "not valid JSON" in run.stderr
     # With a daemon: the call goes to it.

@@ -124,6 +124,9 @@ def command(
         raise TraceToolError(f"unexpected JSON-RPC response: {response!r}")
     if "error" in response:
         error = response["error"] or {}
-        raise RpcError(f"{error.get('message', 'error')} (JSON-RPC error {error.get('code')})")
+        message = error.get("message", "error")
+        if error.get("code") == -32601:  # name the method: the user may have mistyped it
+            message = f"{message}: {function!r} (list them with `tracetool rpc-client system.listMethods`)"
+        raise RpcError(f"{message} (JSON-RPC error {error.get('code')})")
     print_json(response.get("result"))
     return 0
