@@ -14,7 +14,10 @@ user text with `parse_filters`, then:
 - `compare(db, branch_a, branch_b, filters) -> list[dict]` — per-route latency deltas;
 - `search(db, text, limit=10) -> list[dict]` — recordings by full-text relevance;
 - `summary(db) -> dict` — counts and breakdowns of the whole index (the UI's dashboard);
-- `recording(db, appmap) -> dict` — one recording's indexed facts.
+- `recording(db, appmap) -> dict` — one recording's indexed facts;
+- `functions_in_file(db, paths)`, `function_detail(db, fqid)`, `function_recordings(db, fqid)`,
+  `function_exceptions(db, fqids)`, `repeated_queries(db, fqids, threshold)` — recorded functions
+  by source location (what editors show; `tracetool.query.source`).
 
 Errors are `UsageError` (bad filter, filter not applicable), `NotFoundError` (unknown recording
 or branch) and `IndexMissingError` (no or outdated database: run `tracetool index`).
@@ -28,6 +31,13 @@ from tracetool.query.filters import Filters, parse_filters
 from tracetool.query.find import TYPES, find, search
 from tracetool.query.hotspots import hotspots
 from tracetool.query.related import related
+from tracetool.query.source import (
+    function_detail,
+    function_exceptions,
+    function_recordings,
+    functions_in_file,
+    repeated_queries,
+)
 from tracetool.query.summary import recording, summary
 from tracetool.query.tree import tree
 
@@ -37,6 +47,10 @@ __all__ = [
     "compare",
     "endpoints",
     "find",
+    "function_detail",
+    "function_exceptions",
+    "function_recordings",
+    "functions_in_file",
     "hotspots",
     "open_db",
     "parse_filters",
@@ -44,6 +58,7 @@ __all__ = [
     "query_db_path",
     "recording",
     "related",
+    "repeated_queries",
     "resolve_recording",
     "search",
     "summary",
