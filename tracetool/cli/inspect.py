@@ -14,9 +14,16 @@ from tracetool.cli.common import common_options
     metavar="DIR",
     help="Directory searched recursively (default: trace.yml trace_dir, else tmp/trace).",
 )
+@click.option(
+    "--query-db",
+    metavar="PATH",
+    help="query.db used to skip recordings that cannot match (default: the index of trace_dir).",
+)
 @click.option("-i", "--interactive", is_flag=True, help="Interactive table mode.")
 @common_options
-def command(code_object: str, trace_dir: str | None, interactive: bool) -> None:
+def command(
+    code_object: str, trace_dir: str | None, query_db: str | None, interactive: bool
+) -> None:
     """Find the events of a code object and their context (callers, SQL, requests …).
 
     \b
@@ -35,7 +42,7 @@ def command(code_object: str, trace_dir: str | None, interactive: bool) -> None:
     directory = resolve_trace_dir(trace_dir)
     if not directory.is_dir():
         raise NotFoundError(f"{directory}: no such directory (pass --trace-dir)")
-    matches = find(ref, directory, warn=warn)
+    matches = find(ref, directory, warn=warn, query_db=query_db)
     if not matches:
         raise NotFoundError(f"{ref.text} not found in any recording under {directory}")
     if not interactive:

@@ -13,14 +13,16 @@ Contract:
   optional); a SQL query whose `tracetool.sql.normalize` equals that of the identifier; an HTTP
   server request with the same method and path, both sides compared as
   `tracetool.routes.to_openapi` templates.
-- `find(ref, trace_dir)` scans every recording below `trace_dir` (a cheap byte test skips files
-  that cannot match) and returns `Match`es with, per match, the values of the spec's 11 fields
-  (`FIELDS`): event, return value, HTTP server requests (self and ancestors), SQL queries and
+- `find(ref, trace_dir, query_db=None)` reads the recordings below `trace_dir` that can match:
+  when query.db exists for `trace_dir` (or `query_db` is given), only those the index says may
+  contain the code object, plus any file the index lacks or holds with another size/mtime
+  (`tracetool.inspect.indexed`); otherwise every one (a cheap byte test skips files that cannot
+  match). The index only chooses files, so results equal a full scan's. It returns `Match`es
+  with, per match, the values of the spec's 11 fields (`FIELDS`): event, return value, HTTP server requests (self and ancestors), SQL queries and
   tables (self and descendants), caller, ancestors (HTTP requests and labeled functions),
   descendants (labeled functions), package/class/function trigrams.
 - `summarize(matches)` → the distinct values of each field (sorted; events in scan order).
   Filters (`(field, value)` pairs) keep matches whose field holds the value.
-  Reading `query.db` when the index is present is not wired yet: recordings are scanned.
 """
 
 from __future__ import annotations
@@ -282,11 +284,27 @@ def _context(node: CallNode, cos: dict[int, CodeObject], recording: str) -> dict
 # ---------------------------------------------------------------- search
 
 
-def find(ref: CodeObjectRef, trace_dir: Path, *, warn: Any = None) -> list[Match]:
+def find(
+    ref: CodeObjectRef,
+    trace_dir: Path,
+    *,
+    warn: Any = None,
+    query_db: Path | str | None = None,
+    use_index: bool = True,
+) -> list[Match]:
     """Every event matching `ref` in the recordings below `trace_dir` (module doc)."""
+    from tracetool.inspect.indexed import select
+
     matcher = _Matcher(ref)
+    selection = select(ref, trace_dir, query_db) if use_index else None
     matches: list[Match] = []
     for path in find_trace_files(trace_dir):
+        try:
+            recording = path.relative_to(trace_dir).as_posix()
+        except ValueError:
+            recording = str(path)
+        if selection is not None and not selection.must_read(recording, path):
+            continue
         try:
             raw = path.read_bytes()
         except OSError as exc:
@@ -301,10 +319,6 @@ def find(ref: CodeObjectRef, trace_dir: Path, *, warn: Any = None) -> list[Match
             if warn:
                 warn(str(exc))
             continue
-        try:
-            recording = path.relative_to(trace_dir).as_posix()
-        except ValueError:
-            recording = str(path)
         tree = build_call_tree(doc.events)
         cmap = ClassMap.from_json(doc.class_map)
         cos = {id(n): cmap.code_object_for(n.call) for n, _ in iter_preorder(tree.roots)}
