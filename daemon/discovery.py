@@ -19,12 +19,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 from tracetool import __version__
 from tracetool.errors import TraceToolError
+from tracetool.filelock import try_lock as _try_lock
+from tracetool.filelock import unlock as _unlock
 from tracetool.paths import data_dir_for, discovery_file, pid_alive
 from tracetool.trace import atomic_write_bytes
 
@@ -107,32 +108,3 @@ def _describe_owner(trace_dir: Path, wait: float) -> str:
         f"a tracetool daemon already serves {trace_dir} (pid {pid}, {where}); "
         "use that one or stop it first"
     )
-
-
-if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-    import msvcrt
-
-    def _try_lock(fd: int) -> bool:
-        try:
-            os.lseek(fd, 0, os.SEEK_SET)
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-            return True
-        except OSError:
-            return False
-
-    def _unlock(fd: int) -> None:
-        os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-
-else:
-    import fcntl
-
-    def _try_lock(fd: int) -> bool:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except OSError:
-            return False
-
-    def _unlock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)

@@ -9,12 +9,13 @@ gives them a snapshot.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 from types import TracebackType
 
 from tracetool.errors import TraceToolError
+from tracetool.filelock import try_lock as _try_lock
+from tracetool.filelock import unlock as _unlock
 
 
 class IndexBusyError(TraceToolError):
@@ -84,32 +85,3 @@ def _read_holder(path: Path) -> str:
     except OSError:
         text = ""
     return text or "unknown holder"
-
-
-if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-    import msvcrt
-
-    def _try_lock(fd: int) -> bool:
-        try:
-            os.lseek(fd, 0, os.SEEK_SET)
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-            return True
-        except OSError:
-            return False
-
-    def _unlock(fd: int) -> None:
-        os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-
-else:
-    import fcntl
-
-    def _try_lock(fd: int) -> bool:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except OSError:
-            return False
-
-    def _unlock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
