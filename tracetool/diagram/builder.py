@@ -22,6 +22,7 @@ Contract (reference/appmap.md §3.3):
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,7 @@ from tracetool.trace.tree import CallNode
 ACTOR_TYPES = frozenset({"package", "database", "http", "external-service"})
 HTTP_ACTOR = "http:HTTP server requests"
 DATABASE_ACTOR = "database:Database"
+_UNSEEN: Any = object()
 
 
 @dataclass(frozen=True)
@@ -95,16 +97,30 @@ def _build(bound: Bound, options: DiagramOptions, kept: set[int] | None) -> Diag
     factory = _Factory()
 
     stack: list[tuple[CallNode, Action | None]] = [(n, None) for n in reversed(bound.roots)]
+    # this loop runs once per call: bound methods and the actor cache are looked up once
+    pop, push = stack.pop, stack.append
+    nearest, actor_for, make = actors.nearest, actors.actor_for, factory.action
     while stack:
-        node, parent = stack.pop()
+        node, parent = pop()
         co = cos[id(node)]
-        actor = actors.actor_for(co) if kept is None or id(node) in kept else None
+        if kept is None or id(node) in kept:
+            actor = nearest.get(id(co), _UNSEEN)
+            if actor is _UNSEEN:
+                actor = actor_for(co)
+        else:
+            actor = None
         action = parent
         if actor is not None:
-            action = factory.action(node, co, actor, parent.callee if parent is not None else None)
-            (parent.children if parent is not None else roots).append(action)
-        for child in reversed(node.children):
-            stack.append((child, action))
+            if parent is not None:
+                action = make(node, co, actor, parent.callee)
+                parent.children.append(action)
+            else:
+                action = make(node, co, actor, None)
+                roots.append(action)
+        children = node.children
+        if children:
+            for child in reversed(children):
+                push((child, action))
 
     _subtree_digests(roots)
     if options.loops:
@@ -194,16 +210,44 @@ class _Actors:
 
 
 class _Factory:
-    """Makes actions; caches what repeats across calls (digests, return types, labels)."""
+    """Makes actions; caches what repeats across calls (digests, return types, labels).
+
+    Most actions are plain function calls whose digest, stable properties, return value and
+    labels depend only on the code object and the shape of the return event: those four are
+    made once per (code object, return shape) and shared by every such action.
+    """
 
     def __init__(self) -> None:
         self.functions: dict[tuple[int, bool], tuple[dict[str, Any], str]] = {}
         self.returns: dict[Any, dict[str, Any] | None] = {}
+        self.templates: dict[tuple[int, Any], tuple[str, Any, Any, list[str] | None]] = {}
         self.labels: dict[int, list[str] | None] = {}
         self.sql: dict[tuple[str, Any], str] = {}
 
     def action(self, node: CallNode, co: CodeObject, callee: Actor, caller: Actor | None) -> Action:
         call, ret = node.call, node.ret
+        if (
+            "sql_query" not in call
+            and "http_server_request" not in call
+            and "http_client_request" not in call
+        ):
+            a = self._plain_function(call, ret, co)
+            a.caller = caller
+        else:
+            a = self._special(call, ret, co, caller)
+        a.callee = callee
+        if ret is not None:
+            elapsed = ret.get("elapsed")
+            if isinstance(elapsed, (int, float)):
+                a.elapsed = elapsed
+        event_id = call.get("id")
+        if event_id is not None:
+            a.event_ids = [event_id]
+        return a
+
+    def _special(
+        self, call: dict[str, Any], ret: dict[str, Any] | None, co: CodeObject, caller: Actor | None
+    ) -> Action:
         ret_dict: dict[str, Any] = ret if ret is not None else {}
         if "sql_query" in call and (sql := dg.sql_text(call)):
             db = (call.get("sql_query") or {}).get("database_type")
@@ -226,12 +270,42 @@ class _Factory:
         else:
             a = self._function(call, ret, co)
             a.caller = caller
-        a.callee = callee
-        elapsed = ret_dict.get("elapsed")
-        a.elapsed = elapsed if isinstance(elapsed, (int, float)) else None
-        event_id = call.get("id")
-        a.event_ids = [event_id] if event_id is not None else []
         return a
+
+    def _plain_function(
+        self, call: dict[str, Any], ret: dict[str, Any] | None, co: CodeObject
+    ) -> Action:
+        key = (id(co), None if ret is None else _return_key(ret))
+        template = self.templates.get(key)
+        if template is None:
+            template = self.templates[key] = self._template(call, ret, co)
+        a = Action(FUNCTION, template[0])
+        a.name = co.name
+        a.static = co.static
+        a.stable_properties = template[1]
+        a.return_value = template[2]
+        labels = template[3]
+        event_labels = call.get("labels")
+        if isinstance(event_labels, list) and event_labels:
+            labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
+        a.labels = labels
+        return a
+
+    def _template(
+        self, call: dict[str, Any], ret: dict[str, Any] | None, co: CodeObject
+    ) -> tuple[str, Any, Any, list[str] | None]:
+        fkey = (id(co), bool((ret or {}).get("exceptions")))
+        cached = self.functions.get(fkey)
+        if cached is None:
+            props = dg.stable_properties(call, ret, co.id)
+            cached = self.functions[fkey] = (props, dg.digest(props))
+        return cached[1], cached[0], self._return_value(ret), self._labels(co)
+
+    def _labels(self, co: CodeObject) -> list[str] | None:
+        labels = self.labels.get(id(co), ())
+        if labels == ():
+            labels = self.labels[id(co)] = sorted(co.labels) or None
+        return labels  # type: ignore[return-value]
 
     def _function(self, call: dict[str, Any], ret: dict[str, Any] | None, co: CodeObject) -> Action:
         if "http_server_request" in call or "http_client_request" in call:
@@ -249,44 +323,57 @@ class _Factory:
         a.static = co.static
         a.stable_properties = props
         a.return_value = self._return_value(ret)
-        labels = self.labels.get(id(co), ())
-        if labels == ():
-            labels = self.labels[id(co)] = sorted(co.labels) or None
+        labels = self._labels(co)
         event_labels = call.get("labels")
         if isinstance(event_labels, list) and event_labels:
             labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
-        a.labels = labels  # type: ignore[assignment]
+        a.labels = labels
         return a
 
     def _return_value(self, ret: dict[str, Any] | None) -> dict[str, Any] | None:
         if ret is None:
             return None
-        value = ret.get("return_value")
-        raises = bool(ret.get("exceptions"))
-        if isinstance(value, dict):
-            props = value.get("properties")
-            pkey = (
-                tuple((p.get("name"), p.get("class")) for p in props if isinstance(p, dict))
-                if isinstance(props, list)
-                else None
-            )
-            key: Any = (value.get("class"), pkey, raises, bool(value))
-        else:
-            key = (None, None, raises, bool(value))
+        key = _return_key(ret)
         found = self.returns.get(key, False)
         if found is False:
             found = self.returns[key] = dg.return_value(ret)
         return found  # type: ignore[return-value]
 
 
+def _return_key(ret: dict[str, Any]) -> Any:
+    """What `digests.return_value(ret)` depends on (equal keys, equal return values)."""
+    value = ret.get("return_value")
+    raises = bool(ret.get("exceptions"))
+    if isinstance(value, dict):
+        props = value.get("properties")
+        pkey = (
+            tuple([(p.get("name"), p.get("class")) for p in props if isinstance(p, dict)])
+            if isinstance(props, list)
+            else None
+        )
+        return (value.get("class"), pkey, raises, bool(value))
+    return (None, None, raises, bool(value))
+
+
 def _subtree_digests(roots: list[Action]) -> None:
+    # dg.subtree_digest, inlined: this runs once per action. A leaf's subtree digest depends
+    # only on its own digest, and most actions are leaves with a repeated digest.
     order: list[Action] = []
     stack = list(roots)
     while stack:
         action = stack.pop()
         order.append(action)
         stack.extend(action.children)
+    sha256 = hashlib.sha256
+    leaves: dict[str, str] = {}
     for action in reversed(order):
-        action.subtree_digest = dg.subtree_digest(
-            action.digest, [c.subtree_digest for c in action.children]
-        )
+        children = action.children
+        if not children:
+            own = action.digest
+            found = leaves.get(own)
+            if found is None:
+                found = leaves[own] = sha256(own.encode()).hexdigest()
+            action.subtree_digest = found
+        else:
+            joined = "\n".join([action.digest, *[c.subtree_digest for c in children]])
+            action.subtree_digest = sha256(joined.encode()).hexdigest()

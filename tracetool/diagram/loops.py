@@ -38,6 +38,9 @@ def fold_loops(roots: list[Action]) -> None:
 
 
 def fold(items: list[Action]) -> list[Action]:
+    # a loop needs two equal subtree digests among the siblings: most lists have none
+    if len({a.subtree_digest for a in items}) == len(items):
+        return items
     for window in range(1, MAX_WINDOW + 1):
         if len(items) < 2 * window:
             break
@@ -56,7 +59,8 @@ def _pass(items: list[Action], w: int) -> list[Action] | None:
     changed = False
     i = 0
     while i < n:
-        if i + 2 * w <= n and keys[i : i + w] == keys[i + w : i + 2 * w]:
+        # (the first test is a cheap necessary condition for the slice comparison)
+        if i + 2 * w <= n and keys[i] == keys[i + w] and keys[i : i + w] == keys[i + w : i + 2 * w]:
             first = keys[i : i + w]
             windows = [items[i : i + w]]
             j = i + w

@@ -213,18 +213,56 @@ def _action_json(a: Action) -> dict[str, Any]:
     return out
 
 
+def _function_json(a: Action) -> dict[str, Any]:
+    """`_action_json` of a function action that has everything a recorded call has (the bulk
+    of every diagram): one dict display, no per-key tests. Same keys, same order."""
+    caller, callee = a.caller, a.callee
+    if (
+        caller is None
+        or callee is None
+        or a.stable_properties is None
+        or a.return_value is None
+        or a.elapsed is None
+        or a.diff_mode is not None
+        or a.former_name is not None
+        or a.former_result is not None
+    ):
+        return _action_json(a)
+    out: dict[str, Any] = {
+        "nodeType": FUNCTION,
+        "caller": caller.id,
+        "callee": callee.id,
+        "name": a.name,
+        "static": a.static,
+        "digest": a.digest,
+        "subtreeDigest": a.subtree_digest,
+        "stableProperties": a.stable_properties,
+        "returnValue": a.return_value,
+        "children": [],
+        "elapsed": a.elapsed,
+        "eventIds": a.event_ids,
+    }
+    if a.labels:
+        out["labels"] = a.labels
+    return out
+
+
 def to_json(diagram: Diagram) -> dict[str, Any]:
     """AppMap's sequence.json object for `diagram` (built iteratively)."""
     roots: list[dict[str, Any]] = []
     stack: list[tuple[Action, list[dict[str, Any]]]] = [
         (a, roots) for a in reversed(diagram.root_actions)
     ]
+    pop, push = stack.pop, stack.append
     while stack:
-        action, into = stack.pop()
-        node = _action_json(action)
+        action, into = pop()
+        node = _function_json(action) if action.node_type == FUNCTION else _action_json(action)
         into.append(node)
-        for child in reversed(action.children):
-            stack.append((child, node["children"]))
+        children = action.children
+        if children:
+            inner = node["children"]
+            for child in reversed(children):
+                push((child, inner))
     return {"actors": [a.to_json() for a in diagram.actors], "rootActions": roots}
 
 

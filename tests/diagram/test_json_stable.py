@@ -1,0 +1,55 @@
+"""The sequence.json bytes of corpus recordings stay exactly what they were.
+
+The expected sha256 values were computed with the straightforward renderer (before the fast
+paths in the builder and `to_json`); any change to the bytes written, key order, indentation or
+values included, fails here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import orjson
+import pytest
+
+from tests.conftest import CORPUS
+from tracetool.diagram.builder import DiagramOptions
+from tracetool.diagram.model import from_json, to_json
+from tracetool.diagram.service import diagram_of, render_bytes
+
+CASES = [
+    (
+        "packages/models/tests/unit/fixtures/checkout_update_payment.appmap.json",
+        "9b3d0a12beb9dba7be6e7f431029564e053cb2a98456ec8a38c5bf2214f36de4",
+        "17bcaca02d290f4ae8b5100e9292b42445b67335a31ee727193087fd653a796e",
+    ),
+    (
+        "packages/cli/tests/unit/fixtures/stats/appmap/"
+        "Microposts_interface_micropost_interface.appmap.json",
+        "ac91f063d0f764fb81b99fe9dd04fa237c85a3298de05a63e61822fd5e6fa64a",
+        "f7800f27dee32872b82215baf884497b5966c4acd3ab5c06f4c3962b1ef6d9e5",
+    ),
+    (
+        "packages/models/tests/unit/fixtures/large_scenario.json",
+        "1fd292d87283a15cd59da37e6297072c73f02eb183f7bf71bde39901d92fefe4",
+        "4d0e0f82ddecf1c8f27a708d284cc9a44ca3adbd825e1e803e9a4dd739cf81ec",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rel", "with_loops", "without_loops"), CASES)
+def test_json_bytes_unchanged(rel: str, with_loops: str, without_loops: str) -> None:
+    path = CORPUS / rel
+    for loops, expected in ((True, with_loops), (False, without_loops)):
+        payload = render_bytes(diagram_of(path, options=DiagramOptions(loops=loops)), "json")
+        assert payload.startswith(b'{\n  "actors": [\n')
+        assert hashlib.sha256(payload).hexdigest() == expected, (rel, loops)
+
+
+@pytest.mark.parametrize(("rel", "with_loops", "without_loops"), CASES[:1])
+def test_json_round_trips(rel: str, with_loops: str, without_loops: str) -> None:
+    # reading our own file back and writing it again gives the same bytes
+    payload = render_bytes(diagram_of(CORPUS / rel), "json")
+    again = render_bytes(from_json(orjson.loads(payload)), "json")
+    assert again == payload
+    assert to_json(from_json(orjson.loads(payload))) == orjson.loads(payload)
