@@ -8,6 +8,7 @@ values included, fails here.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import orjson
 import pytest
@@ -16,6 +17,7 @@ from tests.conftest import CORPUS
 from tracetool.diagram.builder import DiagramOptions
 from tracetool.diagram.model import from_json, to_json
 from tracetool.diagram.service import diagram_of, render_bytes
+from tracetool.slim import load_slim
 
 CASES = [
     (
@@ -53,3 +55,18 @@ def test_json_round_trips(rel: str, with_loops: str, without_loops: str) -> None
     again = render_bytes(from_json(orjson.loads(payload)), "json")
     assert again == payload
     assert to_json(from_json(orjson.loads(payload))) == orjson.loads(payload)
+
+
+def test_extras_false_skips_only_unknown_top_level_keys(tmp_path: Path) -> None:
+    data = orjson.loads((CORPUS / CASES[0][0]).read_bytes())
+    data["pruneFilter"] = {"hideName": ["class:Foo"]}
+    path = tmp_path / "x.appmap.json"
+    path.write_bytes(orjson.dumps(data))
+    full = load_slim(path)
+    lean = load_slim(path, extras=False)
+    assert full.data["pruneFilter"] == {"hideName": ["class:Foo"]}
+    assert "pruneFilter" not in lean.data
+    assert lean.events == full.events and lean.class_map == full.class_map
+    # the diagram reads the lean load and is unaffected by the extra key
+    expected = CASES[0][1]
+    assert hashlib.sha256(render_bytes(diagram_of(path), "json")).hexdigest() == expected

@@ -42,7 +42,8 @@ def diagram_of(
     options: DiagramOptions | None = None,
 ) -> Diagram:
     """The diagram of one recording, after `filter` when given."""
-    doc = source if isinstance(source, TraceDocument) else load_slim(source)
+    # extras=False: a diagram never reads top-level keys beyond the trace format's own
+    doc = source if isinstance(source, TraceDocument) else load_slim(source, extras=False)
     return build_diagram(doc, options, filter)
 
 
