@@ -158,7 +158,14 @@ class Diagram:
             yield from root.walk()
 
     def __len__(self) -> int:
-        return sum(1 for _ in self.walk())
+        # counted without walk()'s generators: the CLI reports the size of every diagram
+        count = 0
+        stack = list(self.root_actions)
+        while stack:
+            action = stack.pop()
+            count += 1
+            stack.extend(action.children)
+        return count
 
 
 def set_parents(diagram: Diagram) -> None:
