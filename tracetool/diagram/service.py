@@ -128,14 +128,17 @@ def write_diagrams(paths: list[Path], request: DiagramRequest) -> list[WrittenDi
             else:
                 atomic_write_bytes(base, render_bytes(diagram, request.format))
                 outputs = [base]
-        if request.show_browser:
-            from tracetool.diagram.svg import render_html
+            if request.show_browser:
+                from tracetool.diagram.svg import render_html
 
-            page = directory / (recording_stem(path) + ".sequence.html")
-            atomic_write_bytes(page, render_html(diagram, path.name).encode())
-            outputs.append(page)
-            open_in_browser(page)
-        written.append(WrittenDiagram(path, tuple(outputs), len(diagram), len(diagram.actors)))
+                page = directory / (recording_stem(path) + ".sequence.html")
+                atomic_write_bytes(page, render_html(diagram, path.name).encode())
+                outputs.append(page)
+                open_in_browser(page)
+            written.append(WrittenDiagram(path, tuple(outputs), len(diagram), len(diagram.actors)))
+            # Free the diagram while the GC is still paused: re-enabling it with ~10^5 live
+            # actions starts a full collection over them (0.1 s on a 60 MB recording).
+            del diagram
     return written
 
 
