@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import corpus_recordings
@@ -67,6 +67,7 @@ def test_resanitizing_a_sanitized_recording_changes_nothing_but_the_marker() -> 
 
 @needs_sql
 @settings(max_examples=60, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@example(secret="sanitize", db=None)  # a word of the sanitize marker is not a leak
 @given(
     secret=st.text(
         alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
@@ -116,8 +117,10 @@ def test_any_text_in_values_headers_messages_and_sql_literals_is_masked(
     }
     _out, result = sanitized(data)
     schema = "SELECT a FROM t WHERE b = ? http://h.io/x X-A class str name q E return call"
+    # the sanitize marker is the tool's own words ("sanitized", versions, tokens), not captured data
+    metadata = {k: v for k, v in result["metadata"].items() if k != "sanitized"}
     if secret not in schema:
-        assert secret not in "\x00".join(strings(result))
+        assert secret not in "\x00".join(strings({**result, "metadata": metadata}))
     assert_every_value_masked(result)
     assert_schema_and_structure_kept(data, result)
 
