@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tracetool.errors import TraceToolError, UsageError
-from tracetool.trace import atomic_write_bytes, find_trace_files
+from tracetool.trace import TraceDocument, atomic_write_bytes, find_trace_files, parse
 
 ERROR = "error"
 SKIPPED = "skipped"
@@ -64,6 +64,18 @@ class FileReport:
             "warnings": list(self.warnings),
             "error": self.error,
         }
+
+
+def on_document(
+    doc: TraceDocument, transform_bytes: Callable[[bytes, str], tuple[bytes | None, Any]]
+) -> tuple[TraceDocument, Any]:
+    """The pure, in-memory form of a bytes transform: a new document (the input is untouched)."""
+    source = str(doc.path or "<memory>")
+    raw = doc.to_bytes()
+    out, report = transform_bytes(raw, source)
+    result = parse(out if out is not None else raw, source)
+    result.path = doc.path
+    return result, report
 
 
 def _key(path: Path) -> str:

@@ -33,7 +33,7 @@ from typing import Any
 
 from tracetool import __version__
 from tracetool.routes import normalize_path, normalize_url
-from tracetool.trace import TraceDocument, gc_paused, parse
+from tracetool.trace import TraceDocument, gc_paused
 from tracetool.transform import captured, files, stream
 from tracetool.transform.tokens import Tokenizer
 
@@ -191,10 +191,7 @@ def sanitize(
     doc: TraceDocument, options: SanitizeOptions = SanitizeOptions()
 ) -> tuple[TraceDocument, SanitizeReport]:
     """Pure form: a new sanitized document (the input is not modified) and the report."""
-    raw = doc.to_bytes()
-    out, report = sanitize_bytes(raw, options, str(doc.path or "<memory>"))
-    result = parse(out if out is not None else raw, str(doc.path or "<memory>"))
-    result.path = doc.path
+    result, report = files.on_document(doc, lambda raw, src: sanitize_bytes(raw, options, src))
     return result, report
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from tracetool import __version__
 from tracetool.errors import UsageError
-from tracetool.trace import TraceDocument, gc_paused, parse
+from tracetool.trace import TraceDocument, gc_paused
 from tracetool.transform import files, stream
 from tracetool.transform.captured import TRIMMED_KINDS, rewrite_event, rewrite_metadata
 
@@ -152,11 +152,8 @@ def trim(
     doc: TraceDocument, options: TrimOptions = TrimOptions()
 ) -> tuple[TraceDocument, TrimReport]:
     """Pure form: a new trimmed document (the input is not modified) and the report."""
-    raw = doc.to_bytes()
-    out, report = trim_bytes(raw, options, str(doc.path or "<memory>"))
-    trimmed = parse(out if out is not None else raw, str(doc.path or "<memory>"))
-    trimmed.path = doc.path
-    return trimmed, report
+    result, report = files.on_document(doc, lambda raw, src: trim_bytes(raw, options, src))
+    return result, report
 
 
 def trim_files(
