@@ -8,6 +8,7 @@ databases go to a temporary directory (TRACETOOL_TRACE_DIR and the apps' own env
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -245,16 +246,23 @@ def servers(e2e_tmp: Path, stub_url: str) -> Iterator[dict[str, AppServer]]:
     missing = [m for m in EXAMPLE_DEPS if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"the examples need {', '.join(missing)} (pip install -e '.[examples]')")
+    with started_apps(APP_TARGETS, e2e_tmp, stub_url) as started:
+        yield started
+
+
+@contextlib.contextmanager
+def started_apps(names: Iterable[str], tmp: Path, stub: str) -> Iterator[dict[str, AppServer]]:
+    """Start example apps in parallel (each start is mostly interpreter and import time); stop all."""
     started: dict[str, AppServer] = {}
     errors: list[BaseException] = []
 
     def run(name: str) -> None:
         try:
-            started[name] = start_app(name, e2e_tmp, stub_url)
+            started[name] = start_app(name, tmp, stub)
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=run, args=(n,)) for n in APP_TARGETS]
+    threads = [threading.Thread(target=run, args=(n,)) for n in names]
     for t in threads:
         t.start()
     for t in threads:

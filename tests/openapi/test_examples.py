@@ -15,8 +15,13 @@ import orjson
 import pytest
 import yaml
 
-from tests.agent_e2e.conftest import EXAMPLE_DEPS, AppServer, _StubHandler, record, request
-from tests.agent_e2e.conftest import start_app as start_example
+from tests.agent_e2e.conftest import (
+    EXAMPLE_DEPS,
+    _StubHandler,
+    record,
+    request,
+    started_apps,
+)
 from tests.openapi.conftest import assert_valid
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -67,32 +72,15 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     stub.daemon_threads = True
     threading.Thread(target=stub.serve_forever, daemon=True).start()
     stub_url = f"http://127.0.0.1:{stub.server_address[1]}"
-    servers: dict[str, AppServer] = {}
-    errors: list[BaseException] = []
-
-    def start(name: str) -> None:
-        try:
-            servers[name] = start_example(name, tmp, stub_url)
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=start, args=(name,)) for name in DRIVERS]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
     try:
-        if errors:
-            raise errors[0]
-        trace_dir = tmp / "recordings"
-        trace_dir.mkdir()
-        for name, drive in DRIVERS.items():
-            doc = record(servers[name], drive)
-            (trace_dir / f"{name}.trace.json").write_bytes(orjson.dumps(doc))
-        yield trace_dir
+        with started_apps(DRIVERS, tmp, stub_url) as servers:
+            trace_dir = tmp / "recordings"
+            trace_dir.mkdir()
+            for name, drive in DRIVERS.items():
+                doc = record(servers[name], drive)
+                (trace_dir / f"{name}.trace.json").write_bytes(orjson.dumps(doc))
+            yield trace_dir
     finally:
-        for server in servers.values():
-            server.stop()
         stub.shutdown()
         stub.server_close()
 
