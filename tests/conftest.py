@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.realparts.postgres import PgServer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,3 +93,22 @@ class DocBuilder:
 @pytest.fixture
 def builder() -> DocBuilder:
     return DocBuilder()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """A real PostgreSQL server for this test session (tests/realparts/postgres.py)."""
+    from tests.realparts.postgres import start_server
+
+    server = start_server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def appmap_validate() -> Callable[[Iterable[Path]], int]:
+    """AppMap's own validator: `appmap_validate(paths)` asserts every file is valid."""
+    from tests.realparts.appmap_validate import assert_valid, validator_lib
+
+    validator_lib()
+    return assert_valid

@@ -4,9 +4,6 @@ and unhandled exceptions the requests caused, in a valid AppMap 1.x document."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,45 +16,17 @@ from tests.agent_e2e.conftest import AppServer, record, request, start_app
 
 pytestmark = pytest.mark.e2e
 
-VALIDATOR_DIR = (
-    Path(os.environ.get("TRACETOOL_APPMAP_VALIDATE_DIR", Path.home() / ".cache" / "tracetool-e2e"))
-    / "appmap-validate"
-)
-VALIDATOR = VALIDATOR_DIR / "node_modules" / "@appland" / "appmap-validate" / "bin" / "index.js"
-
 
 @pytest.fixture(scope="session")
 def validate() -> Callable[[dict[str, Any], Path], None]:
     """Validate a document with AppMap's own validator (@appland/appmap-validate, via npm)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        pytest.skip("node/npm not available: cannot run @appland/appmap-validate")
-    if not VALIDATOR.is_file():
-        VALIDATOR_DIR.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run(
-            [
-                npm,
-                "install",
-                "--prefix",
-                str(VALIDATOR_DIR),
-                "--no-audit",
-                "--no-fund",
-                "@appland/appmap-validate@2",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        if result.returncode != 0 or not VALIDATOR.is_file():
-            pytest.skip(f"@appland/appmap-validate could not be installed: {result.stderr[-300:]}")
+    from tests.realparts.appmap_validate import assert_valid, validator_lib
+
+    validator_lib()
 
     def run(doc: dict[str, Any], path: Path) -> None:
         path.write_bytes(orjson.dumps(doc))
-        out = subprocess.run(
-            [node, str(VALIDATOR), str(path)], capture_output=True, text=True, timeout=60
-        )
-        assert out.returncode == 0, f"{path.name}: {out.stdout}{out.stderr}"
-        assert out.stdout.startswith("Valid")
+        assert_valid([path])
 
     return run
 

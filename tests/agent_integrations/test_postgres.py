@@ -1,82 +1,18 @@
-"""psycopg 3 and psycopg2 against a throwaway PostgreSQL server (initdb + postgres on 127.0.0.1,
-OS-chosen port). Skipped when the PostgreSQL server binaries or the drivers are missing."""
+"""psycopg 3 and psycopg2 against a real PostgreSQL server (tests/realparts/postgres.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.agent_integrations.conftest import Recording
-
-INITDB, POSTGRES = shutil.which("initdb"), shutil.which("postgres")
-
-
-def _as_server_user(cmd: list[str]) -> list[str]:
-    """initdb/postgres refuse to run as root: run them as the `postgres` user then."""
-    if os.geteuid() != 0:
-        return cmd
-    runuser = shutil.which("runuser")
-    if runuser is None:
-        pytest.skip("running as root without runuser: cannot start PostgreSQL")
-    return [runuser, "-u", "postgres", "--", *cmd]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.realparts.postgres import PgServer
 
 
 @pytest.fixture(scope="module")
-def postgres() -> Iterator[dict[str, object]]:
-    if not INITDB or not POSTGRES:
-        pytest.skip("PostgreSQL server binaries (initdb, postgres) not found")
-    # not under pytest's tmp_path: its parents are private to root, the server user could not
-    # reach the data directory
-    base = Path(tempfile.mkdtemp(prefix="tracetool-pg-"))
-    data = base / "data"
-    if os.geteuid() == 0:
-        shutil.chown(base, "postgres")
-        base.chmod(0o700)
-    init = subprocess.run(
-        _as_server_user([INITDB, "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"]),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if init.returncode != 0:
-        pytest.skip(f"initdb failed: {init.stderr[-300:]}")
-    port = _free_port()
-    server = subprocess.Popen(
-        _as_server_user(
-            [POSTGRES, "-D", str(data), "-p", str(port), "-h", "127.0.0.1", "-k", str(base), "-F"]
-        ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    params = {"host": "127.0.0.1", "port": port, "user": "postgres", "dbname": "postgres"}
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            if time.monotonic() > deadline or server.poll() is not None:
-                server.terminate()
-                pytest.skip("PostgreSQL did not start")
-            time.sleep(0.05)  # poll interval of a deadline-bounded wait
-    yield params
-    server.terminate()
-    server.wait(timeout=30)
-    shutil.rmtree(base, ignore_errors=True)
+def postgres(pg_server: PgServer) -> dict[str, object]:
+    return pg_server.params
 
 
 def _ready(connect: object, params: dict[str, object]) -> object:
