@@ -124,10 +124,8 @@ def test_http_guards(start_daemon: Start, project: Path) -> None:
     d = start_daemon("rpc", cwd=project)
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "system.version"}).encode()
     assert d.post(body)[0] == 200
-    assert d.post(body, {"Host": "evil.example:80"}) == (
-        403,
-        b'{"error": "Host is not a loopback address"}\n',
-    )
+    status, raw = d.post(body, {"Host": "evil.example:80"})
+    assert status == 403 and "'evil.example' is not loopback" in json.loads(raw)["error"]
     assert d.post(body, {"Origin": "http://evil.example"})[0] == 403
     assert d.post(body, {"Origin": f"http://localhost:{d.port}"})[0] == 200
     # Refused from the headers alone: the body is never read.

@@ -1,0 +1,201 @@
+"""The bounded HTTP server both local servers (JSON-RPC, query UI) are built on.
+
+Contract:
+
+- `BoundedHTTPServer` binds an address like `ThreadingHTTPServer` but serves connections with
+  at most `max_workers` threads (default 16). A connection accepted while every worker is busy
+  waits in a queue of `max_queue` connections (default 256); beyond that it is closed at once.
+  The listen backlog is `request_queue_size` = 256, so 200 clients connecting at the same moment
+  are all accepted.
+- `GuardedHandler` (a `BaseHTTPRequestHandler`) gives every request a deadline:
+  `request_timeout` seconds (default 10) from the moment it starts waiting for the request line
+  until its headers and body are read. A client that is idle, or that sends a byte at a time
+  (slowloris), is disconnected when the deadline passes; a worker is never held longer than that
+  by a silent client. Writes time out after `write_timeout` seconds (default 30).
+- A client that disconnects (reset, broken pipe, timeout) is logged at debug level: no traceback
+  on stderr. Any other exception in a handler is logged once with its traceback.
+- `GuardedHandler.refused()` runs `tracetool.hostcheck.refusal` over every `Host` and `Origin`
+  header with the server's `allowed_hosts` (loopback always allowed) and answers 403 with a
+  one-line JSON `{"error": ...}` (connection closed) when the request comes from another site.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import json
+import logging
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tracetool.hostcheck import refusal
+
+log = logging.getLogger("tracetool.daemon.http")
+
+DEFAULT_MAX_WORKERS = 16
+DEFAULT_MAX_QUEUE = 256
+DEFAULT_REQUEST_TIMEOUT = 10.0
+DEFAULT_WRITE_TIMEOUT = 30.0
+BACKLOG = 256
+
+
+class _DeadlineReader(io.RawIOBase):
+    """Socket reads that fail with TimeoutError once `deadline` (monotonic) has passed."""
+
+    def __init__(self, sock: socket.socket, write_timeout: float) -> None:
+        self._sock = sock
+        self._write_timeout = write_timeout
+        self.deadline = time.monotonic()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("request not received in time")
+        self._sock.settimeout(remaining)
+        try:
+            return self._sock.recv_into(buffer)
+        finally:
+            # Answers are written with their own, longer timeout.
+            self._sock.settimeout(self._write_timeout)
+
+
+class GuardedHandler(BaseHTTPRequestHandler):
+    """Deadline per request and the shared Host/Origin check (module doc)."""
+
+    protocol_version = "HTTP/1.1"
+    server: BoundedHTTPServer
+    _reader: _DeadlineReader
+
+    def setup(self) -> None:
+        super().setup()
+        self._reader = _DeadlineReader(self.connection, self.server.write_timeout)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        self._reader.deadline = time.monotonic() + self.server.request_timeout
+        super().handle_one_request()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s %s", self.address_string(), format % args)
+
+    def refusal_headers(self) -> list[tuple[str, str]]:
+        """Extra headers of a 403 answer (the UI adds its security headers)."""
+        return []
+
+    def refused(self) -> bool:
+        """Answer 403 and return True when the request comes from another site."""
+        why = refusal(
+            self.headers.get_all("Host") or [],
+            self.headers.get_all("Origin") or [],
+            self.server.allowed_hosts,
+        )
+        if why is None:
+            return False
+        self.close_connection = True
+        body = (json.dumps({"error": why}) + "\n").encode()
+        self.send_response(403)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        for key, value in self.refusal_headers():
+            self.send_header(key, value)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        return True
+
+
+class BoundedHTTPServer(ThreadingHTTPServer):
+    """A fixed pool of worker threads and a bounded queue of connections (module doc)."""
+
+    daemon_threads = True
+    allow_reuse_address = False
+    request_queue_size = BACKLOG
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[GuardedHandler],
+        *,
+        allowed_hosts: tuple[str, ...] = (),
+        max_workers: int = DEFAULT_MAX_WORKERS,
+        max_queue: int = DEFAULT_MAX_QUEUE,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+    ) -> None:
+        self.allowed_hosts = allowed_hosts
+        self.max_workers = max(1, max_workers)
+        self.max_queue = max(0, max_queue)
+        self.request_timeout = request_timeout
+        self.write_timeout = write_timeout
+        self._lock = threading.Lock()
+        self._waiting: collections.deque[tuple[Any, Any]] = collections.deque()
+        self._busy = 0
+        self.refused_connections = 0
+        super().__init__(address, handler)
+
+    @property
+    def busy_workers(self) -> int:
+        return self._busy
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._lock:
+            if self._busy >= self.max_workers:
+                if len(self._waiting) < self.max_queue:
+                    self._waiting.append((request, client_address))
+                    return
+                self.refused_connections += 1
+                overflow = True
+            else:
+                self._busy += 1
+                overflow = False
+        if overflow:
+            log.warning("too many connections: closed one from %s", client_address[0])
+            self.shutdown_request(request)
+            return
+        worker = threading.Thread(
+            target=self._work, args=(request, client_address), name="tracetool-http", daemon=True
+        )
+        try:
+            worker.start()
+        except RuntimeError:  # cannot start a thread: give the slot back, drop the connection
+            with self._lock:
+                self._busy -= 1
+            self.shutdown_request(request)
+
+    def _work(self, request: Any, client_address: Any) -> None:
+        item: tuple[Any, Any] | None = (request, client_address)
+        while item is not None:
+            self.process_request_thread(*item)
+            with self._lock:
+                if self._waiting:
+                    item = self._waiting.popleft()
+                else:
+                    item = None
+                    self._busy -= 1
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError, socket.timeout)):
+            log.debug("client %s went away: %s", client_address[0], exc)
+            return
+        log.error("error serving %s", client_address[0], exc_info=exc)
+
+    def server_close(self) -> None:
+        super().server_close()
+        with self._lock:
+            waiting, self._waiting = list(self._waiting), collections.deque()
+        for request, _ in waiting:
+            self.shutdown_request(request)
+
+
+__all__ = ["BoundedHTTPServer", "GuardedHandler"]
