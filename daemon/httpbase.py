@@ -8,9 +8,11 @@ Contract:
   The listen backlog is `request_queue_size` = 256, so 200 clients connecting at the same moment
   are all accepted.
 - `GuardedHandler` (a `BaseHTTPRequestHandler`) gives every request a deadline:
-  `request_timeout` seconds (default 10) from the moment it starts waiting for the request line
-  until its headers and body are read. A client that is idle, or that sends a byte at a time
-  (slowloris), is disconnected when the deadline passes; a worker is never held longer than that
+  `request_timeout` seconds (default 10) until its headers and body are read, counted from the
+  connection's accept (time queued for a worker counts) for the first request and from the end
+  of the previous one on a keep-alive connection. A client that is idle, or that sends a byte at
+  a time (slowloris), is disconnected when the deadline passes; bytes that arrived in time are
+  still read, so a queued punctual client is served. A worker is never held longer than that
   by a silent client. Writes time out after `write_timeout` seconds (default 30).
 - A client that disconnects (reset, broken pipe, timeout) is logged at debug level: no traceback
   on stderr. Any other exception in a handler is logged once with its traceback.
@@ -54,12 +56,13 @@ class _DeadlineReader(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("request not received in time")
-        self._sock.settimeout(remaining)
+        # Past the deadline, only bytes that already arrived are taken (a queued connection
+        # whose client was on time is still served); then the read times out.
+        self._sock.settimeout(max(0.0, self.deadline - time.monotonic()))
         try:
             return self._sock.recv_into(buffer)
+        except BlockingIOError:
+            raise TimeoutError("request not received in time") from None
         finally:
             # Answers are written with their own, longer timeout.
             self._sock.settimeout(self._write_timeout)
@@ -76,9 +79,14 @@ class GuardedHandler(BaseHTTPRequestHandler):
         super().setup()
         self._reader = _DeadlineReader(self.connection, self.server.write_timeout)
         self.rfile = io.BufferedReader(self._reader)
+        self._first = True
 
     def handle_one_request(self) -> None:
-        self._reader.deadline = time.monotonic() + self.server.request_timeout
+        # The first request's clock starts when the connection was accepted (time spent
+        # queued for a worker counts), later keep-alive requests' when the previous one ended.
+        start = self.server.accepted_at() if self._first else time.monotonic()
+        self._first = False
+        self._reader.deadline = start + self.server.request_timeout
         super().handle_one_request()
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -136,7 +144,8 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self.request_timeout = request_timeout
         self.write_timeout = write_timeout
         self._lock = threading.Lock()
-        self._waiting: collections.deque[tuple[Any, Any]] = collections.deque()
+        self._waiting: collections.deque[tuple[Any, Any, float]] = collections.deque()
+        self._local = threading.local()
         self._busy = 0
         self.refused_connections = 0
         super().__init__(address, handler)
@@ -145,11 +154,16 @@ class BoundedHTTPServer(ThreadingHTTPServer):
     def busy_workers(self) -> int:
         return self._busy
 
+    def accepted_at(self) -> float:
+        """When the connection the current worker serves was accepted (monotonic)."""
+        return float(getattr(self._local, "accepted", time.monotonic()))
+
     def process_request(self, request: Any, client_address: Any) -> None:
+        now = time.monotonic()
         with self._lock:
             if self._busy >= self.max_workers:
                 if len(self._waiting) < self.max_queue:
-                    self._waiting.append((request, client_address))
+                    self._waiting.append((request, client_address, now))
                     return
                 self.refused_connections += 1
                 overflow = True
@@ -161,7 +175,10 @@ class BoundedHTTPServer(ThreadingHTTPServer):
             self.shutdown_request(request)
             return
         worker = threading.Thread(
-            target=self._work, args=(request, client_address), name="tracetool-http", daemon=True
+            target=self._work,
+            args=(request, client_address, now),
+            name="tracetool-http",
+            daemon=True,
         )
         try:
             worker.start()
@@ -170,10 +187,11 @@ class BoundedHTTPServer(ThreadingHTTPServer):
                 self._busy -= 1
             self.shutdown_request(request)
 
-    def _work(self, request: Any, client_address: Any) -> None:
-        item: tuple[Any, Any] | None = (request, client_address)
+    def _work(self, request: Any, client_address: Any, accepted: float) -> None:
+        item: tuple[Any, Any, float] | None = (request, client_address, accepted)
         while item is not None:
-            self.process_request_thread(*item)
+            self._local.accepted = item[2]
+            self.process_request_thread(item[0], item[1])
             with self._lock:
                 if self._waiting:
                     item = self._waiting.popleft()
@@ -194,7 +212,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         super().server_close()
         with self._lock:
             waiting, self._waiting = list(self._waiting), collections.deque()
-        for request, _ in waiting:
+        for request, _, _ in waiting:
             self.shutdown_request(request)
 
 
