@@ -7,7 +7,10 @@ is hashed while it is copied; a file that changed since the manifest was made fa
 
 Reading: only regular-file members whose names are safe relative paths listed by the manifest
 are extracted, each written beside its target and renamed into place after its sha256 and size
-matched the manifest. Links, devices, absolute or `..` paths are refused.
+matched the manifest. Links, devices, sparse members, absolute or `..` paths are refused. Before
+anything is written, the manifest's sizes must fit in the archive file and on the destination's
+disk; before each member is written, its declared size must equal the manifest's and its data
+must lie inside the archive file — so a 10 KB archive cannot make restore write gigabytes.
 """
 
 from __future__ import annotations
@@ -127,6 +130,8 @@ def extract_members(
     """Extract every member the manifest lists into `dest`, verified; returns their names."""
     expected = set(manifest.members)
     files = manifest.files
+    archive_size = os.stat(path).st_size
+    _check_room(path, dest, [files.get(name) for name in expected])
     done: list[str] = []
     try:
         for position, info in enumerate(tar):
@@ -135,9 +140,14 @@ def extract_members(
             name = safe_relpath(info.name)
             if not info.isreg():
                 raise TraceFormatError(f"{path}: member {name!r} is not a regular file")
+            if info.issparse():  # never written by archive: its holes would expand on disk
+                raise TraceFormatError(
+                    f"{path}: member {name!r} is a sparse file (corrupt or hostile archive)"
+                )
             if name not in expected or name not in files:
                 raise TraceFormatError(f"{path}: member {name!r} is not listed in its manifest")
             entry = files[name]
+            _check_declared(path, name, info, entry, archive_size)
             handle = tar.extractfile(info)
             assert handle is not None
             _write_verified(handle, dest / name, entry, f"{path}: {name}")
@@ -152,6 +162,48 @@ def extract_members(
             f"{path}: {len(missing)} listed files are missing, e.g. {min(missing)}"
         )
     return done
+
+
+def _check_declared(
+    path: Path, name: str, info: tarfile.TarInfo, entry: dict, archive_size: int
+) -> None:
+    """Before a byte is written: the member's declared size is the manifest's, and its data is
+    really in the archive (a header cannot announce gigabytes the file does not hold)."""
+    size = entry.get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise TraceFormatError(f"{path}: manifest gives {name!r} no valid size")
+    if info.size != size:
+        raise TraceFormatError(
+            f"{path}: member {name!r} declares {info.size} bytes, its manifest {size} "
+            "(corrupt or hostile archive); nothing extracted from it"
+        )
+    if info.offset_data + info.size > archive_size:
+        raise TraceFormatError(
+            f"{path}: member {name!r} declares {info.size} bytes the archive does not hold "
+            "(corrupt or hostile archive)"
+        )
+
+
+def _check_room(path: Path, dest: Path, entries: list[dict | None]) -> None:
+    """The manifest's sizes must fit in the archive itself and on the destination's disk."""
+    total = 0
+    for entry in entries:
+        size = entry.get("size") if isinstance(entry, dict) else None
+        if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+            total += size
+    if total > os.stat(path).st_size:
+        raise TraceFormatError(
+            f"{path}: its manifest lists {total} bytes of files but the archive holds "
+            f"{os.stat(path).st_size} (corrupt or hostile archive)"
+        )
+    import shutil
+
+    dest.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(dest).free
+    if total > free:
+        raise TraceToolError(
+            f"no space left on device for {path}: it needs {total} bytes, {dest} has {free} free"
+        )
 
 
 def _write_verified(handle: IO[bytes], target: Path, entry: dict, what: str) -> None:
