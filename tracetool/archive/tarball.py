@@ -19,13 +19,13 @@ import hashlib
 import io
 import os
 import tarfile
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
 from tracetool.archive.manifest import MANIFEST_NAME, Manifest, parse_manifest, safe_relpath
 from tracetool.errors import TraceFormatError, TraceToolError
+from tracetool.trace.atomic import atomic_open, remove_orphans
 
 _CHUNK = 1 << 20
 
@@ -59,37 +59,24 @@ def write_archive(
     target: Path, manifest: Manifest, members: Iterable[tuple[str, Path]], mtime: float
 ) -> None:
     """Write `target` atomically: the manifest, then each (member name, source file)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
     files = manifest.files
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with (
-            os.fdopen(fd, "wb") as raw,
-            tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar,
-        ):
-            body = manifest.to_bytes()
-            tar.addfile(_info(MANIFEST_NAME, len(body), mtime), io.BytesIO(body))
-            for name, source in sorted(members):
-                entry = files[name]
-                with open(source, "rb") as handle:
-                    size = os.fstat(handle.fileno()).st_size
-                    if size != entry["size"]:
-                        raise TraceToolError(f"{source} changed while it was archived; run again")
-                    reader = _HashingReader(handle)
-                    tar.addfile(_info(name, size, mtime), reader)  # type: ignore[arg-type]
-                if reader.digest.hexdigest() != entry["sha256"]:
+    remove_orphans(target.parent)  # temp files of an archive run that was killed
+    with (
+        atomic_open(target) as raw,
+        tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        body = manifest.to_bytes()
+        tar.addfile(_info(MANIFEST_NAME, len(body), mtime), io.BytesIO(body))
+        for name, source in sorted(members):
+            entry = files[name]
+            with open(source, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                if size != entry["size"]:
                     raise TraceToolError(f"{source} changed while it was archived; run again")
-            tar.close()
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+                reader = _HashingReader(handle)
+                tar.addfile(_info(name, size, mtime), reader)  # type: ignore[arg-type]
+            if reader.digest.hexdigest() != entry["sha256"]:
+                raise TraceToolError(f"{source} changed while it was archived; run again")
 
 
 def open_archive(path: Path) -> tuple[tarfile.TarFile, Manifest]:
@@ -207,23 +194,12 @@ def _check_room(path: Path, dest: Path, entries: list[dict | None]) -> None:
 
 
 def _write_verified(handle: IO[bytes], target: Path, entry: dict, what: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     digest = hashlib.sha256()
     size = 0
-    try:
-        with os.fdopen(fd, "wb") as out:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
-                size += len(chunk)
-                out.write(chunk)
+    with atomic_open(target) as out:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+            out.write(chunk)
         if digest.hexdigest() != entry.get("sha256") or size != entry.get("size"):
             raise TraceFormatError(f"{what} does not match its manifest hash (corrupt archive)")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -21,12 +21,12 @@ fsync; a sidecar lost in a crash is rebuilt on the next run.
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from tracetool.trace.atomic import atomic_write_bytes
 
 SIDECAR_VERSION = "1"
 
@@ -59,16 +59,7 @@ def fingerprints(sha256: str, canonical: dict[str, list[Any]]) -> list[dict[str,
 
 def write(path: Path, sidecar: dict[str, Any]) -> None:
     """Write atomically with respect to readers (temp file + rename; no fsync: it is a cache)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(orjson.dumps(sidecar))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write_bytes(path, orjson.dumps(sidecar), fsync=False)
 
 
 def read(path: Path) -> dict[str, Any] | None:

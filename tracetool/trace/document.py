@@ -6,15 +6,16 @@ needs. Reading is tolerant (DESIGN.md §3): missing `version`, `classMap` or `me
 before classMap, extra keys — all accepted. What is not a trace document at all fails with one
 `TraceFormatError` line naming the file and the defect.
 
-Writing is atomic: a temporary file in the target directory, fsync, rename.
+Writing is atomic: a temporary file in the target directory, fsync, rename
+(`tracetool.trace.atomic`, the one writer; it also removes the temporary files of killed
+writers, which `find_trace_files` does for every directory it walks).
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,11 @@ from typing import Any
 import orjson
 
 from tracetool.errors import NotFoundError, TraceFormatError
+from tracetool.trace.atomic import (  # noqa: F401  (re-exported: the historical home)
+    atomic_write_bytes,
+    atomic_write_stream,
+    remove_orphans,
+)
 
 FORMAT_VERSION = "1.12"
 TRACE_SUFFIXES = (".trace.json", ".appmap.json")
@@ -171,37 +177,6 @@ def dumps(data: Any, *, indent: bool = False) -> bytes:
     return orjson.dumps(data, option=option)
 
 
-def atomic_write_bytes(path: Path | str, payload: bytes) -> None:
-    """Write `payload` to `path` atomically: temp file beside it, fsync, rename."""
-    atomic_write_stream(path, (payload,))
-
-
-def atomic_write_stream(path: Path | str, chunks: Iterable[bytes]) -> None:
-    """Write the concatenated `chunks` to `path` atomically (streamed: no whole copy in memory)."""
-    target = Path(path)
-    directory = target.parent
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if target.exists():
-            # keep the original's permission bits when overwriting
-            os.chmod(tmp, target.stat().st_mode & 0o7777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def save(doc: TraceDocument | dict[str, Any], path: Path | str, *, indent: bool = False) -> Path:
     """Write a trace document atomically; returns the path written."""
     data = doc.data if isinstance(doc, TraceDocument) else doc
@@ -222,7 +197,8 @@ _SKIP_DIRS = SKIP_DIRS
 def find_trace_files(root: Path | str) -> list[Path]:
     """Every `*.trace.json` / `*.appmap.json` below `root`, sorted; a file root is returned as is.
 
-    Skips VCS, dependency and virtualenv folders and hidden temp files of atomic writes.
+    Skips VCS, dependency and virtualenv folders and hidden temp files of atomic writes; removes
+    the temp files killed writers left (`tracetool.trace.atomic.remove_orphans`).
     """
     base = Path(root)
     if base.is_file():
@@ -232,6 +208,7 @@ def find_trace_files(root: Path | str) -> list[Path]:
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(base, followlinks=True):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        remove_orphans(dirpath, [f for f in filenames if f.endswith(".tmp")])
         for fname in filenames:
             if fname.endswith(TRACE_SUFFIXES) and not fname.startswith("."):
                 found.append(Path(dirpath) / fname)
