@@ -9,7 +9,9 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
+import time
 from pathlib import Path
 
 import orjson
@@ -116,3 +118,26 @@ def test_an_honest_archive_still_restores(project: Project) -> None:
     ok("restore", "-r", rev, "--output-dir", str(out_dir))
     assert (out_dir / "a.trace.json").is_file()
     assert os.path.getsize(out_dir / "a.trace.json") > 0
+
+
+def test_leftovers_of_killed_archive_and_restore_runs_are_removed(project: Project) -> None:
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    pid = int(dead.stdout)
+    rev, archive = _real_archive(project)
+    orphan = archive.parent / f".{archive.name}.tt{pid}.abcd1234.tmp"
+    orphan.write_bytes(b"half an archive")
+    then = time.time() - 3600
+    os.utime(orphan, (then, then))
+    staging = project.root / ".trace" / "work" / f".x.restoring-{pid}-abcd1234"
+    staging.mkdir(parents=True)
+    (staging / "half.trace.json").write_bytes(b"{")
+    project.record({"a.trace.json": recording("a"), "b.trace.json": recording("b")})
+    ok("archive")
+    assert not orphan.exists()
+    ok("restore", "-r", rev, "--output-dir", str(project.root / ".trace" / "work" / "x"))
+    assert not staging.exists()
