@@ -4,7 +4,10 @@ Contract:
 
 - `BoundedHTTPServer` binds an address like `ThreadingHTTPServer` but serves connections with
   at most `max_workers` threads (default 16). A connection accepted while every worker is busy
-  waits in a queue of `max_queue` connections (default 256); beyond that it is closed at once.
+  waits in a queue of `max_queue` connections (default 256). A free worker takes the oldest
+  queued connection whose request headers have fully arrived (a non-consuming peek), else the
+  oldest. When the queue is full, the oldest queued connection that has not sent its headers
+  is closed to make room (a slow client), else the new one is.
   The listen backlog is `request_queue_size` = 256, so 200 clients connecting at the same moment
   are all accepted.
 - `GuardedHandler` (a `BaseHTTPRequestHandler`) gives every request a deadline:
@@ -42,6 +45,18 @@ DEFAULT_MAX_QUEUE = 256
 DEFAULT_REQUEST_TIMEOUT = 10.0
 DEFAULT_WRITE_TIMEOUT = 30.0
 BACKLOG = 256
+
+
+def _has_request(sock: socket.socket) -> bool:
+    """Whether a queued connection's headers have arrived (or it was closed): a peek, nothing
+    is consumed."""
+    try:
+        data = sock.recv(65536, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True  # broken: serving it is instant
+    return not data or b"\r\n\r\n" in data
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -160,19 +175,32 @@ class BoundedHTTPServer(ThreadingHTTPServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         now = time.monotonic()
+        dropped = None
         with self._lock:
             if self._busy >= self.max_workers:
-                if len(self._waiting) < self.max_queue:
+                if len(self._waiting) >= self.max_queue:
+                    # Full: make room by dropping the oldest queued connection that has not
+                    # even sent its headers (a slow client), else refuse the new one.
+                    stalled = next(
+                        (i for i, item in enumerate(self._waiting) if not _has_request(item[0])),
+                        None,
+                    )
+                    if stalled is None or not self.max_queue:
+                        dropped = request
+                    else:
+                        dropped = self._waiting[stalled][0]
+                        del self._waiting[stalled]
+                    self.refused_connections += 1
+                if dropped is not request:
                     self._waiting.append((request, client_address, now))
-                    return
-                self.refused_connections += 1
-                overflow = True
+                start = False
             else:
                 self._busy += 1
-                overflow = False
-        if overflow:
+                start = True
+        if dropped is not None:
             log.warning("too many connections: closed one from %s", client_address[0])
-            self.shutdown_request(request)
+            self.shutdown_request(dropped)
+        if not start:
             return
         worker = threading.Thread(
             target=self._work,
@@ -187,16 +215,25 @@ class BoundedHTTPServer(ThreadingHTTPServer):
                 self._busy -= 1
             self.shutdown_request(request)
 
+    def _next(self) -> tuple[Any, Any, float] | None:
+        """The queued connection to serve next: the oldest whose request has fully arrived,
+        else the oldest (called with the lock held)."""
+        if not self._waiting:
+            return None
+        for i, item in enumerate(self._waiting):
+            if _has_request(item[0]):
+                del self._waiting[i]
+                return item
+        return self._waiting.popleft()
+
     def _work(self, request: Any, client_address: Any, accepted: float) -> None:
         item: tuple[Any, Any, float] | None = (request, client_address, accepted)
         while item is not None:
             self._local.accepted = item[2]
             self.process_request_thread(item[0], item[1])
             with self._lock:
-                if self._waiting:
-                    item = self._waiting.popleft()
-                else:
-                    item = None
+                item = self._next()
+                if item is None:
                     self._busy -= 1
 
     def handle_error(self, request: Any, client_address: Any) -> None:

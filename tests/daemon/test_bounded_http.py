@@ -147,3 +147,32 @@ def test_forged_or_repeated_host_and_origin_are_refused(
 ) -> None:
     answer = post(server.port, LIST, extra)
     assert answer.startswith(b"HTTP/1.1 403 "), answer[:200]
+
+
+def test_a_full_queue_drops_stalled_clients_not_punctual_ones() -> None:
+    srv = RpcHttpServer(
+        lambda body: dispatch(None, body),
+        allowed_hosts=(),
+        max_workers=2,
+        max_queue=4,
+        request_timeout=DEADLINE,
+    )
+    thread = threading.Thread(target=srv.serve, daemon=True)
+    thread.start()
+    slow: list[socket.socket] = []
+    try:
+        for _ in range(30):  # far more than 2 workers + 4 queued
+            sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            sock.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            slow.append(sock)
+        started = time.monotonic()
+        answer = post(srv.port, LIST)
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:100]
+        assert time.monotonic() - started < DEADLINE + 3
+        assert srv.refused_connections >= 24
+    finally:
+        for sock in slow:
+            sock.close()
+        srv.shutdown()
+        thread.join(timeout=10)
+        srv.server_close()
