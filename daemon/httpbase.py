@@ -51,7 +51,7 @@ def _has_request(sock: socket.socket) -> bool:
     """Whether a queued connection's headers have arrived (or it was closed): a peek, nothing
     is consumed."""
     try:
-        data = sock.recv(65536, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        data = sock.recv(16384, socket.MSG_PEEK | socket.MSG_DONTWAIT)
     except BlockingIOError:
         return False
     except OSError:
