@@ -21,6 +21,8 @@ from tests.archive.conftest import Project, ok, recording, run
 from tracetool.archive.manifest import MANIFEST_NAME
 from tracetool.archive.tarball import read_manifest_of
 
+pytestmark = pytest.mark.e2e
+
 BIG = 2 * 1024**3
 NAME = "big.trace.json"
 

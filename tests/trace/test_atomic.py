@@ -16,6 +16,8 @@ import pytest
 from tests.index.shop import make_shop
 from tracetool.trace.atomic import ORPHAN_AGE, ORPHAN_GRACE, atomic_write_bytes, is_orphan
 
+pytestmark = pytest.mark.e2e
+
 WRITER = """
 import sys, time
 from tracetool.trace.atomic import atomic_write_stream
