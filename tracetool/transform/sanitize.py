@@ -10,6 +10,11 @@ Contract (spec `sanitize` rules 1–11, `metadata.sanitized`, Errors):
   `routes.normalize_path`; URL → `routes.normalize_url`; SQL → `sql.parameterize` when reliable,
   else a `<sql:vN>` token for the whole statement. Values on the allowlist stay verbatim.
   Nothing else is modified.
+- Fail closed: whatever its shape, no captured string survives. A list or object where a string
+  belongs (a parameter's `value`, a header, a message…) becomes one token for the whole, so the
+  field keeps its type; OTHER and ENTRY (`captured`: a field of an unexpected shape, an unknown
+  key) are masked string by string, object keys included; a path or URL that is no string is
+  masked like a value; text in `sql_query` that is not SQL is never "reliable" (`sql`).
 - `metadata.sanitized = {version, allow, tokens, digest}`: `allow` is the sorted list of values
   allowed by every run so far (the built-in list not included), `tokens` the number of tokens in
   the file, `digest` a digest of the written document without the marker.
@@ -35,6 +40,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from tracetool import __version__
 from tracetool.routes import normalize_path, normalize_url
@@ -77,6 +84,21 @@ class SanitizeReport:
     warnings: tuple[str, ...] = ()
 
 
+# Kinds whose structured values keep their skeleton (every string in them, keys included, masked
+# one by one); a structured value in a place that holds a string (a parameter's `value`, a
+# header, a message, a path, SQL) becomes one token, so the field keeps its string type.
+_LEAF_BY_LEAF = frozenset((captured.OTHER, captured.ENTRY))
+
+
+def _whole(tok: Tokenizer, value: list | dict) -> str:
+    """One token for a whole structured value (equal structures, equal tokens)."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except (orjson.JSONEncodeError, TypeError):  # nested too deep for orjson: one of its own
+        return tok.token(f"\x00structured value {id(value)}")
+    return tok.token("\x00" + text.decode())
+
+
 @lru_cache(maxsize=8192)
 def _parameterize(sql: str, database_type: str | None) -> tuple[str, bool]:
     from tracetool.sql import parameterize  # sqlglot: imported only when SQL is met
@@ -105,9 +127,11 @@ class _Masker:
             if value.__class__ is str:  # the hot path
                 known = tok.memo.get(value)
                 return known if known is not None else tok.mask_new(value)
+            if kind not in _LEAF_BY_LEAF and isinstance(value, (list, dict)):
+                return _whole(tok, value)
             return tok.mask(value)
         if not isinstance(value, str):
-            return tok.mask(value)
+            return _whole(tok, value) if isinstance(value, (list, dict)) else tok.mask(value)
         if tok.is_kept(value):
             return value
         if kind == captured.SQL:
