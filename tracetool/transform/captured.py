@@ -86,13 +86,23 @@ _NUMBER = frozenset((int, float, _NONE))
 _BOOL = frozenset((bool, _NONE))
 _STR_OR_INT = frozenset((str, int, _NONE))
 _SCALAR = frozenset((str, int, float, bool, _NONE))
-_STR_LIST = "list of strings"  # checked by _schema_ok
+
+
+class _ListOfStrings(frozenset):  # type: ignore[type-arg]
+    """Schema type "a list of strings (or null)"; as a set it holds only NoneType."""
+
+
+_STR_LIST = _ListOfStrings((_NONE,))
 
 
 def _schema_ok(value: Any, allowed: Any) -> bool:
-    if allowed is _STR_LIST:
-        return value is None or (value.__class__ is list and all(v.__class__ is str for v in value))
-    return value.__class__ in allowed
+    """Whether a schema key's value has its type (callers test `value.__class__ in allowed`
+    first, the fast path for scalars)."""
+    if value.__class__ in allowed:
+        return True
+    return (
+        allowed is _STR_LIST and value.__class__ is list and all(v.__class__ is str for v in value)
+    )
 
 
 # --- walkers: each rewrites holder[key] (holder: a dict or a list) -------------------------------
@@ -153,7 +163,7 @@ class _Shape:
                 if unknown is None:
                     unknown = []
                 unknown.append(key)
-            elif not _schema_ok(obj[key], allowed):
+            elif obj[key].__class__ not in allowed and not _schema_ok(obj[key], allowed):
                 _other(obj, key, fn)
         if unknown:
             _mask_entries(obj, unknown, fn)
@@ -242,7 +252,7 @@ def _param(holder: Any, key: Any, fn: Rewriter, context: Any = None) -> None:
                     if unknown is None:
                         unknown = []
                     unknown.append(k)
-                elif not _schema_ok(node[k], allowed):
+                elif node[k].__class__ not in allowed and not _schema_ok(node[k], allowed):
                     _other(node, k, fn)
         if unknown:
             _mask_entries(node, unknown, fn)
@@ -393,7 +403,9 @@ def rewrite_event(event: dict[str, Any], fn: Rewriter) -> None:
             walker(event, key, fn)
         else:
             allowed = schema.get(key)
-            if allowed is None or not _schema_ok(event[key], allowed):
+            if allowed is None or (
+                event[key].__class__ not in allowed and not _schema_ok(event[key], allowed)
+            ):
                 _other(event, key, fn)
 
 
