@@ -86,23 +86,7 @@ _NUMBER = frozenset((int, float, _NONE))
 _BOOL = frozenset((bool, _NONE))
 _STR_OR_INT = frozenset((str, int, _NONE))
 _SCALAR = frozenset((str, int, float, bool, _NONE))
-
-
-class _ListOfStrings(frozenset):  # type: ignore[type-arg]
-    """Schema type "a list of strings (or null)"; as a set it holds only NoneType."""
-
-
-_STR_LIST = _ListOfStrings((_NONE,))
-
-
-def _schema_ok(value: Any, allowed: Any) -> bool:
-    """Whether a schema key's value has its type (callers test `value.__class__ in allowed`
-    first, the fast path for scalars)."""
-    if value.__class__ in allowed:
-        return True
-    return (
-        allowed is _STR_LIST and value.__class__ is list and all(v.__class__ is str for v in value)
-    )
+_NUMERIC = frozenset((int, float, bool, _NONE))  # numbers and flags: no text to hide
 
 
 # --- walkers: each rewrites holder[key] (holder: a dict or a list) -------------------------------
@@ -128,6 +112,14 @@ _url = _leaf(URL)
 _sql_text = _leaf(SQL)
 
 
+def _str_list(holder: Any, key: Any, fn: Rewriter, context: Any = None) -> None:
+    """Schema "a list of strings" (labels): kept while it is one, else OTHER."""
+    value = holder[key]
+    if value is None or (value.__class__ is list and all(v.__class__ is str for v in value)):
+        return
+    _other(holder, key, fn)
+
+
 def _mask_entries(obj: dict[str, Any], keys: list, fn: Rewriter) -> None:
     """ENTRY: unknown keys of a captured object, offered with their values."""
     for key in keys:
@@ -147,24 +139,24 @@ class _Shape:
 
     def __init__(self, name: str, schema: dict[str, Any], fields: dict[str, Walker]) -> None:
         self.name = name
-        self.schema = schema
-        self.fields = fields
+        # one lookup per key: a frozenset of the classes a schema key may have, or a walker
+        self.table: dict[str, Any] = {**schema, **fields}
 
     def walk(self, obj: dict[str, Any], fn: Rewriter, context: Any = None) -> None:
         unknown: Optional[list] = None
-        fields, schema = self.fields, self.schema
-        for key in obj:
-            walker = fields.get(key)
-            if walker is not None:
-                walker(obj, key, fn, obj)
-                continue
-            allowed = schema.get(key)
-            if allowed is None:
+        table = self.table
+        for key, value in obj.items():  # (walkers only replace values: no resize)
+            if key in table:
+                spec = table[key]
+                if spec.__class__ is frozenset:
+                    if value.__class__ not in spec:
+                        _other(obj, key, fn)
+                else:
+                    spec(obj, key, fn, obj)
+            else:
                 if unknown is None:
                     unknown = []
                 unknown.append(key)
-            elif obj[key].__class__ not in allowed and not _schema_ok(obj[key], allowed):
-                _other(obj, key, fn)
         if unknown:
             _mask_entries(obj, unknown, fn)
 
@@ -199,15 +191,33 @@ def _list_of(item: Walker, bare: Walker = _other) -> Walker:
 
 # --- parameter objects (receiver, parameters, message, return_value; nested properties/items) ---
 
-_PARAM_SCHEMA: dict[str, Any] = {
+_PARAM_VALUE = "value"
+_PARAM_NESTED = "nested"
+_PARAM_TABLE: dict[str, Any] = {
     "name": _STR,
     "class": _STR,
     "object_id": _STR_OR_INT,
     "size": _INT,
     "kind": _STR,
-    "labels": _STR_LIST,
+    "labels": _str_list,
+    "value": _PARAM_VALUE,
+    "properties": _PARAM_NESTED,
+    "items": _PARAM_NESTED,
 }
-_PARAM_NESTED = ("properties", "items")
+
+
+_FLAT_PARAM_KEYS = frozenset(k for k, spec in _PARAM_TABLE.items() if spec is not _PARAM_NESTED)
+# Per key of a flat parameter, the classes that need nothing done (`value`: none, it is always
+# offered; `labels`: null only, a list is checked by its walker).
+_FLAT_PARAM_FINE = {
+    k: spec
+    if spec.__class__ is frozenset
+    else frozenset((_NONE,))
+    if k == "labels"
+    else frozenset()
+    for k, spec in _PARAM_TABLE.items()
+    if k in _FLAT_PARAM_KEYS
+}
 
 
 def _param(holder: Any, key: Any, fn: Rewriter, context: Any = None) -> None:
@@ -222,38 +232,54 @@ def _param(holder: Any, key: Any, fn: Rewriter, context: Any = None) -> None:
         if obj is not None:
             _value(holder, key, fn)
         return
-    schema = _PARAM_SCHEMA
+    table = _PARAM_TABLE
+    if obj.keys() <= _FLAT_PARAM_KEYS:  # the common case: no nesting, no unknown key
+        fine = _FLAT_PARAM_FINE
+        for k, v in obj.items():  # (only values are replaced: no resize)
+            if v.__class__ in fine[k]:
+                continue
+            if k == "value":
+                new = fn(VALUE, v, None)
+                if new is not v:
+                    obj[k] = new
+            else:
+                spec = table[k]
+                if spec.__class__ is frozenset:
+                    _other(obj, k, fn)
+                else:
+                    spec(obj, k, fn)
+        return
     stack = [obj]
     while stack:
         node = stack.pop()
         children: Optional[list] = None
         unknown: Optional[list] = None
-        for k in node:
-            if k == "value":
-                old = node[k]
-                new = fn(VALUE, old, None)
-                if new is not old:
+        for k, v in node.items():  # (only values are replaced here: no resize)
+            spec = table.get(k)
+            if spec.__class__ is frozenset:
+                if v.__class__ not in spec:
+                    _other(node, k, fn)
+            elif spec is _PARAM_VALUE:
+                new = fn(VALUE, v, None)
+                if new is not v:
                     node[k] = new
-            elif k in _PARAM_NESTED:
-                nested = node[k]
-                if nested.__class__ is list:
-                    for i, child in enumerate(nested):
+            elif spec is _PARAM_NESTED:
+                if v.__class__ is list:
+                    for i, child in enumerate(v):
                         if child.__class__ is dict:
                             if children is None:
                                 children = []
                             children.append(child)
                         elif child is not None:
-                            _value(nested, i, fn)
-                elif nested is not None:
+                            _value(v, i, fn)
+                elif v is not None:
                     _other(node, k, fn)
+            elif spec is None:
+                if unknown is None:
+                    unknown = []
+                unknown.append(k)
             else:
-                allowed = schema.get(k)
-                if allowed is None:
-                    if unknown is None:
-                        unknown = []
-                    unknown.append(k)
-                elif node[k].__class__ not in allowed and not _schema_ok(node[k], allowed):
-                    _other(node, k, fn)
+                spec(node, k, fn)
         if unknown:
             _mask_entries(node, unknown, fn)
         if children:
@@ -375,14 +401,14 @@ _EVENT_SCHEMA: dict[str, Any] = {
     "event": _STR,
     "thread_id": _SCALAR,
     "parent_id": _SCALAR,
-    "elapsed": _NUMBER,
-    "elapsed_instrumentation": _NUMBER,
+    "elapsed": _NUMERIC,
+    "elapsed_instrumentation": _NUMERIC,
     "defined_class": _STR,
     "method_id": _STR,
     "path": _STR,
-    "lineno": _INT,
-    "static": _BOOL,
-    "labels": _STR_LIST,
+    "lineno": _NUMERIC,
+    "static": _NUMERIC,
+    "labels": _str_list,
 }
 
 METADATA_FIELDS: dict[str, Walker] = {
@@ -393,20 +419,23 @@ METADATA_FIELDS: dict[str, Walker] = {
 }
 
 
+# One lookup per event key: a frozenset (schema, by type) or a walker (captured).
+_EVENT_TABLE: dict[str, Any] = {**_EVENT_SCHEMA, **EVENT_FIELDS}
+
+
 def rewrite_event(event: dict[str, Any], fn: Rewriter) -> None:
     """Call `fn` on every captured field of one event, in document order, storing its result."""
-    fields = EVENT_FIELDS
-    schema = _EVENT_SCHEMA
-    for key in event:
-        walker = fields.get(key)
-        if walker is not None:
-            walker(event, key, fn)
+    table = _EVENT_TABLE
+    for key, value in event.items():  # (walkers only replace values: no resize)
+        if key in table:  # (`in` then `[]`: faster than .get() on CPython)
+            spec = table[key]
+            if spec.__class__ is frozenset:
+                if value.__class__ not in spec:
+                    _other(event, key, fn)
+            else:
+                spec(event, key, fn)
         else:
-            allowed = schema.get(key)
-            if allowed is None or (
-                event[key].__class__ not in allowed and not _schema_ok(event[key], allowed)
-            ):
-                _other(event, key, fn)
+            _other(event, key, fn)
 
 
 def rewrite_metadata(metadata: dict[str, Any], fn: Rewriter) -> None:
