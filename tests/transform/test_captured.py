@@ -247,3 +247,23 @@ def test_metadata_messages_of_any_shape_are_offered() -> None:
     seen: list[Any] = []
     rewrite_metadata(metadata, lambda kind, value, context: seen.append((kind, value)) or value)
     assert seen == [("message", "boom s1"), ("message", ["s2"]), ("entry", {"extra": "s3"})]
+
+
+def test_text_in_a_numeric_schema_key_is_offered() -> None:
+    event = {
+        "event": "return",
+        "elapsed": "s1",
+        "return_value": {"class": "str", "value": "v", "object_id": "s2", "size": "s3"},
+        "http_server_response": {"status_code": "200 s4"},
+        "exceptions": [{"class": "E", "message": "m", "object_id": "s5", "lineno": "s6"}],
+    }
+    assert [v for _k, v in captured_values(event)] == [
+        "s1",
+        "v",
+        "s2",
+        "s3",
+        "200 s4",
+        "m",
+        "s5",
+        "s6",
+    ]

@@ -225,6 +225,40 @@ def test_rule6_sql_parameterized_and_unreliable_sql_tokenized(builder) -> None:
     assert report.counts["sql_parameterized"] == 1 and report.counts["sql_tokenized"] == 2
 
 
+@needs_sql
+@pytest.mark.parametrize(
+    ("database_type", "sql", "expected"),
+    [
+        # issue 19: SQLite reads "…" in a value position as a string
+        (
+            "sqlite",
+            'SELECT * FROM u WHERE email = "alice@example.com"',
+            "SELECT * FROM u WHERE email = ?",
+        ),
+        ("sqlite", 'SELECT "alice@example.com" FROM u', "<sql:v1>"),  # string or column?
+        # text that is not SQL is not "reliably parameterized"
+        ("redis", "AUTH sup3rpassw0rd", "<sql:v1>"),
+        ("postgres", "SET my.api_key = sk_live_abc123", "<sql:v1>"),
+        ("postgres", "garbage k3y-zz9 here", "<sql:v1>"),
+    ],
+)
+def test_rule6_sqlite_strings_and_text_that_is_not_sql(
+    builder, database_type: str, sql: str, expected: str
+) -> None:
+    q = builder.call(sql_query={"database_type": database_type, "sql": sql})
+    builder.ret(q)
+    out, _report = _run(builder.doc())
+    assert out["events"][0]["sql_query"]["sql"] == expected
+
+
+@needs_sql
+def test_rule6_a_bare_string_sql_query_is_sql(builder) -> None:
+    q = builder.call(sql_query="SELECT * FROM u WHERE pw = 'hunter2'")
+    builder.ret(q)
+    out, _report = _run(builder.doc())
+    assert out["events"][0]["sql_query"] == "SELECT * FROM u WHERE pw = ?"
+
+
 # --- rule 7: URLs and paths -------------------------------------------------------------------
 
 

@@ -45,7 +45,10 @@ Everything else is schema and is never passed to the callback: event ids, `event
 `name` / `class` / `object_id` / `size` / `kind`, header names, `request_method`, `protocol`,
 `normalized_path_info`, `status_code`, `mime_type`, `database_type`, `server_version`, exception
 `class` / `path` / `lineno`, the whole `classMap`, and metadata other than the two messages —
-each only while it has its schema type (a string, a number…); otherwise it is OTHER.
+each only while it has its schema type; otherwise it is OTHER. Names, classes, paths and
+methods are strings; ids, object ids, sizes, line numbers and statuses are numbers (a string
+`object_id` or `status_code` could hold anything, so it is masked), timings and flags are
+numbers or booleans.
 
 Fields are visited in document order (an event's keys in the order they were written), which is
 what "order of first appearance" means for sanitize's token numbers. Entries of ENTRY kind are
@@ -196,7 +199,7 @@ _PARAM_NESTED = "nested"
 _PARAM_TABLE: dict[str, Any] = {
     "name": _STR,
     "class": _STR,
-    "object_id": _STR_OR_INT,
+    "object_id": _INT,
     "size": _INT,
     "kind": _STR,
     "labels": _str_list,
@@ -349,7 +352,7 @@ CLIENT_REQUEST = _Shape(
 )
 RESPONSE = _Shape(
     "http_response",
-    {"status_code": _STR_OR_INT, "status": _STR_OR_INT, "mime_type": _STR, "protocol": _STR},
+    {"status_code": _INT, "status": _INT, "mime_type": _STR, "protocol": _STR},
     {"headers": _headers, "return_value": _param},
 )
 
@@ -374,7 +377,7 @@ SQL_QUERY = _Shape(
 
 EXCEPTION = _Shape(
     "exception",
-    {"class": _STR, "object_id": _STR_OR_INT, "path": _STR, "lineno": _INT},
+    {"class": _STR, "object_id": _INT, "path": _STR, "lineno": _INT},
     {"message": _message},
 )
 
