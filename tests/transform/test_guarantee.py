@@ -56,14 +56,15 @@ def test_planted_recordings_sanitized_pass_appmaps_validator(
 ) -> None:
     """The planted recordings (odd-but-valid shapes included) validate once sanitized."""
     paths = []
-    for seed in SEEDS:
+    seeds = range(12)  # (every seed's secrets are checked above; here the validator's verdict)
+    for seed in seeds:
         data, secrets = planted_recording(seed)
         out, _result = sanitized(data)
         assert_no_secret_survives(out, secrets)
         path = tmp_path / f"planted-{seed}.appmap.json"
         path.write_bytes(out)
         paths.append(path)
-    assert appmap_validate(paths) == len(SEEDS)
+    assert appmap_validate(paths) == len(seeds)
 
 
 @needs_sql
