@@ -50,6 +50,7 @@ class Session:
         "dropped",
         "events",
         "limit",
+        "links",
         "metadata",
         "name",
         "recorder_name",
@@ -69,6 +70,9 @@ class Session:
         self.room = min(CHUNK, self.limit)
         self.dropped = 0
         self.metadata: dict[str, Any] = {}
+        # lane -> call ids open where that lane (a task, a context-copying thread) was created,
+        # innermost first: the finished document nests the lane under one of them
+        self.links: dict[int, tuple[int, ...]] = {}
 
     def overflow(self, event: tuple) -> bool:
         """The chunk is full: freeze it and append `event` to a new one, or drop it at the cap."""

@@ -21,6 +21,7 @@ its public names; a submodule trigger may use only that submodule). Nothing heav
 | `httpx`                         | `http_client.install_httpx`                 | HTTP client              |
 | `urllib.request`                | `http_client.install_urllib`                | HTTP client              |
 | `logging`                       | `logging.install` (`Logger.handle`)         | log messages             |
+| `contextlib`                    | `generators.install` (generator CMs)        | one call per `with`      |
 
 Every installer is idempotent and failure-tolerant: a library version we cannot hook logs one
 warning (on the `tracetool` logger) and the app runs on unrecorded rather than broken.
@@ -42,6 +43,7 @@ _PKG = __name__
 # trigger module -> installers ("module:function" inside this package), in install order.
 INTEGRATIONS: dict[str, tuple[str, ...]] = {
     "logging": ("logging:install",),
+    "contextlib": ("generators:install",),
     "sqlite3": ("sqlite3:install",),
     "urllib.request": ("http_client:install_urllib",),
     "wsgiref.handlers": ("wsgi:install_wsgiref",),
