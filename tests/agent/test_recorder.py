@@ -132,7 +132,9 @@ def test_interleaved_tasks_nest_correctly(rec: Recorder) -> None:
             [["message", [["sql_query", []]]], ["message", [["sql_query", []]]], ["sql_query", []]],
         ]
     ]
-    sqls = [e["sql_query"]["sql"] for e in doc["events"] if e["event"] == "call" and "sql_query" in e]
+    sqls = [
+        e["sql_query"]["sql"] for e in doc["events"] if e["event"] == "call" and "sql_query" in e
+    ]
     assert sqls == ["select 'a'", "select 'b'", "select 'after'"]
     assert {e["thread_id"] for e in doc["events"]} == {1}
 

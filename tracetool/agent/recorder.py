@@ -481,6 +481,16 @@ class Recorder:
         held[1] = node
         _pop(node)
         node[DONE] = None  # held: `resume` continues it, `leave` ends it
+        # The `with` body (a FastAPI handler) runs next in this lane but is not called by the
+        # generator: the held call and its set-up move to a lane of their own, linked like a
+        # task, so the document nests the body under its real caller, not under the generator.
+        lane, mark = next(self._lanes), next(self._ids)
+        ancestors = _ancestors(node[PARENT])
+        for session in node[TARGETS]:
+            session.moves[node[CALL_ID]] = (node[LANE], mark, lane)
+            if ancestors:
+                session.links[lane] = ancestors
+        node[LANE] = lane
         return True
 
     def unhold(self, node: list) -> None:

@@ -157,7 +157,11 @@ def _encoder() -> Callable[[tuple], bytes | None]:
 _NEVER = 1 << 62  # the return id of a call still open when the recording stopped
 
 
-def fold_lanes(chunks: list[tuple], links: dict[int, tuple[int, ...]]) -> list[tuple]:
+def fold_lanes(
+    chunks: list[tuple],
+    links: dict[int, tuple[int, ...]],
+    moves: dict[int, tuple[int, int, int]] | None = None,
+) -> list[tuple]:
     """Nest linked lanes under the calls that spawned them; the events as one chunk list.
 
     AppMap nests calls per `thread_id`, so an asyncio task (a BaseHTTPMiddleware's `call_next`,
@@ -168,6 +172,9 @@ def fold_lanes(chunks: list[tuple], links: dict[int, tuple[int, ...]]) -> list[t
     task that outlives its creator's call goes to an enclosing one, or stays where it is), as a
     child of that call, ordered among its other children by start. Overlapping siblings are
     thus serialized; spans and timings are unchanged.
+
+    `moves[call]` = (lane, until, new lane): a held generator call (`Recorder.hold`) and the
+    events of its set-up (ids below `until` in its lane) go to the new lane first.
     """
     events = [ev for chunk in chunks for ev in chunk]
     ends: dict[int, int] = {}
@@ -183,6 +190,8 @@ def fold_lanes(chunks: list[tuple], links: dict[int, tuple[int, ...]]) -> list[t
         if seq is None:
             seq = lanes[ev[2]] = []
         seq.append(ev)
+    if moves:
+        _apply_moves(lanes, moves)
     blocks: dict[int, list[list[tuple]]] = {}  # host call id -> moved blocks
     for lane, seq in lanes.items():
         ancestors = links.get(lane)
@@ -256,6 +265,22 @@ def fold_lanes(chunks: list[tuple], links: dict[int, tuple[int, ...]]) -> list[t
     return [tuple(out[i : i + 4096]) for i in range(0, len(out), 4096)]
 
 
+def _apply_moves(lanes: dict[int, list[tuple]], moves: dict[int, tuple[int, int, int]]) -> None:
+    for call_id, (lane, until, new) in sorted(moves.items()):
+        seq = lanes.get(lane)
+        if not seq:
+            continue
+        start = next((i for i, ev in enumerate(seq) if ev[1] == call_id), None)
+        if start is None:
+            continue
+        end = start
+        while end < len(seq) and seq[end][1] < until:
+            end += 1
+        moved = seq[start:end]
+        del seq[start:end]
+        lanes[new] = moved + lanes.get(new, [])
+
+
 def _dumps(obj: Any) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
 
@@ -268,10 +293,13 @@ class Recording:
         metadata: dict[str, Any],
         chunks: list[tuple],
         links: dict[int, tuple[int, ...]] | None = None,
+        moves: dict[int, tuple[int, int, int]] | None = None,
     ) -> None:
         self.metadata = metadata
         self._chunks = chunks
-        self._links = links  # folded into the chunks when first written (`fold_lanes`)
+        # folded into the chunks when first written (`fold_lanes`)
+        self._links = links
+        self._moves = moves
         self._class_map: list[dict[str, Any]] | None = None
 
     @classmethod
@@ -284,7 +312,7 @@ class Recording:
                 "max_events": limit,
                 "dropped_calls": session.dropped,
             }
-        return cls(md, chunks, session.links or None)
+        return cls(md, chunks, session.links or None, session.moves or None)
 
     @property
     def event_count(self) -> int:
@@ -311,10 +339,10 @@ class Recording:
             {"version": FORMAT_VERSION, "metadata": self.metadata, "classMap": self.class_map}
         )
         yield head[:-1] + b',"events":['
-        if self._links:
+        if self._links or self._moves:
             with gc_paused():
-                self._chunks = fold_lanes(self._chunks, self._links)
-            self._links = None
+                self._chunks = fold_lanes(self._chunks, self._links or {}, self._moves)
+            self._links = self._moves = None
         encode = _encoder()
         first = True
         for chunk in self._chunks:
