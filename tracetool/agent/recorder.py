@@ -172,6 +172,7 @@ class Recorder:
         self._remote: Session | None = None
         self._process: Session | None = None
         self._globals: tuple[Session, ...] = ()
+        self._ambient: tuple[Session, ...] = ()  # test-runner sessions (`start_ambient`)
         self._scoped = 0
         self._ids = itertools.count(1)
         self._lanes = itertools.count(1)
@@ -188,7 +189,9 @@ class Recorder:
 
     # -- sessions ---------------------------------------------------------------------------
     def _refresh(self) -> None:
-        self._globals = tuple(s for s in (self._process, self._remote) if s is not None)
+        self._globals = (
+            tuple(s for s in (self._process, self._remote) if s is not None) + self._ambient
+        )
         self.active = bool(self._globals) or self._scoped > 0
         for listener in self._listeners:
             listener.on = self.active
@@ -267,6 +270,28 @@ class Recorder:
             self._refresh()
         _SCOPE.set((*_SCOPE.get(), session))
         return ScopedRecording(self, session)
+
+    def start_ambient(
+        self,
+        name: str | None = None,
+        *,
+        recorder_name: str = "pytest",
+        recorder_type: str = "tests",
+    ) -> AmbientRecording:
+        """Record everything the process runs until `.stop()`: every thread and task, like the
+        process session. For a test runner: whatever runs while a test runs belongs to it —
+        a live server's thread started by a session fixture, a ThreadPoolExecutor's workers —
+        and `pause()`/`resume()` let a fixture's set-up go to its own recording instead."""
+        session = Session(name, recorder_name, recorder_type)
+        handle = AmbientRecording(self, session)
+        handle.resume()
+        return handle
+
+    def _set_ambient(self, session: Session, on: bool) -> None:
+        with self._lock:
+            rest = tuple(s for s in self._ambient if s is not session)
+            self._ambient = (*rest, session) if on else rest
+            self._refresh()
 
     def _end_scoped(self, session: Session) -> None:
         current = _SCOPE.get()
@@ -553,6 +578,24 @@ class Recorder:
         )
         for session in node[TARGETS]:
             session.events.append(event)
+
+
+class AmbientRecording(ScopedRecording):
+    """A running ambient session (`Recorder.start_ambient`)."""
+
+    def pause(self) -> None:
+        """Stop receiving events for now (the session stays open)."""
+        self._recorder._set_ambient(self._session, False)
+
+    def resume(self) -> None:
+        if self.recording is None:
+            self._recorder._set_ambient(self._session, True)
+
+    def stop(self) -> Recording:
+        if self.recording is None:
+            self.pause()
+            self.recording = self._session.finish()
+        return self.recording
 
 
 _recorder = Recorder()
