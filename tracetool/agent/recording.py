@@ -232,6 +232,8 @@ def fold_lanes(
         return list(chunks)
     for pending in blocks.values():
         pending.sort(key=lambda b: b[0][1])
+    if moves:
+        _wrap_in_held(blocks, ends, moves)
     out: list[tuple] = []
 
     def flush(host: int, before: int, lane: int) -> None:
@@ -263,6 +265,32 @@ def fold_lanes(
         for block in pending:
             emit(block, block[0][2])
     return [tuple(out[i : i + 4096]) for i in range(0, len(out), 4096)]
+
+
+def _wrap_in_held(
+    blocks: dict[int, list[list[tuple]]], ends: dict[int, int], moves: dict[int, Any]
+) -> None:
+    """A held generator's call spans its `with` body: blocks beside it that it spans (the
+    handler a FastAPI dependency wrapped, when both ended inside the middleware) go inside it."""
+    for host, pending in list(blocks.items()):
+        keep: list[list[tuple]] = []
+        for block in pending:
+            end = ends.get(block[0][1], _NEVER)
+            wrapper = next(
+                (
+                    k
+                    for k in reversed(keep)
+                    if k[0][1] in moves and ends.get(k[0][1], _NEVER) >= end
+                ),
+                None,
+            )
+            if wrapper is None:
+                keep.append(block)
+            else:
+                blocks.setdefault(wrapper[0][1], []).append(block)
+        blocks[host] = keep
+    for pending in blocks.values():
+        pending.sort(key=lambda b: b[0][1])
 
 
 def _apply_moves(lanes: dict[int, list[tuple]], moves: dict[int, tuple[int, int, int]]) -> None:

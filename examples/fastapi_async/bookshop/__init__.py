@@ -1,40 +1,12 @@
 """An async FastAPI bookshop on PostgreSQL: async SQLAlchemy over asyncpg, a BaseHTTPMiddleware,
 `yield` dependencies (async and sync), a task group and worker-thread hand-offs.
 
-`create_app(database_url)` is the app factory; the URL is a `postgresql://` (or
+`create_app(database_url)` (bookshop.app) is the app factory; the URL is a `postgresql://` (or
 `postgresql+asyncpg://`) URL, by default `$BOOKSHOP_DATABASE_URL`.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Optional
+from bookshop.app import ENV_URL, create_app
 
-from fastapi import FastAPI
-
-from bookshop.db import Database
-from bookshop.middleware import TimingMiddleware
-from bookshop.routes import router
-
-ENV_URL = "BOOKSHOP_DATABASE_URL"
-
-
-def create_app(database_url: Optional[str] = None) -> FastAPI:
-    url = database_url or os.environ.get(ENV_URL)
-    if not url:
-        raise RuntimeError(f"no database: pass create_app(url) or set {ENV_URL}")
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.db = Database(url)
-        try:
-            yield
-        finally:
-            await app.state.db.close()
-
-    app = FastAPI(title="bookshop", lifespan=lifespan)
-    app.add_middleware(TimingMiddleware)
-    app.include_router(router)
-    return app
+__all__ = ["ENV_URL", "create_app"]
