@@ -52,6 +52,12 @@ _OUTPUT_KEY = "tracetool"
 WIDE_SCOPES = frozenset({"session", "package", "module", "class"})
 
 
+def fixture_name(fixturedef: Any, phase: str, where: str) -> str:
+    """``db (session fixture) setup``, ``cache (module fixture) setup for tests/test_a.py``."""
+    name = f"{fixturedef.argname} ({fixturedef.scope} fixture) {phase}"
+    return f"{name} for {where}" if where else name
+
+
 def failure_message_of(error: BaseException) -> str:
     return failure_message(None, f"{type(error).__name__}: {error}")
 
@@ -225,23 +231,23 @@ class TracePlugin:
     def _records_fixture(self, fixturedef: Any) -> bool:
         return self.mode == "record" and getattr(fixturedef, "scope", "function") in WIDE_SCOPES
 
-    def _start_fixture(self, fixturedef: Any, phase: str) -> Any:
+    def _start_fixture(self, fixturedef: Any, phase: str, where: str) -> Any:
         backend: Any = self.backend
         if not hasattr(backend, "start_fixture"):
             return None
         scope = fixturedef.scope
-        name = f"{fixturedef.argname} ({scope} fixture) {phase}"
+        name = fixture_name(fixturedef, phase, where)
         # pause whatever records now (the test that triggered it, or an outer fixture)
         paused = self._fixtures[-1][0] if self._fixtures else self._token
         if paused is not None and hasattr(paused, "pause"):
             paused.pause()
         handle = backend.start_fixture(name)
-        entry = (handle, fixturedef, phase, paused)
+        entry = (handle, fixturedef, phase, paused, where)
         self._fixtures.append(entry)
         return entry
 
     def _finish_fixture(self, entry: Any, error: BaseException | None) -> None:
-        handle, fixturedef, phase, paused = entry
+        handle, fixturedef, phase, paused, where = entry
         if entry in self._fixtures:
             self._fixtures.remove(entry)
         recording = handle.stop()
@@ -253,7 +259,7 @@ class TracePlugin:
             return  # nothing recorded (a plugin's fixture, say): no file
         baseid = getattr(fixturedef, "baseid", "") or ""
         meta = recording.metadata
-        meta["name"] = f"{fixturedef.argname} ({fixturedef.scope} fixture) {phase}"
+        meta["name"] = fixture_name(fixturedef, phase, where)
         meta["labels"] = [FRAMEWORK, f"fixture.{phase}"]
         meta["test_status"] = "failed" if error is not None else "succeeded"
         if error is not None:
@@ -263,6 +269,7 @@ class TracePlugin:
             "scope": fixturedef.scope,
             "phase": phase,
             "defined_in": baseid or "<root>",
+            "for": where or "<session>",
         }
         location = fixture_location(fixturedef, self._rootdir)
         if location:
@@ -270,16 +277,20 @@ class TracePlugin:
         meta["recorder"] = dict(RECORDER)
         meta["frameworks"] = [{"name": FRAMEWORK, "version": self.pytest_version}]
         key = file_key(
-            f"fixture.{phase}.{fixturedef.scope}.{baseid or 'root'}::{fixturedef.argname}"
+            f"fixture.{phase}.{fixturedef.scope}.{where or 'session'}::{fixturedef.argname}"
         )
         self.saver.submit(recording, key)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> Generator[None]:
         entry = None
+        where = ""
         if self._records_fixture(fixturedef):
+            # the node the fixture is set up for: the module/class (a wide fixture from a
+            # conftest.py is set up once per module that uses it), "" for the session
+            where = str(getattr(getattr(request, "node", None), "nodeid", "") or "")
             entry = self._guard(
-                "starting a fixture recording", self._start_fixture, fixturedef, "setup"
+                "starting a fixture recording", self._start_fixture, fixturedef, "setup", where
             )
         outcome = yield
         if entry is None:
@@ -292,13 +303,13 @@ class TracePlugin:
             self._guard(
                 "watching a fixture's tear-down",
                 fixturedef.addfinalizer,
-                functools.partial(self._teardown_begins, fixturedef),
+                functools.partial(self._teardown_begins, fixturedef, where),
             )
 
-    def _teardown_begins(self, fixturedef: Any) -> None:
+    def _teardown_begins(self, fixturedef: Any, where: str) -> None:
         # registered after the fixture's own finalizers, so it runs first (they run LIFO)
         entry = self._guard(
-            "starting a fixture recording", self._start_fixture, fixturedef, "teardown"
+            "starting a fixture recording", self._start_fixture, fixturedef, "teardown", where
         )
         if entry is not None:
             self._teardowns[id(fixturedef)] = entry
