@@ -235,7 +235,6 @@ class TracePlugin:
         backend: Any = self.backend
         if not hasattr(backend, "start_fixture"):
             return None
-        scope = fixturedef.scope
         name = fixture_name(fixturedef, phase, where)
         # pause whatever records now (the test that triggered it, or an outer fixture)
         paused = self._fixtures[-1][0] if self._fixtures else self._token
