@@ -275,9 +275,10 @@ class TracePlugin:
             meta["source_location"] = location
         meta["recorder"] = dict(RECORDER)
         meta["frameworks"] = [{"name": FRAMEWORK, "version": self.pytest_version}]
-        key = file_key(
-            f"fixture.{phase}.{fixturedef.scope}.{where or 'session'}::{fixturedef.argname}"
-        )
+        owner = where or "session"
+        if self.worker:  # each pytest-xdist worker sets up the session fixtures again
+            owner += "." + str(getattr(self.config, "workerinput", {}).get("workerid", "worker"))
+        key = file_key(f"fixture.{phase}.{fixturedef.scope}.{owner}::{fixturedef.argname}")
         self.saver.submit(recording, key)
 
     @pytest.hookimpl(hookwrapper=True)
