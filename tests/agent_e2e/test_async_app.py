@@ -45,7 +45,20 @@ def recorded(
         HOME=str(base / "home"),  # the index's query.db goes under ~/.trace
     )
     result = _run(
-        ["-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "--trace-record"],
+        [
+            *(
+                "-m",
+                "pytest",
+                "-q",
+                "--trace-record",
+                "-p",
+                "no:randomly",
+                "-p",
+                "no:cacheprovider",
+            ),
+            # unrelated plugins of the dev venv cost seconds of start-up
+            *("-p", "no:hypothesispytest", "-p", "no:pytest-lsp"),
+        ],
         project,
         env,
     )
