@@ -6,6 +6,8 @@ run first (or last)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -60,12 +62,12 @@ def class_helper():
 CONFTEST = """
 import pytest
 
-import fixpkg
+from fixpkg import db as fixpkg
 
 
 @pytest.fixture(scope="session")
-def db(tmp_path_factory):
-    con = fixpkg.migrate(str(tmp_path_factory.mktemp("db") / "app.sqlite"))
+def db():
+    con = fixpkg.migrate(":memory:")
     yield con
     fixpkg.destroy(con)
 
@@ -78,7 +80,7 @@ def cache():
 TEST_A = """
 import pytest
 
-import fixpkg
+from fixpkg import db as fixpkg
 
 
 def test_first(db, cache):
@@ -95,7 +97,7 @@ class TestGrouped:
 """
 
 TEST_B = """
-import fixpkg
+from fixpkg import db as fixpkg
 
 
 def test_second(db, cache):
@@ -111,11 +113,13 @@ def _functions(doc: dict[str, Any]) -> list[str]:
     return [e["method_id"] for e in doc["events"] if e["event"] == "call" and "method_id" in e]
 
 
-def test_wide_fixtures_are_recorded_in_their_own_recordings(pytester: pytest.Pytester) -> None:
+def test_wide_fixtures_are_recorded_in_their_own_recordings(
+    pytester: pytest.Pytester, appmap_validate: Callable[[Iterable[Path]], int]
+) -> None:
     pytester.makefile(".yml", trace=TRACE_YML)
     pytester.makeini("[pytest]\n")
     pkg = pytester.mkpydir("fixpkg")
-    (pkg / "__init__.py").write_text(FIXPKG, encoding="utf-8")
+    (pkg / "db.py").write_text(FIXPKG, encoding="utf-8")
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_a=TEST_A, test_b=TEST_B)
     result = pytester.runpytest_subprocess("--trace-record", "-p", "no:randomly")
@@ -162,3 +166,4 @@ def test_wide_fixtures_are_recorded_in_their_own_recordings(pytester: pytest.Pyt
     assert _functions(helper) == ["class_helper"]
     names = sorted(files)
     assert "fixture.setup.session.session_db.trace.json" in names, names
+    appmap_validate(sorted((out).glob("*.trace.json")))

@@ -7,6 +7,8 @@ ThreadPoolExecutor. The app's own outgoing httpx calls are recorded under in-pro
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -189,7 +191,7 @@ def _functions(doc: dict[str, Any]) -> set[str]:
 
 
 def test_each_request_of_a_live_server_belongs_to_the_running_test(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, appmap_validate: Callable[[Iterable[Path]], int]
 ) -> None:
     pytester.makefile(".yml", trace=TRACE_YML)
     pytester.makeini(INI)
@@ -228,3 +230,4 @@ def test_each_request_of_a_live_server_belongs_to_the_running_test(
         "werkzeug_url",
         "uvicorn_url",
     }
+    appmap_validate(sorted((pytester.path / "tmp" / "trace" / "pytest").glob("*.trace.json")))
