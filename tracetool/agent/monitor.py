@@ -135,6 +135,10 @@ class MonitoringBackend:
             if find(code, frame) is not None:
                 return  # an async generator resuming after an await: its activation is open
             try:
+                held = rec.held_frame(frame)
+                if held is not None:
+                    rec.unhold(held)  # a generator context manager's tear-down: same call
+                    return
                 rec.enter(info, frame, None, code)
             except Exception:
                 pass
@@ -156,7 +160,8 @@ class MonitoringBackend:
             node = top if (top[CODE] is code and top[FRAME] is frame) else find(code, frame)
             if node is not None:
                 try:
-                    rec.leave(node, value)
+                    if not rec.hold(node):
+                        rec.leave(node, value)
                 except Exception:
                     pass
 

@@ -11,8 +11,9 @@ frameworks and language metadata, and is saved as
 `<trace_dir>/requests/<time>_<METHOD>_<route>.trace.json` (file-safe; the time prefix keeps one
 file per request and sorts them in order).
 
-Not started when the request runs inside a scoped recording already (a test recorded by the
-pytest plugin calling the app in-process): the test's document holds the request then.
+Not started when the request runs inside a scoped recording already, or while a test runner's
+ambient recording runs (a test recorded by the pytest plugin calling the app in-process, or
+driving a live server in a thread): the test's document holds the request then.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ def start() -> Optional[Any]:
         return None
     from tracetool.agent import recorder
 
-    if recorder._SCOPE.get():
+    rec = recorder.get_recorder()
+    if recorder._SCOPE.get() or rec._ambient:
         return None
-    return recorder.get_recorder().start_scoped(recorder_name="requests", recorder_type="requests")
+    return rec.start_scoped(recorder_name="requests", recorder_type="requests")
 
 
 def finish(

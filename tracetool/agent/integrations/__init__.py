@@ -18,9 +18,10 @@ its public names; a submodule trigger may use only that submodule). Nothing heav
 | `sqlalchemy`                    | `sqlalchemy.install` (cursor events)        | SQL                      |
 | `psycopg`, `psycopg2`           | `psycopg.install_psycopg{,2}`               | SQL                      |
 | `requests`                      | `http_client.install_requests`              | HTTP client              |
-| `httpx`                         | `http_client.install_httpx`                 | HTTP client              |
+| `httpx`, `httpx2`               | `http_client.install_httpx{,2}`             | HTTP client              |
 | `urllib.request`                | `http_client.install_urllib`                | HTTP client              |
 | `logging`                       | `logging.install` (`Logger.handle`)         | log messages             |
+| `contextlib`                    | `generators.install` (generator CMs)        | one call per `with`      |
 
 Every installer is idempotent and failure-tolerant: a library version we cannot hook logs one
 warning (on the `tracetool` logger) and the app runs on unrecorded rather than broken.
@@ -42,6 +43,7 @@ _PKG = __name__
 # trigger module -> installers ("module:function" inside this package), in install order.
 INTEGRATIONS: dict[str, tuple[str, ...]] = {
     "logging": ("logging:install",),
+    "contextlib": ("generators:install",),
     "sqlite3": ("sqlite3:install",),
     "urllib.request": ("http_client:install_urllib",),
     "wsgiref.handlers": ("wsgi:install_wsgiref",),
@@ -59,6 +61,7 @@ INTEGRATIONS: dict[str, tuple[str, ...]] = {
     "psycopg2": ("psycopg:install_psycopg2",),
     "requests": ("http_client:install_requests",),
     "httpx": ("http_client:install_httpx",),
+    "httpx2": ("http_client:install_httpx2",),
 }
 
 _lock = threading.RLock()

@@ -33,9 +33,11 @@ from typing import Any, Optional
 from tracetool.agent.integrations._common import (
     Span,
     exception_entries,
+    http_client_guard,
     mime_type,
     parameters,
     recorder,
+    sql_guard,
     warn,
 )
 
@@ -136,7 +138,7 @@ def wants_body(content_type: Optional[str], length: Optional[int]) -> bool:
 class ServerRequest:
     """One HTTP request being recorded (see the module docstring)."""
 
-    __slots__ = ("_token", "exceptions", "per_request", "request", "route", "span")
+    __slots__ = ("_guards", "_token", "exceptions", "per_request", "request", "route", "span")
 
     def __init__(
         self,
@@ -154,6 +156,7 @@ class ServerRequest:
         self.span: Optional[Span] = None
         self.per_request: Optional[Any] = None  # the request's own scoped recording
         self._token: Optional[contextvars.Token[Optional[ServerRequest]]] = None
+        self._guards: Any = None
 
     def begin(self, params: Iterable[tuple[str, Any]] = ()) -> None:
         """Start recording this request (call event) and make it `current_request`."""
@@ -169,6 +172,11 @@ class ServerRequest:
             fields["message"] = parameters(params)
         self.span = Span.open(fields)
         self._token = current_request.set(self)
+        # The app is not part of the client call that reached it in-process (Starlette's
+        # TestClient, httpx.ASGITransport, Django's test client): its own outgoing HTTP and SQL
+        # are recorded even though the client's re-entrancy guards are set in this context.
+        if http_client_guard.get() or sql_guard.get():
+            self._guards = (http_client_guard.set(False), sql_guard.set(False))
 
     def detach(self) -> None:
         """Leave `current_request` (the response body may still be streaming)."""
@@ -178,6 +186,13 @@ class ServerRequest:
             except ValueError:  # reset from another context: just clear ours
                 current_request.set(None)
             self._token = None
+        guards, self._guards = self._guards, None
+        if guards is not None:
+            try:
+                http_client_guard.reset(guards[0])
+                sql_guard.reset(guards[1])
+            except ValueError:
+                pass
 
     def set_route(self, template: Optional[str]) -> None:
         """The framework's route template for this request, in `{name}` form."""
