@@ -20,8 +20,8 @@ since are always read, so nothing is missed. Lookups per type (their SQL errs on
 - database / http: recordings with any SQL query / HTTP server request;
 - table: recordings with a query on a table named ``<name>`` or ``<schema>.<name>``;
 - query: recordings touching ``query:<normalized SQL>``;
-- route: recordings with a request of that method whose route template or `to_openapi(path)`
-  equals the route (the scan compares `to_openapi` of the raw path when the agent gave none).
+- route: recordings with a request of that method whose `route_shape` equals the route's
+  (`tracetool.route_model`, the one model the index and the scan share).
 """
 
 from __future__ import annotations
@@ -132,21 +132,14 @@ def _candidates(db: sqlite3.Connection, ref: CodeObjectRef) -> set[int]:
 
         return _ids(db, _TOUCHING + "co.fqid = ?", ("query:" + sql.normalize(ident),))
     # route
-    from tracetool.index.extract import MAX_TEXT
-    from tracetool.routes import to_openapi
+    from tracetool import route_model
 
-    method, path = ident.split(None, 1)
-    route = to_openapi(path.strip())
-    out: set[int] = set()
+    method, template = route_model.parse_route(ident)
     rows = db.execute(
-        "SELECT DISTINCT recording_id, route, path FROM http_requests WHERE method = ?",
-        (method.upper(),),
+        "SELECT DISTINCT recording_id FROM http_requests WHERE route_shape = ? AND method = ?",
+        (route_model.shape(template), method),
     )
-    for rid, template, raw in rows:
-        # A path cut short in the index cannot be compared: read that recording.
-        if template == route or to_openapi(raw) == route or len(raw) > MAX_TEXT:
-            out.add(int(rid))
-    return out
+    return {int(rid) for (rid,) in rows}
 
 
 __all__ = ["Selection", "select"]

@@ -11,8 +11,8 @@ Contract:
   a class nested in it); a call to a function in the package or a package below it; a SQL query;
   a SQL query naming the table (`tracetool.sql.analyze(...).tables`, case-insensitive, schema
   optional); a SQL query whose `tracetool.sql.normalize` equals that of the identifier; an HTTP
-  server request with the same method and path, both sides compared as
-  `tracetool.routes.to_openapi` templates.
+  server request of the same route (`tracetool.route_model`: method and `shape`, so
+  `GET /book/:id` finds `/book/<int:pk>`).
 - `find(ref, trace_dir, query_db=None)` reads the recordings below `trace_dir` that can match:
   when query.db exists for `trace_dir` (or `query_db` is given), only those the index says may
   contain the code object, plus any file the index lacks or holds with another size/mtime
@@ -88,8 +88,15 @@ def parse_code_object(text: str) -> CodeObjectRef:
     ident = ident.strip()
     if kind in ("function", "class", "package", "table", "query", "route") and not ident:
         raise UsageError(f"code object {text!r}: the {kind} identifier is missing")
-    if kind == "route" and len(ident.split(None, 1)) != 2:
-        raise UsageError(f"code object {text!r}: a route is '<METHOD> <path>', e.g. GET /users/:id")
+    if kind == "route":
+        from tracetool import route_model
+
+        try:
+            route_model.parse_route(ident)
+        except UsageError:
+            raise UsageError(
+                f"code object {text!r}: a route is '<METHOD> <path>', e.g. route:GET /users/:id"
+            ) from None
     return CodeObjectRef(kind, ident)
 
 
@@ -115,10 +122,10 @@ class _Matcher:
 
             self.query = sql.normalize(self.ident)
         if ref.type == "route":
-            from tracetool.routes import to_openapi
+            from tracetool import route_model
 
-            method, path = self.ident.split(None, 1)
-            self.route = (method.upper(), to_openapi(path.strip()))
+            method, template = route_model.parse_route(self.ident)
+            self.route = (method, route_model.shape(template))
 
     def might_match(self, raw: bytes) -> bool:
         """A cheap test on the file bytes, to skip recordings that cannot match."""
@@ -162,10 +169,10 @@ class _Matcher:
         if t == "route":
             if "http_server_request" not in call:
                 return False
-            from tracetool.routes import to_openapi
+            from tracetool import route_model
 
-            path = ev.normalized_path_info(call) or ev.path_info(call)
-            return (ev.request_method(call), to_openapi(path)) == self.route
+            method, template = route_model.server_route(call)
+            return (method, route_model.shape(template)) == self.route
         if t == "http":
             return "http_server_request" in call
         return co.type == t and (co.id == self.ident or co.fqid == self.ref.text)
@@ -214,11 +221,10 @@ def _return_value(node: CallNode) -> str:
 
 
 def _http_request(node: CallNode) -> str:
-    from tracetool.routes import to_openapi
+    from tracetool import route_model
 
-    path = ev.normalized_path_info(node.call) or ev.path_info(node.call)
     status = ev.status_code(node.ret)
-    text = f"{ev.request_method(node.call)} {to_openapi(path) if path else path}"
+    text = route_model.route_id(*route_model.server_route(node.call))
     return f"{text} ({status})" if status is not None else text
 
 
