@@ -114,7 +114,9 @@ def test_route_template_from_path_when_agent_gave_none(builder) -> None:  # type
     builder.ret(call, http_server_response={"status": 201})
     x = extract(from_data(builder.doc()))
     # tracetool.route_model: a guessed parameter is named after the word before it
-    assert x.requests == [[1, "GET", "/items/{item_id}", "/items/123", 201, 1.0, 0, 0.0, "/items/{}"]]
+    assert x.requests == [
+        [1, "GET", "/items/{item_id}", "/items/123", 201, 1.0, 0, 0.0, "/items/{}"]
+    ]
     assert "route:GET /items/{item_id}" in x.items
 
 

@@ -130,7 +130,12 @@ def _candidates(db: sqlite3.Connection, ref: CodeObjectRef) -> set[int]:
     if t == "query":
         from tracetool import sql
 
-        return _ids(db, _TOUCHING + "co.fqid = ?", ("query:" + sql.normalize(ident),))
+        # keywords in any case (`select … where` finds `SELECT … WHERE`)
+        return _ids(
+            db,
+            _TOUCHING + "co.type = 'query' AND lower(co.fqid) = lower(?)",
+            ("query:" + sql.normalize(ident),),
+        )
     # route
     from tracetool import route_model
 

@@ -120,7 +120,7 @@ class _Matcher:
         if ref.type == "query":
             from tracetool import sql
 
-            self.query = sql.normalize(self.ident)
+            self.query = sql.normalize(self.ident).casefold()
         if ref.type == "route":
             from tracetool import route_model
 
@@ -163,7 +163,7 @@ class _Matcher:
 
             info = sql.analyze(ev.sql_text(call), ev.database_type(call))
             if t == "query":
-                return info.normalized == self.query
+                return info.normalized.casefold() == self.query
             want = self.ident.lower()
             return any(tb == want or tb.endswith("." + want) for tb in info.tables)
         if t == "route":
