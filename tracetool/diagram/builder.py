@@ -8,6 +8,11 @@ Contract (reference/appmap.md §3.3):
   children of that code object on their own lifelines instead (`class:app/models/User`);
   `exclude` drops a code object and everything under it. An event belongs to its nearest
   included code object; events with none are left out and their children move up.
+- Actor names: a package lifeline is named by the shortest suffix of its path no other lifeline
+  shares (`app/users` and `admin/users`, never `users` twice; AppMap repeats the last
+  component — a deliberate difference, only where names would collide). A Python module is one
+  lifeline: the class holding a module's functions (`class:app/users`) joins the package of the
+  same id (`package:app/users`) holding its classes, when that package is a lifeline.
 - Actor order: `http:HTTP server requests` 0; other actors 1000, 2000, … in order of first
   appearance (an actor inside an already ordered code object shares its order); external services
   (sorted) and then `database:Database` come last, at (number of included objects + i + 1) × 1000.
@@ -165,6 +170,10 @@ def _included(bound: Bound, live: set[int], options: DiagramOptions) -> dict[int
 class _Actors:
     def __init__(self, included: dict[int, CodeObject]) -> None:
         self.included = included
+        # One module = one lifeline: Python's classMap puts a module's functions in a class
+        # named after the module (`class app/users`) and its classes in a package of the same
+        # id (`package app/users`); the functions join that package's lifeline.
+        self.modules = {co.id: co for co in included.values() if co.type == "package"}
         self.by_fqid: dict[str, Actor] = {}
         self.created: list[Actor] = []
         self.nearest: dict[int, Actor | None] = {}
@@ -179,7 +188,11 @@ class _Actors:
         if key in self.nearest:
             return self.nearest[key]
         obj: CodeObject | None = co
+        modules = self.modules
         while obj is not None and id(obj) not in self.included:
+            if obj.type == "class" and modules and obj.id in modules:
+                obj = modules[obj.id]
+                break
             obj = obj.parent
         actor = None if obj is None else self._actor(obj)
         self.nearest[key] = actor
@@ -206,7 +219,30 @@ class _Actors:
         return order
 
     def sorted(self) -> list[Actor]:
+        unique_names(self.created)
         return sorted(self.created, key=lambda a: a.order)
+
+
+def unique_names(actors: list[Actor]) -> None:
+    """Name package lifelines by the shortest suffix of their path that no other one shares.
+
+    `package:app/users` and `package:app/admin/users` become `app/users` and `admin/users`
+    (not `users` twice); a name that is already unique stays the last component, as AppMap
+    names it. Deterministic: it depends only on the set of package actors in the diagram.
+    """
+    packages = [a for a in actors if a.id.startswith("package:")]
+    if len(packages) < 2:
+        return
+    parts = {a.id: a.id[len("package:") :].split("/") for a in packages}
+    if len({p[-1] for p in parts.values()}) == len(packages):
+        return  # the usual case: every last component differs
+    for actor in packages:
+        mine = parts[actor.id]
+        for k in range(1, len(mine) + 1):
+            suffix = mine[-k:]
+            if not any(o != actor.id and other[-k:] == suffix for o, other in parts.items()):
+                break
+        actor.name = "/".join(suffix)
 
 
 class _Factory:

@@ -20,6 +20,7 @@ since are always read, so nothing is missed. Lookups per type (their SQL errs on
 - database / http: recordings with any SQL query / HTTP server request;
 - table: recordings with a query on a table named ``<name>`` or ``<schema>.<name>``;
 - query: recordings touching ``query:<normalized SQL>``;
+- function, class, package: compared by `tracetool.identifiers.loose` (any of `/ . # ::`).
 - route: recordings with a request of that method whose `route_shape` equals the route's
   (`tracetool.route_model`, the one model the index and the scan share).
 """
@@ -98,21 +99,29 @@ def _ids(db: sqlite3.Connection, sql: str, params: tuple[object, ...] = ()) -> s
 
 def _candidates(db: sqlite3.Connection, ref: CodeObjectRef) -> set[int]:
     t, ident = ref.type, ref.identifier
+    if t in ("function", "class", "package"):
+        # Forgiving spellings (`tracetool.identifiers.loose`): `a.b.C.m` finds `a/b/C#m`.
+        from tracetool.identifiers import loose
+
+        db.create_function("loose", 1, loose, deterministic=True)
+        key = loose(ident)
+        below = key + "."
     if t == "function":
-        return _ids(db, _TOUCHING + "co.fqid = ?", (f"function:{ident}",))
+        return _ids(
+            db, _TOUCHING + "co.type = 'function' AND loose(substr(co.fqid, 10)) = ?", (key,)
+        )
     if t == "class":
-        nested = f"class:{ident}::"
         return _ids(
             db,
-            _TOUCHING + "co.type = 'class' AND (co.fqid = ? OR substr(co.fqid, 1, ?) = ?)",
-            (f"class:{ident}", len(nested), nested),
+            _TOUCHING + "co.type = 'class' AND (loose(substr(co.fqid, 7)) = ? "
+            "OR substr(loose(substr(co.fqid, 7)), 1, ?) = ?)",
+            (key, len(below), below),
         )
     if t == "package":
-        prefix = "function:" + ident.rstrip("/")
         return _ids(
             db,
-            _TOUCHING + "co.type = 'function' AND substr(co.fqid, 1, ?) = ?",
-            (len(prefix), prefix),
+            _TOUCHING + "co.type = 'function' AND substr(loose(substr(co.fqid, 10)), 1, ?) = ?",
+            (len(below), below),
         )
     if t == "database":
         return _ids(db, "SELECT DISTINCT recording_id FROM sql_queries")

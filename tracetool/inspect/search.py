@@ -115,8 +115,11 @@ class Match:
 
 class _Matcher:
     def __init__(self, ref: CodeObjectRef) -> None:
+        from tracetool.identifiers import loose
+
         self.ref = ref
         self.ident = ref.identifier
+        self.key = loose(self.ident)  # forgiving spelling: `a.b.C.m` is `a/b/C#m`
         if ref.type == "query":
             from tracetool import sql
 
@@ -139,21 +142,27 @@ class _Matcher:
         last = self.ident.replace("#", "/").replace(".", "/").replace("::", "/").split("/")[-1]
         return last.encode() in raw
 
+    def _code_match(self, co: CodeObject) -> bool:
+        """Whether a function code object is the function, or in the class or package."""
+        from tracetool.identifiers import loose
+
+        t, key = self.ref.type, self.key
+        if t == "function":
+            return co.id == self.ident or loose(co.id) == key
+        if t == "class":
+            return any(a.type == "class" and loose(a.id) == key for a in co.ancestors())
+        # a package, or a package below it; a module function's module reads as a package too
+        below = key + "."
+        return any(
+            a.type in ("package", "class") and (loose(a.id) == key or loose(a.id).startswith(below))
+            for a in co.ancestors()
+        )
+
     def matches(self, node: CallNode, co: CodeObject) -> bool:
         t = self.ref.type
         call = node.call
-        if t == "function":
-            return co.type == "function" and co.id == self.ident
-        if t == "class":
-            return co.type == "function" and any(
-                a.type == "class" and a.id == self.ident for a in co.ancestors()
-            )
-        if t == "package":
-            prefix = self.ident.rstrip("/") + "/"
-            return co.type == "function" and any(
-                a.type == "package" and (a.id == self.ident or a.id.startswith(prefix))
-                for a in co.ancestors()
-            )
+        if t in ("function", "class", "package"):
+            return co.type == "function" and self._code_match(co)
         if t in ("database", "table", "query"):
             if "sql_query" not in call:
                 return False
@@ -334,6 +343,90 @@ def find(
     return matches
 
 
+# ---------------------------------------------------------------- not found
+
+
+_SUGGEST_SCAN_FILES = 200
+
+
+def known_identifiers(
+    ref: CodeObjectRef, trace_dir: Path, query_db: Path | str | None = None
+) -> list[str]:
+    """Identifiers of `ref`'s type that the recordings hold (for "did you mean").
+
+    From the index when there is one, else from the class maps of the first recordings.
+    """
+    from tracetool.errors import IndexMissingError
+    from tracetool.index.schema import open_reader
+    from tracetool.paths import query_db_path
+
+    wanted = "function" if ref.type == "package" else ref.type
+    path = Path(query_db).expanduser() if query_db else query_db_path(trace_dir)
+    try:
+        db = open_reader(path)
+    except IndexMissingError:
+        db = None
+    if db is not None:
+        try:
+            rows = db.execute("SELECT fqid FROM code_objects WHERE type = ?", (wanted,))
+            fqids = [str(r[0]) for r in rows]
+        except Exception:
+            fqids = []
+        finally:
+            db.close()
+    else:
+        seen: dict[str, None] = {}
+        for n, file in enumerate(find_trace_files(trace_dir)):
+            if n >= _SUGGEST_SCAN_FILES:
+                break
+            try:
+                doc = parse(file.read_bytes(), str(file))
+            except (OSError, TraceFormatError):
+                continue
+            cmap = ClassMap.from_json(doc.class_map)
+            for co in cmap:
+                if co.type == wanted:
+                    seen.setdefault(co.fqid, None)
+            if wanted in ("route", "query"):
+                from tracetool import route_model, sql
+
+                for event in doc.events:
+                    if event.get("event") != "call":
+                        continue
+                    if wanted == "route" and "http_server_request" in event:
+                        seen.setdefault(
+                            "route:" + route_model.route_id(*route_model.server_route(event)),
+                            None,
+                        )
+                    elif wanted == "query" and "sql_query" in event:
+                        text = sql.normalize(ev.sql_text(event), ev.database_type(event))
+                        seen.setdefault("query:" + text, None)
+        fqids = list(seen)
+    out = [f[len(wanted) + 1 :] for f in fqids if f.startswith(wanted + ":")]
+    if ref.type == "package":  # the packages (and modules) of the functions
+        from tracetool.identifiers import loose
+
+        packages: dict[str, None] = {}
+        for ident in out:
+            parts = ident.replace("#", ".").split("/")
+            for i in range(1, len(parts)):
+                packages.setdefault("/".join(parts[:i]), None)
+            module = ident.rpartition(".")[0] if "#" not in ident else ""
+            if module:
+                packages.setdefault(module, None)
+        out = [p for p in packages if loose(p)]
+    return out
+
+
+def not_found_message(ref: CodeObjectRef, trace_dir: Path, query_db: Any = None) -> str:
+    """`<ref> not found in any recording under <dir>; did you mean: …?` (up to 5)."""
+    from tracetool.identifiers import did_you_mean
+
+    known = known_identifiers(ref, trace_dir, query_db)
+    hint = did_you_mean(ref.text, [f"{ref.type}:{k}" for k in known])
+    return f"{ref.text} not found in any recording under {trace_dir}{hint}"
+
+
 def apply_filters(matches: Iterable[Match], filters: Iterable[tuple[str, str]]) -> list[Match]:
     """Matches whose field holds the value, for every (field, value) filter."""
     active = list(filters)
@@ -373,6 +466,8 @@ __all__ = [
     "Match",
     "apply_filters",
     "find",
+    "known_identifiers",
+    "not_found_message",
     "parse_code_object",
     "report",
     "summarize",
