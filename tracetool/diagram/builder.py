@@ -58,6 +58,10 @@ class DiagramOptions:
     expand: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     loops: bool = True
+    # Client requests by their normalized route (`tracetool.route_model.client_route`: values
+    # as placeholders, loopback ports dropped) instead of AppMap's raw URL: what `archive` and
+    # `compare` use, so runs that differ only in ephemeral ports have equal digests.
+    client_routes: bool = False
 
 
 def build_diagram(
@@ -99,7 +103,7 @@ def _build(bound: Bound, options: DiagramOptions, kept: set[int] | None) -> Diag
     actors = _Actors(included)
     roots: list[Action] = []
     cos = bound.code_objects
-    factory = _Factory()
+    factory = _Factory(options.client_routes)
 
     stack: list[tuple[CallNode, Action | None]] = [(n, None) for n in reversed(bound.roots)]
     # this loop runs once per call: bound methods and the actor cache are looked up once
@@ -253,7 +257,8 @@ class _Factory:
     made once per (code object, return shape) and shared by every such action.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, client_routes: bool = False) -> None:
+        self.client_routes = client_routes
         self.functions: dict[tuple[int, bool], tuple[dict[str, Any], str]] = {}
         self.returns: dict[Any, dict[str, Any] | None] = {}
         self.templates: dict[tuple[int, Any], tuple[str, Any, Any, list[str] | None]] = {}
@@ -300,9 +305,10 @@ class _Factory:
             a.route = dg.appmap_route(call) or ""
             a.status = dg.response_status(ret, "http_server_response")
         elif "http_client_request" in call and ret_dict.get("http_client_response"):
-            a = Action(CLIENT_RPC, dg.digest(dg.stable_properties(call, ret, co.id)))
+            props = self._http_props(call, ret, co)
+            a = Action(CLIENT_RPC, dg.digest(props))
             a.caller = caller
-            a.route = dg.appmap_route(call) or ""
+            a.route = props["route"]
             a.status = dg.response_status(ret, "http_client_response")
         else:
             a = self._function(call, ret, co)
@@ -346,7 +352,7 @@ class _Factory:
 
     def _function(self, call: dict[str, Any], ret: dict[str, Any] | None, co: CodeObject) -> Action:
         if "http_server_request" in call or "http_client_request" in call:
-            props = dg.stable_properties(call, ret, co.id)
+            props = self._http_props(call, ret, co)
             digest = dg.digest(props)
         else:
             key = (id(co), bool((ret or {}).get("exceptions")))
@@ -366,6 +372,18 @@ class _Factory:
             labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
         a.labels = labels
         return a
+
+    def _http_props(
+        self, call: dict[str, Any], ret: dict[str, Any] | None, co: CodeObject
+    ) -> dict[str, Any]:
+        props = dg.stable_properties(call, ret, co.id)
+        request = call.get("http_client_request")
+        if self.client_routes and isinstance(request, dict) and props["route"]:
+            from tracetool.route_model import client_route
+
+            method = str(request.get("request_method") or "")
+            props["route"] = client_route(method, str(request.get("url") or ""))
+        return props
 
     def _return_value(self, ret: dict[str, Any] | None) -> dict[str, Any] | None:
         if ret is None:

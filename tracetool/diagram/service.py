@@ -82,6 +82,8 @@ class DiagramRequest:
     filter: FilterState | None = None
     options: DiagramOptions = field(default_factory=DiagramOptions)
     show_browser: bool = False
+    # PNG: hide deep calls within one lifeline (`tracetool.diagram.collapse`)
+    collapse: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ class WrittenDiagram:
     outputs: tuple[Path, ...]
     actions: int
     actors: int
+    hidden: int = 0  # actions hidden by `collapse`
 
 
 def _expand(paths: list[Path]) -> list[Path]:
@@ -119,6 +122,11 @@ def write_diagrams(paths: list[Path], request: DiagramRequest) -> list[WrittenDi
         # event dicts again and again (several times the work itself on big recordings).
         with gc_paused():
             diagram = diagram_of(path, request.filter, request.options)
+            hidden = 0
+            if request.collapse and request.format == "png":
+                from tracetool.diagram.collapse import collapse
+
+                hidden = collapse(diagram)
             directory = request.output_dir if request.output_dir is not None else path.parent
             base = directory / (recording_stem(path) + EXTENSIONS[request.format])
             if request.format == "png":
@@ -135,7 +143,9 @@ def write_diagrams(paths: list[Path], request: DiagramRequest) -> list[WrittenDi
                 atomic_write_bytes(page, render_html(diagram, path.name).encode())
                 outputs.append(page)
                 open_in_browser(page)
-            written.append(WrittenDiagram(path, tuple(outputs), len(diagram), len(diagram.actors)))
+            written.append(
+                WrittenDiagram(path, tuple(outputs), len(diagram), len(diagram.actors), hidden)
+            )
             # Free the diagram while the GC is still paused: re-enabling it with ~10^5 live
             # actions starts a full collection over them (0.1 s on a 60 MB recording).
             del diagram
