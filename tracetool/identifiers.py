@@ -27,12 +27,14 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 __all__ = ["closest", "did_you_mean", "last_name", "loose", "matches", "same"]
 
 _SEPARATORS = re.compile(r"::|[/.#\\]")
 
 
+@lru_cache(maxsize=65536)
 def loose(ident: str) -> str:
     """`catalog/models/BookInstance#is_overdue` → `catalog.models.BookInstance.is_overdue`."""
     return _SEPARATORS.sub(".", ident.strip()).strip(". ")

@@ -73,6 +73,10 @@ class RouteFilter:
     concrete: bool = False
 
 
+# `tracetool.identifiers.loose` in SQL: every separator read as `.`.
+_LOOSE_SQL = "replace(replace(replace(replace({}, '::', '.'), '/', '.'), '#', '.'), '\\', '.')"
+
+
 @dataclass(frozen=True)
 class NameFilter:
     """An exact name, a qualified name's last component, or a glob."""
@@ -85,14 +89,20 @@ class NameFilter:
             return "(" + " OR ".join(f"{c} GLOB ?" for c in columns) + ")", (self.value,) * len(
                 columns
             )
+        from tracetool.identifiers import loose
+
         parts: list[str] = []
         params: list[Any] = []
+        key = loose(self.value)
         for c in columns:
             parts.append(f"{c} = ?")
             params.append(self.value)
             for sep in ("/", ".", "::"):
                 parts.append(f"{c} GLOB ?")
                 params.append(f"*{sep}{_glob_escape(self.value)}")
+            if key != self.value:  # `catalog.models.Book` is `catalog/models/Book`
+                parts.append(f"{_LOOSE_SQL.format(c)} = ?")
+                params.append(key)
         return "(" + " OR ".join(parts) + ")", tuple(params)
 
 
