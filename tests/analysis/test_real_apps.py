@@ -284,3 +284,17 @@ def test_runs_differing_only_in_ephemeral_ports_compare_unchanged(
     assert [c["appmap"] for c in report["changedAppMaps"]] == ["other"]
     code, out, err = tool(capsys, "compare-report", "rep")
     assert code == 0, err
+
+
+def test_inspect_names_routes_as_endpoints_does(
+    apps: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = inspect(capsys, apps, "function:catalog.views.book_detail")
+    assert data["callers"] == ["route:GET /catalog/book/{pk}"]
+    flask = inspect(capsys, apps, "function:shop.users.api.UserResource.get")
+    assert set(flask["callers"]) == {
+        "route:GET /api/v1/users/{user_id}",
+        "route:GET /api/v1/users/{user_id}/orders",
+        "route:GET /confirm/{confirm_id}",
+        "route:GET /health",
+    }
