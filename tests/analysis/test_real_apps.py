@@ -304,12 +304,12 @@ def test_query_find_with_nothing_found_suggests_routes_and_classes(
     apps: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     qdb = str(apps / "query.db")
-    code, out, err = tool(
+    code, _, err = tool(
         capsys, "query", "find", "requests", "--route", "GET /catalog/books/:id", "--query-db", qdb
     )
     assert code == 0
     assert "--route 'GET /catalog/books/:id': did you mean: GET /catalog/book/{pk}" in err
-    code, out, err = tool(
+    code, _, err = tool(
         capsys, "query", "find", "calls", "--class", "catalog.models.BookInstanc", "--query-db", qdb
     )
     assert "did you mean: catalog/models/BookInstance" in err
