@@ -90,6 +90,9 @@ def _param_name(previous: str) -> str:
 @lru_cache(maxsize=16384)
 def guess_template(path: str, rename_kinds: bool = True) -> str:
     """The `{param}` template of a path or template (module doc, `server_template`)."""
+    if not rename_kinds and "(?P<" in path:
+        # a Django regex route: its groups hold `?` and `/`, so rewrite them before reading
+        path = routes.to_openapi(path)
     cut = len(path)
     for sep in "?#":
         at = path.find(sep)

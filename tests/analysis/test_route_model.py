@@ -21,6 +21,7 @@ def server(path: str, template: str | None = None, method: str = "GET") -> dict:
         ("/book/3", "/book/<int:pk>", "/book/{pk}"),
         ("/items/3?x=1", "/items/{item_id}", "/items/{item_id}"),
         ("/users/7", "/users/:id(.:format)", "/users/{id}"),
+        ("/book/7/renew/", "^book/(?P<pk>[0-9]+)/renew/$", "/book/{pk}/renew/"),  # Django re_path
         ("/items/5", "/items/{value}", "/items/{value}"),  # a real parameter keeps its name
         ("/api/v1/users/2", None, "/api/v1/users/{user_id}"),
         ("/api/v1/users/ab12cd34ef56", None, "/api/v1/users/{user_id}"),
