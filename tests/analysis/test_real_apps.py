@@ -242,7 +242,6 @@ def test_lifelines_are_unique_and_a_module_is_one_lifeline(apps: Path) -> None:
 def test_png_collapses_deep_calls_and_says_how_to_expand(
     apps: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("PIL")
     (flask,) = (apps / "trace" / "flask").glob("*.appmap.json")
     code, out, err = tool(capsys, "sequence-diagram", str(flask), "--output-dir", str(tmp_path))
     assert code == 0, err
