@@ -312,3 +312,23 @@ def test_query_find_with_nothing_found_suggests_routes_and_classes(
         capsys, "query", "find", "calls", "--class", "catalog.models.BookInstanc", "--query-db", qdb
     )
     assert "did you mean: catalog/models/BookInstance" in err
+
+
+def test_a_big_request_fits_one_png_page_when_collapsed() -> None:
+    """AppMap's corpus checkout test: 3 PNG pages in full, one collapsed, no query lost."""
+    from tests.conftest import CORPUS
+    from tracetool.diagram.collapse import collapse
+    from tracetool.diagram.layout import layout
+    from tracetool.diagram.model import QUERY
+    from tracetool.diagram.png import _pages, font_measure
+    from tracetool.diagram.service import diagram_of
+
+    path = CORPUS / "packages/models/tests/unit/fixtures/checkout_update_payment.appmap.json"
+    if not path.is_file():
+        pytest.skip("shared corpus not found")
+    diagram = diagram_of(path)
+    queries = sum(1 for a, _ in diagram.walk() if a.node_type == QUERY)
+    assert len(_pages(layout(diagram, font_measure()))) == 3
+    assert collapse(diagram) > 300
+    assert len(_pages(layout(diagram, font_measure()))) == 1
+    assert sum(1 for a, _ in diagram.walk() if a.node_type == QUERY) == queries == 100
