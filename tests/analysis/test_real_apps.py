@@ -332,3 +332,13 @@ def test_a_big_request_fits_one_png_page_when_collapsed() -> None:
     assert collapse(diagram) > 300
     assert len(_pages(layout(diagram, font_measure()))) == 1
     assert sum(1 for a, _ in diagram.walk() if a.node_type == QUERY) == queries == 100
+
+
+def test_diagram_expand_takes_dotted_names(apps: Path) -> None:
+    from tracetool.diagram.builder import DiagramOptions
+    from tracetool.diagram.service import diagram_of
+
+    (flask,) = (apps / "trace" / "flask").glob("*.appmap.json")
+    options = DiagramOptions(expand=("package:shop.users.api",))
+    ids = {a.id for a in diagram_of(flask, options=options).actors}
+    assert "class:shop/users/api/UserResource" in ids and "package:shop/users/api" not in ids

@@ -151,15 +151,21 @@ def _live_code_objects(bound: Bound, kept: set[int] | None) -> set[int]:
 
 
 def _included(bound: Bound, live: set[int], options: DiagramOptions) -> dict[int, CodeObject]:
-    expand, exclude = set(options.expand), set(options.exclude)
+    # any spelling of a code object (`package:app.models` is `package:app/models`)
+    expand, exclude = _fqid_keys(options.expand), _fqid_keys(options.exclude)
     included: dict[int, CodeObject] = {}
     stack = [r for r in reversed(bound.cmap.roots) if id(r) in live]
     while stack:
         co = stack.pop()
-        if co.fqid in exclude:
+        if exclude and _fqid_key(co.fqid) in exclude:
             continue
-        expanded = co.fqid in expand
-        if co.parent is not None and co.parent.fqid in expand and not expanded:
+        expanded = bool(expand) and _fqid_key(co.fqid) in expand
+        if (
+            co.parent is not None
+            and expand
+            and _fqid_key(co.parent.fqid) in expand
+            and not expanded
+        ):
             included[id(co)] = co
         elif co.type in ACTOR_TYPES and not expanded:
             if co.type != "package" or any(
@@ -169,6 +175,17 @@ def _included(bound: Bound, live: set[int], options: DiagramOptions) -> dict[int
         if co.type in ACTOR_TYPES or expanded:
             stack.extend(c for c in reversed(co.children) if id(c) in live)
     return included
+
+
+def _fqid_key(fqid: str) -> str:
+    from tracetool.identifiers import loose
+
+    kind, _, ident = fqid.partition(":")
+    return f"{kind}:{loose(ident)}" if kind in ("package", "class", "function") else fqid
+
+
+def _fqid_keys(fqids: tuple[str, ...]) -> set[str]:
+    return {_fqid_key(f) for f in fqids}
 
 
 class _Actors:
