@@ -2,7 +2,8 @@
 
 Keys: `name` (app name), `trace_dir` (where recordings live; default `tmp/trace`, relative to the
 file's directory), `packages` (what the agent records: each `{path, exclude, shallow}` or just a
-dotted module path), `labels` (`{label: [function patterns]}`). Unknown keys are kept in `raw` for
+dotted module path), `labels` (`{label: [function patterns]}`), `safe_repr` (dotted class names
+whose own `repr()` the agent may call when capturing values; docs/trace-yml.md). Unknown keys are kept in `raw` for
 the features that read them. A wrong type fails with a `ConfigError` naming the key.
 
 Precedence everywhere: command-line flag > environment > trace.yml > the command's default.
@@ -52,6 +53,7 @@ class Config:
     trace_dir: Path = Path(DEFAULT_TRACE_DIR)
     packages: tuple[PackageSpec, ...] = ()
     labels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    safe_repr: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -121,12 +123,22 @@ def parse_config(data: Any, root: Path, source: str = CONFIG_FILE) -> Config:
     for label, funcs in raw_labels.items():
         labels[str(label)] = _str_list(funcs, source, f"labels.{label}")
 
+    safe_repr = _str_list(data.get("safe_repr"), source, "safe_repr")
+    for class_path in safe_repr:
+        _expect(
+            "." in class_path and " " not in class_path,
+            source,
+            "safe_repr",
+            f"a list of dotted class names (module.Class), not {class_path!r}",
+        )
+
     return Config(
         root=root,
         name=name,
         trace_dir=(root / trace_dir) if not os.path.isabs(trace_dir) else Path(trace_dir),
         packages=tuple(packages),
         labels=labels,
+        safe_repr=safe_repr,
         raw=dict(data),
     )
 

@@ -42,9 +42,9 @@ import sys
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
-from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from tracetool.agent.clock import real_perf_counter
 from tracetool.agent.sessions import ScopedRecording, Session, scoped_recording
 from tracetool.agent.values import encode
 
@@ -328,7 +328,12 @@ class Recorder:
 
     # -- code recording ---------------------------------------------------------------------
     def enter(
-        self, info: FunctionInfo, frame: Any = None, args: tuple | None = None, code: Any = None
+        self,
+        info: FunctionInfo,
+        frame: Any = None,
+        args: tuple | None = None,
+        code: Any = None,
+        perf_counter: Callable[[], float] = real_perf_counter(),  # bound once: see agent.clock
     ) -> list | None:
         """Record a call of `info` (arguments from `args`, else from `frame`); its node or None."""
         t0 = perf_counter()
@@ -393,7 +398,7 @@ class Recorder:
         _STACK.set(node)
         return node
 
-    def resume(self, node: list) -> None:
+    def resume(self, node: list, perf_counter: Callable[[], float] = real_perf_counter()) -> None:
         """Open a new activation of a suspended generator `node` (same function and arguments)."""
         first = node[EVENT]
         if not node[DONE] or first is None:
@@ -411,7 +416,9 @@ class Recorder:
         node[START] = t1 = perf_counter()
         node[INSTR] = t1 - t0
 
-    def leave(self, node: list, value: Any) -> None:
+    def leave(
+        self, node: list, value: Any, perf_counter: Callable[[], float] = real_perf_counter()
+    ) -> None:
         """Record the return of `node` with `value`."""
         t0 = perf_counter()
         _pop(node)
@@ -434,7 +441,12 @@ class Recorder:
         for session in node[TARGETS]:
             session.events.append(event)
 
-    def leave_exception(self, node: list, exc: BaseException) -> None:
+    def leave_exception(
+        self,
+        node: list,
+        exc: BaseException,
+        perf_counter: Callable[[], float] = real_perf_counter(),
+    ) -> None:
         """Record that `node` ended by raising `exc`."""
         t0 = perf_counter()
         _pop(node)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable, Optional, Union
 
+from tracetool.agent.clock import perf_counter as clock  # not patched by time freezers
 from tracetool.agent.recorder import Recorder, get_recorder
 
 _log = logging.getLogger("tracetool")
@@ -24,8 +24,6 @@ sql_guard: contextvars.ContextVar[bool] = contextvars.ContextVar("tracetool_sql"
 http_client_guard: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "tracetool_http_client", default=False
 )
-
-clock = time.perf_counter
 
 
 def warn(message: str) -> None:
