@@ -11,12 +11,18 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _sql_log(request: pytest.FixtureRequest) -> Iterator[None]:
+    from django.db import connection
+    from django.test import TransactionTestCase
+    from django.test.utils import CaptureQueriesContext
+
     target = os.environ.get("NOTES_SQL_LOG")
-    if not target or "django_db" not in request.keywords and "client" not in request.fixturenames:
+    cls = getattr(request.node, "cls", None)
+    uses_db = request.node.get_closest_marker("django_db") is not None or (
+        cls is not None and issubclass(cls, TransactionTestCase)
+    )
+    if not target or not uses_db:
         yield
         return
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
     with CaptureQueriesContext(connection) as captured:
         yield
