@@ -326,6 +326,26 @@ class Recorder:
         for session in node[TARGETS]:
             session.events.append(event)
 
+    def cancel_call(self, call_id: int | None) -> None:
+        """Take back the call event `call_id` (and pop it): an integration call that cannot get
+        a valid return. Looked for at the end of each session's current chunk; one already
+        frozen gets an empty return instead."""
+        if call_id is None:
+            return
+        node = self._open.pop(call_id, None)
+        if node is None:
+            return
+        _pop(node)
+        for session in node[TARGETS]:
+            events = session.events
+            for i in range(len(events) - 1, max(-1, len(events) - 1025), -1):
+                event = events[i]
+                if event[0] == CALL and event[1] == call_id:
+                    del events[i]
+                    break
+            else:
+                events.append((RETURN, next(self._ids), node[LANE], call_id, 0.0, {}))
+
     # -- code recording ---------------------------------------------------------------------
     def enter(
         self,

@@ -70,9 +70,15 @@ class Span:
         self.rec.return_event(self.call_id, fields or {}, clock() - self.start)
 
     def fail(self, exc: BaseException, fields: Optional[dict[str, Any]] = None) -> None:
-        out = dict(fields or {})
-        out["exceptions"] = exception_entries(exc)
-        self.close(out)
+        """The operation raised `exc`: close the span without it — AppMap's schema allows
+        `exceptions` on function returns only (a SQL or HTTP return carrying them is rejected by
+        its validator); the exception is recorded where it leaves a recorded function."""
+        self.close(fields)
+
+    def cancel(self) -> None:
+        """Forget the call (an HTTP client request that got no response: AppMap's schema has no
+        valid return for it)."""
+        self.rec.cancel_call(self.call_id)
 
 
 def exception_entries(exc: BaseException) -> list[dict[str, Any]]:

@@ -27,7 +27,6 @@ from typing import Any, Optional
 
 from tracetool.agent.integrations._common import (
     Span,
-    exception_entries,
     mime_type,
     parameters,
     recorder,
@@ -184,12 +183,9 @@ class ServerRequest:
                 mime = mime_type(headers)
                 if mime:
                     response["mime_type"] = mime
+            # (no `exceptions` here: AppMap's schema allows them on function returns only; the
+            # status says the request failed, the handler's return says why)
             fields: dict[str, Any] = {"http_server_response": response}
-            if self.exceptions:
-                entries: list[dict[str, Any]] = []
-                for e in self.exceptions:
-                    entries.extend(exception_entries(e))
-                fields["exceptions"] = entries
             try:
                 span.close(fields)
             except Exception as err:  # recording trouble never breaks the response
