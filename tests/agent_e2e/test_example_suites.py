@@ -82,6 +82,21 @@ def run_suite(
     return Run(outcome, trace_dir)
 
 
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Run]:
+    """`recorded(folder)`: that example's suite run once with `--trace-record` (shared by the
+    tests of this module)."""
+    runs: dict[str, Run] = {}
+
+    def get(folder: str) -> Run:
+        if folder not in runs:
+            suite = next(s for s in SUITES if s.folder == folder)
+            runs[folder] = run_suite(suite, tmp_path_factory.mktemp(folder), record=True)
+        return runs[folder]
+
+    return get
+
+
 def _passed(run: Run) -> None:
     out = run.outcome.stdout + run.outcome.stderr
     assert run.outcome.returncode == 0, out[-4000:]
@@ -90,9 +105,11 @@ def _passed(run: Run) -> None:
 
 @pytest.mark.parametrize("suite", SUITES, ids=str)
 def test_every_recording_of_the_suite_is_valid(
-    suite: Suite, tmp_path: Path, appmap_validate: Callable[[Iterable[Path]], int]
+    suite: Suite,
+    recorded: Callable[[str], Run],
+    appmap_validate: Callable[[Iterable[Path]], int],
 ) -> None:
-    run = run_suite(suite, tmp_path, record=True)
+    run = recorded(suite.folder)
     _passed(run)
     recordings = run.recordings()
     assert recordings, f"no recordings under {run.trace_dir}"
@@ -130,9 +147,10 @@ def test_django_suite_issues_the_same_sql_with_and_without_recording(tmp_path: P
     assert len([e for e in sql if e["sql_query"]["sql"].lstrip().upper().startswith("SELECT")]) == 1
 
 
-def test_bookshelf_factory_in_package_init_sits_under_its_package(tmp_path: Path) -> None:
-    suite = next(s for s in SUITES if s.folder == "bookshelf")
-    run = run_suite(suite, tmp_path, record=True)
+def test_bookshelf_factory_in_package_init_sits_under_its_package(
+    recorded: Callable[[str], Run],
+) -> None:
+    run = recorded("bookshelf")
     _passed(run)
     doc = run.documents()["the_factory_builds_an_app"]
     roots = doc["classMap"]
@@ -157,3 +175,42 @@ def _values(doc: dict[str, Any]) -> Iterable[str]:
         for key in ("receiver", "return_value"):
             if key in event:
                 yield event[key]["value"]
+
+
+def _request_message(doc: dict[str, Any], method: str, path: str) -> dict[str, dict[str, Any]]:
+    call = next(
+        e
+        for e in doc["events"]
+        if e.get("http_server_request", {}).get("request_method") == method
+        and e["http_server_request"]["path_info"] == path
+    )
+    return {p["name"]: p for p in call["message"]}
+
+
+def test_bookshelf_requests_carry_forms_files_and_path_parameters(
+    recorded: Callable[[str], Run],
+) -> None:
+    run = recorded("bookshelf")
+    _passed(run)
+    docs = run.documents()
+    form = _request_message(docs["adds_an_author_from_a_form"], "POST", "/authors")
+    assert form["name"]["value"] == "'Le Guin'"
+    assert form["title"]["value"] == "['Earthsea', 'Lathe']"  # a repeated field keeps all values
+    books = _request_message(docs["adds_an_author_from_a_form"], "GET", "/authors/1/books")
+    assert books["author_id"]["value"] == "1" and books["author_id"]["class"] == "builtins.int"
+    upload = _request_message(docs["uploads_a_file_with_form_fields"], "POST", "/uploads/fiction")
+    assert upload["note"]["value"] == "'first shelf'"
+    assert upload["shelf"]["value"] == "'fiction'"  # the path parameter
+    assert upload["file"]["value"] == "{'filename': 'list.txt', 'size': 8}"  # never the contents
+    assert "one" not in json.dumps(docs["uploads_a_file_with_form_fields"]["events"])
+
+
+def test_timings_survive_a_frozen_clock(recorded: Callable[[str], Run]) -> None:
+    run = recorded("bookshelf")
+    _passed(run)
+    doc = run.documents()["requests_under_a_frozen_clock"]
+    returns = [e for e in doc["events"] if e["event"] == "return"]
+    assert len([e for e in returns if "http_server_response" in e]) == 2
+    assert any("sql_query" in e for e in doc["events"])
+    # freezegun froze time.perf_counter; the agent took its clock before (tracetool.agent.clock)
+    assert all(e["elapsed"] > 0 for e in returns), [e["elapsed"] for e in returns]

@@ -184,7 +184,14 @@ class Recorder:
         recorder_type: str = "remote",
         name: str | None = None,
     ) -> bool:
-        """Start the remote session; False if one already runs (atomic)."""
+        """Start the remote session; False if one already runs (atomic). Unnamed, it is named
+        `remote recording <start time>` (every document has a `metadata.name`)."""
+        if name is None:
+            import time
+
+            from tracetool.agent.clock import wall_time
+
+            name = time.strftime("remote recording %Y-%m-%d %H:%M:%S", time.localtime(wall_time()))
         with self._lock:
             if self._remote is not None:
                 return False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from bookshelf import create_app, services
 from bookshelf.models import Author, Book
 from flask import Flask
@@ -68,3 +69,11 @@ def test_uploads_a_file_with_form_fields(client: FlaskClient) -> None:
     )
     assert response.status_code == 201
     assert response.get_json() == {"shelf": "fiction", "note": "first shelf", "lines": 2}
+
+
+def test_requests_under_a_frozen_clock(client: FlaskClient) -> None:
+    freezegun = pytest.importorskip("freezegun")
+    with freezegun.freeze_time("2024-02-29 12:00:00"):
+        response = client.post("/authors", data={"name": "Dated", "title": "Leap"})
+        assert response.status_code == 201
+        assert client.get("/authors/1").get_json()["name"] == "Dated"
