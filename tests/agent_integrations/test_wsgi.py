@@ -47,7 +47,10 @@ def test_flask_request_and_response(recording: Recording) -> None:
     assert request["normalized_path_info"] == "/products/{product_id}"
     assert request["protocol"] == "HTTP/1.1"
     assert request["headers"]["X-Trace"] == "t1"
-    assert [(p["name"], p["value"]) for p in call["message"]] == [("color", "'red'")]
+    assert [(p["name"], p["value"]) for p in call["message"]] == [
+        ("color", "'red'"),
+        ("product_id", "7"),  # the path parameter, as the view receives it
+    ]
     response = recording.return_of(call)["http_server_response"]
     assert response["status_code"] == 200
     assert response["mime_type"] == "application/json"
