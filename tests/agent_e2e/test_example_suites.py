@@ -162,6 +162,31 @@ def test_bookshelf_factory_in_package_init_sits_under_its_package(
     assert [f["name"] for f in init_class["children"]] == ["create_app"]
     calls = [e for e in doc["events"] if e.get("method_id") == "create_app"]
     assert calls and calls[0]["defined_class"] == "bookshelf"
+    # ... and it is on the sequence diagram (it vanished when its root was a class)
+    factory = next(
+        p for p in run.recordings() if p.name.endswith("factory_builds_an_app.trace.json")
+    )
+    out = run.trace_dir.parent / "diagrams"
+    drawn = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tracetool",
+            "sequence-diagram",
+            str(factory),
+            "-f",
+            "plantuml",
+            "--output-dir",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert drawn.returncode == 0, drawn.stderr
+    (uml,) = out.glob("*.uml")
+    assert "create_app" in uml.read_text(encoding="utf-8")
     for path in run.recordings():
         for value in _values(json.loads(path.read_text(encoding="utf-8"))):
             assert len(value) <= 100, value
