@@ -179,6 +179,7 @@ def shop(project: Any) -> Any:
           - path: PKG
         labels:
           money: ["PKG.shop.Product.price", "PKG.shop.Product.tax*"]
+        safe_repr: [PKG.shop.Product, PKG.shop.BadRepr]  # (opt-ins: their repr() is shown)
         """
     )
     return project.load("shop")

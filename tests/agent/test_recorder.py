@@ -311,3 +311,12 @@ def test_scoped_session_follows_threads_started_inside(rec: Recorder) -> None:
         doc = scope.stop().to_dict()
     got = [(e["sql_query"]["sql"], e["thread_id"]) for e in doc["events"] if "sql_query" in e]
     assert got == [("select 'main'", 1), ("select 'thread'", 2)]
+
+
+def test_remote_recordings_are_named(rec: Recorder) -> None:
+    assert rec.start()
+    doc = rec.stop()
+    assert doc is not None and doc["metadata"]["name"].startswith("remote recording 20")
+    assert rec.start(name="checkout")
+    doc = rec.stop()
+    assert doc is not None and doc["metadata"]["name"] == "checkout"

@@ -42,9 +42,9 @@ import sys
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
-from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from tracetool.agent.clock import real_perf_counter
 from tracetool.agent.sessions import ScopedRecording, Session, scoped_recording
 from tracetool.agent.values import encode
 
@@ -203,7 +203,14 @@ class Recorder:
         recorder_type: str = "remote",
         name: str | None = None,
     ) -> bool:
-        """Start the remote session; False if one already runs (atomic)."""
+        """Start the remote session; False if one already runs (atomic). Unnamed, it is named
+        `remote recording <start time>` (every document has a `metadata.name`)."""
+        if name is None:
+            import time
+
+            from tracetool.agent.clock import wall_time
+
+            name = time.strftime("remote recording %Y-%m-%d %H:%M:%S", time.localtime(wall_time()))
         with self._lock:
             if self._remote is not None:
                 return False
@@ -385,9 +392,34 @@ class Recorder:
         for session in node[TARGETS]:
             session.events.append(event)
 
+    def cancel_call(self, call_id: int | None) -> None:
+        """Take back the call event `call_id` (and pop it): an integration call that cannot get
+        a valid return. Looked for at the end of each session's current chunk; one already
+        frozen gets an empty return instead."""
+        if call_id is None:
+            return
+        node = self._open.pop(call_id, None)
+        if node is None:
+            return
+        _pop(node)
+        for session in node[TARGETS]:
+            events = session.events
+            for i in range(len(events) - 1, max(-1, len(events) - 1025), -1):
+                event = events[i]
+                if event[0] == CALL and event[1] == call_id:
+                    del events[i]
+                    break
+            else:
+                events.append((RETURN, next(self._ids), node[LANE], call_id, 0.0, {}))
+
     # -- code recording ---------------------------------------------------------------------
     def enter(
-        self, info: FunctionInfo, frame: Any = None, args: tuple | None = None, code: Any = None
+        self,
+        info: FunctionInfo,
+        frame: Any = None,
+        args: tuple | None = None,
+        code: Any = None,
+        perf_counter: Callable[[], float] = real_perf_counter(),  # bound once: see agent.clock
     ) -> list | None:
         """Record a call of `info` (arguments from `args`, else from `frame`); its node or None."""
         t0 = perf_counter()
@@ -452,7 +484,7 @@ class Recorder:
         _STACK.set(node)
         return node
 
-    def resume(self, node: list) -> None:
+    def resume(self, node: list, perf_counter: Callable[[], float] = real_perf_counter()) -> None:
         """Open a new activation of a suspended generator `node` (same function and arguments);
         a held one (`hold`) continues its single call instead."""
         first = node[EVENT]
@@ -532,7 +564,9 @@ class Recorder:
         if node is not None and node[FRAME] is not None:
             self._held.pop(id(node[FRAME]), None)
 
-    def leave(self, node: list, value: Any) -> None:
+    def leave(
+        self, node: list, value: Any, perf_counter: Callable[[], float] = real_perf_counter()
+    ) -> None:
         """Record the return of `node` with `value`."""
         t0 = perf_counter()
         _pop(node)
@@ -555,7 +589,12 @@ class Recorder:
         for session in node[TARGETS]:
             session.events.append(event)
 
-    def leave_exception(self, node: list, exc: BaseException) -> None:
+    def leave_exception(
+        self,
+        node: list,
+        exc: BaseException,
+        perf_counter: Callable[[], float] = real_perf_counter(),
+    ) -> None:
         """Record that `node` ended by raising `exc`."""
         t0 = perf_counter()
         _pop(node)

@@ -42,7 +42,7 @@ def exception_chain(exc: BaseException) -> list[dict[str, Any]]:
         seen.add(id(current))
         entry: dict[str, Any] = {
             "class": values.class_name(current),
-            "message": _message(current),
+            "message": values.exception_message(current),
             "object_id": id(current),
         }
         tb = current.__traceback__
@@ -61,14 +61,6 @@ def exception_chain(exc: BaseException) -> list[dict[str, Any]]:
             cause = current.__context__
         current = cause
     return out
-
-
-def _message(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except Exception as err:
-        return f"<str() failed ({type(err).__name__})>"
-    return values.cap(text, 1000)
 
 
 def _encoder() -> Callable[[tuple], bytes | None]:

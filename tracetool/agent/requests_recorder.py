@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from tracetool.agent.clock import wall_time
+
 ENV = "TRACETOOL_RECORD_REQUESTS"
 
 
@@ -50,7 +52,7 @@ def finish(
     recording = scope.stop()
     name = f"{method.upper()} {route or path}"
     recording.metadata["name"] = name
-    now = time.time()
+    now = wall_time()  # (the real clock: a frozen one would give every file one name)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(now)) + f"{now % 1:.6f}"[1:]
     try:
         return recording.save(f"{stamp}_{name}", subdir="requests")  # type: ignore[no-any-return]

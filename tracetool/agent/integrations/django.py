@@ -55,8 +55,11 @@ def install_routes() -> None:
         current = current_request.get()
         if current is not None:
             route = getattr(match, "route", None)
-            if route is not None:
-                current.set_route("/" + str(route).lstrip("^/"))
+            kwargs = getattr(match, "kwargs", None)
+            current.set_route(
+                "/" + str(route).lstrip("^/") if route is not None else None,
+                kwargs if isinstance(kwargs, dict) else None,
+            )
         return match
 
     if patch_method(base.BaseHandler, "resolve_request", resolve_request):

@@ -62,9 +62,9 @@ def _recorded(
     token = http_client_guard.set(True)
     try:
         response = run()
-    except BaseException as exc:
+    except BaseException:
         http_client_guard.reset(token)
-        span.fail(exc)
+        span.cancel()  # no response: see Span.cancel
         raise
     http_client_guard.reset(token)
     span.close(_safe(result, response))
@@ -120,9 +120,9 @@ def install_httpx(module: str = "httpx") -> None:
         token = http_client_guard.set(True)
         try:
             response = await original(self, request, *args, **kwargs)
-        except BaseException as exc:
+        except BaseException:
             http_client_guard.reset(token)
-            span.fail(exc)
+            span.cancel()  # no response: see Span.cancel
             raise
         http_client_guard.reset(token)
         span.close(_safe(_httpx_response, response))
