@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -85,6 +86,11 @@ def command(
         options=DiagramOptions(expand=expand, exclude=exclude, loops=loops),
         show_browser=show_browser,
     )
-    for result in write_diagrams(list(appmap), request):
+    errors: list[str] = []
+    for result in write_diagrams(list(appmap), request, errors):
         for out in result.outputs:
             click.echo(f"{out} ({result.actions} actions, {result.actors} actors)")
+    for line in errors:
+        warn(line)
+    if errors:
+        sys.exit(1)

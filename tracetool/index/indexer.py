@@ -23,6 +23,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -40,6 +41,7 @@ from tracetool.index.writer import Known, Writer
 from tracetool.paths import query_db_path
 from tracetool.trace import TRACE_SUFFIXES, find_trace_files
 from tracetool.trace.document import SKIP_DIRS
+from tracetool.trace.reader import describe, not_regular
 
 # Parsing a JSON document into Python objects costs several times its size in memory.
 MEMORY_PER_BYTE = 8
@@ -283,12 +285,21 @@ def _update(
 ) -> tuple[int, int]:
     known = writer.known()
     on_disk: dict[str, tuple[Path, int, int]] = {}
-    candidates = find_trace_files(root) if scope is None else _in_scope(root, scope, known)
+    unusable: list[tuple[Path, str]] = []
+    if scope is None:
+        candidates = find_trace_files(root, unusable)
+    else:
+        candidates = _in_scope(root, scope, known)
+    for path, reason in unusable:
+        run.skipped.append(Skip(_relpath(path, root), reason))
     for path in candidates:
         try:
             st = path.stat()
         except OSError:
             continue  # vanished between listing and stat
+        if not stat.S_ISREG(st.st_mode):  # a FIFO is never opened: reading it would block
+            run.skipped.append(Skip(_relpath(path, root), str(not_regular("", st.st_mode))[2:]))
+            continue
         on_disk[_relpath(path, root)] = (path, st.st_size, st.st_mtime_ns)
 
     if scope is None:
@@ -376,7 +387,14 @@ def _apply(
     old = known.get(rel)
     outcome: str
     if isinstance(result, Indexed):
-        writer.put(result, replace_id=old.id if old else None, fresh=fresh)
+        try:
+            writer.put(result, replace_id=old.id if old else None, fresh=fresh)
+        except Exception as exc:  # a value the database refuses: skip this recording only
+            sidecar.remove(sidecar.sidecar_path(query_db, rel))
+            run.skipped.append(Skip(rel, describe(exc)))
+            if report is not None:
+                report(rel, "skipped")
+            return
         (run.updated if old else run.added).append(rel)
         outcome = "updated" if old else "added"
     elif isinstance(result, Same):

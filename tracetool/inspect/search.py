@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracetool.errors import TraceFormatError, UsageError
+from tracetool.errors import TraceToolError, UsageError
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject
-from tracetool.trace.document import find_trace_files, parse
+from tracetool.trace.document import parse
+from tracetool.trace.reader import find_trace_files, guarded, read_file, skip_lines
 from tracetool.trace.tree import CallNode, build_call_tree, iter_preorder
 
 TYPES = (
@@ -298,7 +299,12 @@ def find(
     matcher = _Matcher(ref)
     selection = select(ref, trace_dir, query_db) if use_index else None
     matches: list[Match] = []
-    for path in find_trace_files(trace_dir):
+    unusable: list[tuple[Path, str]] = []
+    files = find_trace_files(trace_dir, unusable)
+    if warn:
+        for line in skip_lines(unusable):
+            warn(line)
+    for path in files:
         try:
             recording = path.relative_to(trace_dir).as_posix()
         except ValueError:
@@ -306,19 +312,24 @@ def find(
         if selection is not None and not selection.must_read(recording, path):
             continue
         try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            if warn:
-                warn(f"{path}: cannot read ({exc.strerror})")
-            continue
-        if not matcher.might_match(raw):
-            continue
-        try:
-            doc = parse(raw, str(path))
-        except TraceFormatError as exc:
+            found = _find_in(path, recording, matcher)
+        except TraceToolError as exc:
             if warn:
                 warn(str(exc))
             continue
+        matches.extend(found)
+    return matches
+
+
+def _find_in(path: Path, recording: str, matcher: _Matcher) -> list[Match]:
+    """The matches of one recording; any defect of its content is one TraceToolError."""
+    raw = read_file(path)
+    assert raw is not None
+    if not matcher.might_match(raw):
+        return []
+    matches: list[Match] = []
+    with guarded(path):
+        doc = parse(raw, str(path))
         tree = build_call_tree(doc.events)
         cmap = ClassMap.from_json(doc.class_map)
         cos = {id(n): cmap.code_object_for(n.call) for n, _ in iter_preorder(tree.roots)}

@@ -24,6 +24,7 @@ from tracetool.errors import TraceToolError
 from tracetool.stats._names import Names
 from tracetool.trace import events as ev
 from tracetool.trace.document import gc_paused
+from tracetool.trace.reader import guarded
 from tracetool.trace.stream import iter_pairs, open_stream
 
 SqlKey = tuple[str, str]  # (sql text, database type or "")
@@ -116,7 +117,8 @@ def overhead_batch(paths: list[Path]) -> OverheadPartial:
     with gc_paused():
         for path in paths:
             try:
-                sums = _file_overhead(path, names)
+                with guarded(path):
+                    sums = _file_overhead(path, names)
             except TraceToolError as exc:
                 partial.warnings.append(f"skipped {exc}")
                 continue

@@ -22,10 +22,11 @@ from typing import Any
 
 import orjson
 
-from tracetool.errors import NotFoundError, TraceFormatError
+from tracetool.errors import TraceFormatError
+from tracetool.trace.reader import SKIP_DIRS, TRACE_SUFFIXES, describe, guarded, read_file
+from tracetool.trace.reader import find_trace_files as find_trace_files
 
 FORMAT_VERSION = "1.12"
-TRACE_SUFFIXES = (".trace.json", ".appmap.json")
 
 
 @dataclass
@@ -113,12 +114,13 @@ def is_trace_file(path: Path | str) -> bool:
 
 def parse(raw: bytes | str, source: str = "<memory>") -> TraceDocument:
     """Parse JSON text into a TraceDocument, tolerating every known variant of the format."""
-    try:
-        with gc_paused():
-            data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise TraceFormatError(f"{source}: not valid JSON ({exc})") from None
-    return from_data(data, source)
+    with guarded(source):
+        try:
+            with gc_paused():
+                data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise TraceFormatError(f"{source}: {describe(exc)}") from None
+        return from_data(data, source)
 
 
 def from_data(data: Any, source: str = "<memory>") -> TraceDocument:
@@ -147,19 +149,14 @@ def from_data(data: Any, source: str = "<memory>") -> TraceDocument:
 
 
 def load(path: Path | str) -> TraceDocument:
-    """Read a trace document from disk."""
+    """Read a trace document from disk (regular files only: `tracetool.trace.reader`)."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise NotFoundError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise TraceFormatError(f"{p}: is a directory, not a trace document") from None
-    except OSError as exc:
-        raise TraceFormatError(f"{p}: cannot read ({exc.strerror})") from None
+    raw = read_file(p)
+    assert raw is not None
     if not raw.strip():
         raise TraceFormatError(f"{p}: empty file, not a trace document")
-    doc = parse(raw, str(p))
+    with guarded(p):
+        doc = parse(raw, str(p))
     doc.path = p
     return doc
 
@@ -212,28 +209,5 @@ def save(doc: TraceDocument | dict[str, Any], path: Path | str, *, indent: bool 
     return target
 
 
-# Folders never searched for recordings (VCS, dependencies, virtualenvs, caches).
-SKIP_DIRS = frozenset(
-    {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache"}
-)
+# Walking directories for recordings lives in `tracetool.trace.reader` (re-exported here).
 _SKIP_DIRS = SKIP_DIRS
-
-
-def find_trace_files(root: Path | str) -> list[Path]:
-    """Every `*.trace.json` / `*.appmap.json` below `root`, sorted; a file root is returned as is.
-
-    Skips VCS, dependency and virtualenv folders and hidden temp files of atomic writes.
-    """
-    base = Path(root)
-    if base.is_file():
-        return [base]
-    if not base.is_dir():
-        raise NotFoundError(f"{base}: no such directory")
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=True):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        for fname in filenames:
-            if fname.endswith(TRACE_SUFFIXES) and not fname.startswith("."):
-                found.append(Path(dirpath) / fname)
-    found.sort()
-    return found
