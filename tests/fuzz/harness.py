@@ -135,7 +135,22 @@ def deep_document(depth: int) -> dict[str, Any]:
         events.append(
             {"id": 2 * depth - i + 1, "event": "return", "thread_id": 1, "parent_id": i}
         )
-    return {"version": "1.12", "metadata": {"name": f"deep {depth}"}, "classMap": [], "events": events}
+    classes = [
+        {
+            "type": "class",
+            "name": f"C{c}",
+            "children": [
+                {"type": "function", "name": f"m{m}", "location": "app/c.py:1"} for m in range(5)
+            ],
+        }
+        for c in range(7)
+    ]
+    return {
+        "version": "1.12",
+        "metadata": {"name": f"deep {depth}"},
+        "classMap": [{"type": "package", "name": "app", "children": classes}],
+        "events": events,
+    }
 
 
 def seeds(corpus: Path | None = None, max_bytes: int = 64 * 1024) -> list[bytes]:

@@ -27,6 +27,7 @@ from tracetool.slim import load_slim
 from tracetool.trace.document import (
     TraceDocument,
     atomic_write_bytes,
+    dumps_deep,
     gc_paused,
     is_trace_file,
     recording_stem,
@@ -68,7 +69,13 @@ def render(diagram: Diagram, fmt: str, **kwargs: Any) -> str:
 
 def render_bytes(diagram: Diagram, fmt: str, **kwargs: Any) -> bytes:
     if fmt == "json":
-        return orjson.dumps(to_json(diagram), option=orjson.OPT_INDENT_2)
+        obj = to_json(diagram)
+        try:
+            return orjson.dumps(obj, option=orjson.OPT_INDENT_2)
+        except orjson.JSONEncodeError:
+            # nested deeper than orjson writes (a call chain hundreds of levels deep): compact
+            # JSON, written iteratively (indented, its size would grow with the square of depth)
+            return dumps_deep(obj)
     if fmt == "plantuml":
         return plantuml.render(diagram, **kwargs).encode()
     if fmt == "text":

@@ -37,7 +37,7 @@ from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject
 from tracetool.trace.document import parse
 from tracetool.trace.reader import find_trace_files, guarded, read_file, skip_lines
-from tracetool.trace.tree import CallNode, build_call_tree, iter_preorder
+from tracetool.trace.tree import CallNode, build_call_tree, iter_postorder, iter_preorder
 
 TYPES = (
     "function",
@@ -223,17 +223,65 @@ def _http_request(node: CallNode) -> str:
     return f"{text} ({status})" if status is not None else text
 
 
-def _context(node: CallNode, cos: dict[int, CodeObject], recording: str) -> dict[str, list[str]]:
+class _Notable:
+    """The nodes a match's context lists (HTTP requests, SQL, labeled functions), indexed once
+    per recording so that each match visits only those of its ancestors and subtrees: a call
+    chain 100,000 deep costs one pass, not one pass per match."""
+
+    def __init__(self, roots: list[CallNode], cos: dict[int, CodeObject]) -> None:
+        self.up: dict[int, CallNode | None] = {}  # nearest notable proper ancestor
+        self.below: set[int] = set()  # nodes with a notable proper descendant
+        self.notable: set[int] = set()
+        for node, _ in iter_preorder(roots):
+            call = node.call
+            if (
+                "sql_query" in call
+                or "http_server_request" in call
+                or _labeled(cos[id(node)], node)
+            ):
+                self.notable.add(id(node))
+            parent = node.parent
+            if parent is None:
+                self.up[id(node)] = None
+            else:
+                self.up[id(node)] = parent if id(parent) in self.notable else self.up[id(parent)]
+        for node in iter_postorder(roots):
+            if any(id(c) in self.notable or id(c) in self.below for c in node.children):
+                self.below.add(id(node))
+
+    def ancestors(self, node: CallNode) -> list[CallNode]:
+        out = []
+        found = self.up.get(id(node))
+        while found is not None:
+            out.append(found)
+            found = self.up.get(id(found))
+        return out
+
+    def descendants(self, node: CallNode) -> list[CallNode]:
+        out: list[CallNode] = []
+        stack = list(reversed(node.children))
+        while stack:
+            child = stack.pop()
+            if id(child) in self.notable:
+                out.append(child)
+            if id(child) in self.below:
+                stack.extend(reversed(child.children))
+        return out
+
+
+def _context(
+    node: CallNode, cos: dict[int, CodeObject], recording: str, notable: _Notable
+) -> dict[str, list[str]]:
     from tracetool import sql
 
     co = cos[id(node)]
     parent = node.parent
-    ancestors = list(node.ancestors())
+    ancestors = notable.ancestors(node)
     http = [a for a in [node, *ancestors] if "http_server_request" in a.call]
     queries: list[str] = []
     tables: set[str] = set()
     descendants: list[str] = []
-    for d in [node, *node.descendants()]:
+    for d in [node, *notable.descendants(node)]:
         if "sql_query" in d.call:
             info = sql.analyze(ev.sql_text(d.call), ev.database_type(d.call))
             queries.append(info.normalized)
@@ -333,9 +381,13 @@ def _find_in(path: Path, recording: str, matcher: _Matcher) -> list[Match]:
         tree = build_call_tree(doc.events)
         cmap = ClassMap.from_json(doc.class_map)
         cos = {id(n): cmap.code_object_for(n.call) for n, _ in iter_preorder(tree.roots)}
+        notable: _Notable | None = None
         for node, _ in iter_preorder(tree.roots):
             if matcher.matches(node, cos[id(node)]):
-                matches.append(Match(recording, node.id, _context(node, cos, recording)))
+                if notable is None:
+                    notable = _Notable(tree.roots, cos)
+                context = _context(node, cos, recording, notable)
+                matches.append(Match(recording, node.id, context))
     return matches
 
 

@@ -168,6 +168,51 @@ def dumps(data: Any, *, indent: bool = False) -> bytes:
     return orjson.dumps(data, option=option)
 
 
+_END: Any = object()
+
+
+def dumps_deep(data: Any) -> bytes:
+    """Compact JSON of a value nested deeper than orjson writes (255 levels), iteratively.
+
+    Containers are walked with an explicit stack; each scalar is still written by orjson
+    (into one growing buffer: orjson's result objects over-allocate, so keeping each of them
+    would cost kilobytes per value). The output is what `dumps(data)` would be without the limit.
+    """
+    out = bytearray()
+    stack: list[tuple[Iterator[Any], bool, list[bool]]] = []
+    value: Any = data
+    key: Any
+    while True:
+        if isinstance(value, dict) and value:
+            out += b"{"
+            stack.append((iter(value.items()), True, [True]))
+        elif isinstance(value, (list, tuple)) and value:
+            out += b"["
+            stack.append((iter(value), False, [True]))
+        else:
+            out += dumps(value)  # a scalar, or an empty container
+        while stack:
+            items, is_dict, first = stack[-1]
+            item = next(items, _END)
+            if item is _END:
+                stack.pop()
+                out += b"}" if is_dict else b"]"
+                continue
+            if first[0]:
+                first[0] = False
+            else:
+                out += b","
+            if is_dict:
+                key, value = item
+                out += dumps(key if isinstance(key, str) else str(key))
+                out += b":"
+            else:
+                value = item
+            break
+        else:
+            return bytes(out)
+
+
 def atomic_write_bytes(path: Path | str, payload: bytes) -> None:
     """Write `payload` to `path` atomically: temp file beside it, fsync, rename."""
     atomic_write_stream(path, (payload,))
