@@ -132,9 +132,7 @@ def deep_document(depth: int) -> dict[str, Any]:
             }
         )
     for i in range(depth, 0, -1):
-        events.append(
-            {"id": 2 * depth - i + 1, "event": "return", "thread_id": 1, "parent_id": i}
-        )
+        events.append({"id": 2 * depth - i + 1, "event": "return", "thread_id": 1, "parent_id": i})
     classes = [
         {
             "type": "class",
@@ -275,9 +273,22 @@ def _mutate_once(raw: bytes, rng: random.Random) -> tuple[str, bytes]:
         return kind, bytes(data)
     if kind == "toplevel":
         return kind, rng.choice(
-            [b"", b"   ", b"[]", b"null", b"42", b'"x"', b"{}", b'{"events":{}}', b'{"events":7}',
-             b'{"metadata":[]}', b'{"classMap":{}}', b'{"events":[1,"a",null]}',
-             b'{"events":[],"eventUpdates":[]}', b'{"events":[{"id":1}],"eventUpdates":{"1":7}}']
+            [
+                b"",
+                b"   ",
+                b"[]",
+                b"null",
+                b"42",
+                b'"x"',
+                b"{}",
+                b'{"events":{}}',
+                b'{"events":7}',
+                b'{"metadata":[]}',
+                b'{"classMap":{}}',
+                b'{"events":[1,"a",null]}',
+                b'{"events":[],"eventUpdates":[]}',
+                b'{"events":[{"id":1}],"eventUpdates":{"1":7}}',
+            ]
         )
     if kind == "deepcalls":
         return kind, orjson.dumps(deep_document(rng.choice([2000, 5000])))
@@ -289,7 +300,7 @@ def _mutate_once(raw: bytes, rng: random.Random) -> tuple[str, bytes]:
             event = rng.choice(events)
             if isinstance(event, dict):
                 key = rng.choice(["id", "parent_id", "thread_id", "event"])
-                event[key] = rng.choice(_SWAPS + [10**30, -(10**30), 1e300])
+                event[key] = rng.choice([*_SWAPS, 2**64 - 1, -(2**63), 1e300])
         return kind, orjson.dumps(data)
     return kind, raw
 
@@ -398,9 +409,7 @@ class Runner:
             import traceback
 
             tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-4:])
-            self.failures.append(
-                Failure(self.case, args, f"{type(exc).__name__}: {exc}"[:300], tb)
-            )
+            self.failures.append(Failure(self.case, args, f"{type(exc).__name__}: {exc}"[:300], tb))
         elif "internal error" in output or "Traceback" in output:
             self.failures.append(Failure(self.case, args, "internal error printed", output))
         return Outcome(args, result.exit_code, output, time.monotonic() - started)
@@ -444,7 +453,9 @@ def run_case(
     run("stats", t)
     run("stats", "-a", b)
     r = run("openapi", "--trace-dir", t)
-    run.expect(r.exit_code != 0 or "/users/{id}" in r.output, r.argv, "good route missing", r.output)
+    run.expect(
+        r.exit_code != 0 or "/users/{id}" in r.output, r.argv, "good route missing", r.output
+    )
     run("inspect", "function:app/models/User#find", "--trace-dir", t)
     run("inspect", "route:GET /users/{id}", "--trace-dir", t)
     run("sequence-diagram", "-f", "json", "--output-dir", str(out / "diagrams"), b, g)
