@@ -216,3 +216,39 @@ def test_fuzz_short(tmp_path: Path) -> None:
         cases += 1
     assert cases >= 5
     assert not failures, "\n".join(map(str, failures[:20]))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda d: d["events"][1].__setitem__("defined_class", ["x"]),
+            "event 2: defined_class is an array",
+        ),
+        (
+            lambda d: d["events"][0].__setitem__("http_server_request", "GET /"),
+            "event 1: http_server_request is a string, expected an object",
+        ),
+        (
+            lambda d: d["events"][0]["http_server_request"].__setitem__("headers", []),
+            "event 1: http_server_request.headers is an array",
+        ),
+        (
+            lambda d: d["events"][1].__setitem__("parameters", {"a": 1}),
+            "event 2: parameters is an object, expected an array",
+        ),
+        (
+            lambda d: d["metadata"].__setitem__("test_status", []),
+            "metadata.test_status is an array, expected a string",
+        ),
+        (lambda d: d["classMap"][0].__setitem__("children", {}), "classMap: children is an object"),
+        (lambda d: d["events"][0].__setitem__("id", None), "event 1: id is null"),
+    ],
+)
+def test_a_wrong_type_is_named_in_the_warning(change: object, message: str) -> None:
+    from tracetool.trace.reader import type_defect
+
+    doc = good_document()
+    assert type_defect(doc) is None
+    change(doc)  # type: ignore[operator]
+    assert message in (type_defect(doc) or "")

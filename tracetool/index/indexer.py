@@ -41,7 +41,7 @@ from tracetool.index.writer import Known, Writer
 from tracetool.paths import query_db_path
 from tracetool.trace import TRACE_SUFFIXES, find_trace_files
 from tracetool.trace.document import SKIP_DIRS
-from tracetool.trace.reader import describe, not_regular
+from tracetool.trace.reader import describe, diagnose, not_regular
 
 # Parsing a JSON document into Python objects costs several times its size in memory.
 MEMORY_PER_BYTE = 8
@@ -331,7 +331,7 @@ def _update(
     if progress is not None:
         progress(0, total)
     for done, result in enumerate(_run_tasks(tasks, workers, executor), start=1):
-        _apply(result, query_db, writer, fresh, known, missing, run, report)
+        _apply(result, query_db, writer, fresh, known, missing, run, report, root)
         writer.maybe_commit()
         if progress is not None:
             progress(done, total)
@@ -382,6 +382,7 @@ def _apply(
     missing: dict[str, Known],
     run: _Run,
     report: FileReport | None,
+    root: Path | None = None,
 ) -> None:
     rel = result.relpath
     old = known.get(rel)
@@ -391,7 +392,8 @@ def _apply(
             writer.put(result, replace_id=old.id if old else None, fresh=fresh)
         except Exception as exc:  # a value the database refuses: skip this recording only
             sidecar.remove(sidecar.sidecar_path(query_db, rel))
-            run.skipped.append(Skip(rel, describe(exc)))
+            defect = diagnose(root / rel) if root is not None else None
+            run.skipped.append(Skip(rel, defect or describe(exc)))
             if report is not None:
                 report(rel, "skipped")
             return

@@ -30,7 +30,7 @@ from tracetool.errors import NotFoundError, TraceToolError
 from tracetool.index import sidecar
 from tracetool.index.extract import Extract, extract
 from tracetool.trace import gc_paused, parse
-from tracetool.trace.reader import describe, open_regular
+from tracetool.trace.reader import describe, diagnose, open_regular
 
 # name -> "module:function(TraceDocument) -> str | None". Wired by the lead to tracetool.diagram.
 DIGEST_HOOKS: dict[str, str] = {
@@ -156,7 +156,7 @@ def process(task: Task) -> Result:
     except MemoryError:
         return Skipped(rel, f"too large to index in memory ({_mb(after.st_size)})")
     except Exception as exc:  # one odd file must not stop the whole run
-        return Skipped(rel, describe(exc))
+        return Skipped(rel, diagnose(task.path) or describe(exc))
     try:
         sidecar.write(
             Path(task.sidecar),

@@ -227,9 +227,116 @@ def describe(exc: BaseException) -> str:
     return f"holds a value of an unexpected type ({type(exc).__name__}: {text})"
 
 
+# The fields whose type the readers rely on (DESIGN: unknown fields are kept as they are).
+_SCALARS: tuple[str, ...] = ("id", "parent_id", "thread_id", "event", "defined_class")
+_SCALARS += ("method_id", "path", "lineno", "static", "elapsed")
+_OBJECTS: tuple[str, ...] = ("http_server_request", "http_server_response")
+_OBJECTS += ("http_client_request", "http_client_response", "sql_query", "return_value")
+_OBJECTS += ("receiver",)
+_LISTS = ("parameters", "message", "exceptions", "labels")
+_MEMBERS: dict[str, dict[str, type]] = {
+    "http_server_request": {"request_method": str, "path_info": str, "headers": dict},
+    "http_client_request": {"request_method": str, "url": str, "headers": dict},
+    "http_server_response": {"headers": dict},
+    "http_client_response": {"headers": dict},
+    "sql_query": {"sql": str, "database_type": str},
+}
+_METADATA: dict[str, type] = {
+    "name": str,
+    "test_status": str,
+    "app": str,
+    "labels": list,
+    "git": dict,
+}
+_METADATA.update({"recorder": dict, "language": dict, "test_failure": dict, "frameworks": list})
+_NAMES: dict[type, str] = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+
+
+def _a(value: object) -> str:
+    if value is None:
+        return "null"
+    return _NAMES.get(type(value), "a number" if isinstance(value, (int, float)) else "a value")
+
+
+def type_defect(data: object) -> Optional[str]:
+    """The first field of a parsed recording whose type the readers cannot use, in words
+    (`event 12: http_server_response is a string, expected an object`); None if none."""
+    if not isinstance(data, dict):
+        return None
+    metadata = data.get("metadata")
+    if isinstance(metadata, dict):
+        for key, kind in _METADATA.items():
+            value = metadata.get(key)
+            if value is not None and not isinstance(value, kind):
+                return f"metadata.{key} is {_a(value)}, expected {_NAMES[kind]}"
+    events = data.get("events")
+    for number, event in enumerate(events if isinstance(events, list) else [], start=1):
+        if not isinstance(event, dict):
+            continue
+        for key in _SCALARS:
+            value = event.get(key)
+            if isinstance(value, (dict, list)):
+                return f"event {number}: {key} is {_a(value)}, expected a scalar"
+        if event.get("id") is None and "id" in event:
+            return f"event {number}: id is null"
+        for key in _OBJECTS:
+            value = event.get(key)
+            if value is not None and not isinstance(value, dict):
+                return f"event {number}: {key} is {_a(value)}, expected an object"
+            for member, kind in _MEMBERS.get(key, {}).items():
+                inner = value.get(member) if isinstance(value, dict) else None
+                if inner is not None and not isinstance(inner, kind):
+                    return f"event {number}: {key}.{member} is {_a(inner)}, expected {_NAMES[kind]}"
+        for key in _LISTS:
+            value = event.get(key)
+            if value is not None and not isinstance(value, list):
+                return f"event {number}: {key} is {_a(value)}, expected an array"
+            for item in value if key != "labels" and isinstance(value, list) else ():
+                if not isinstance(item, dict):
+                    return f"event {number}: an item of {key} is {_a(item)}, expected an object"
+    stack = [data.get("classMap")]
+    while stack:
+        items = stack.pop()
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            return f"classMap: children is {_a(items)}, expected an array"
+        for item in items:
+            if not isinstance(item, dict):
+                return f"classMap: an item is {_a(item)}, expected an object"
+            for key in ("name", "type", "location"):
+                if item.get(key) is not None and not isinstance(item.get(key), str):
+                    return f"classMap: {key} is {_a(item.get(key))}, expected a string"
+            stack.append(item.get("children"))
+    return None
+
+
+def diagnose(path: Path | str, limit: int = 256 * 1024 * 1024) -> Optional[str]:
+    """`type_defect` of a recording file (None when it cannot tell): used after a failure,
+    never on the happy path, so a good file pays nothing for the check."""
+    try:
+        raw = read_file(path, limit)
+        if raw is None:
+            return None
+        import orjson
+
+        return type_defect(orjson.loads(raw))
+    except Exception:
+        return None
+
+
 def content_error(exc: BaseException, source: Path | str) -> TraceFormatError:
-    """`exc`, raised while handling the file `source`, as the one line that names them."""
-    return TraceFormatError(f"{source}: {describe(exc)}")
+    """`exc`, raised while handling the file `source`, as the one line that names them; a
+    field of the wrong type is named when the file shows one."""
+    reason = describe(exc)
+    if isinstance(exc, (TypeError, AttributeError, KeyError, IndexError, ValueError)) or (
+        type(exc).__module__ or ""
+    ).startswith("sqlite3"):
+        if not isinstance(exc, UnicodeError) and not reason.startswith(("nested", "not valid")):
+            defect = diagnose(source) if Path(source).is_file() else None
+            if defect is not None:
+                reason = defect
+    return TraceFormatError(f"{source}: {reason}")
 
 
 @contextmanager
@@ -254,10 +361,12 @@ __all__ = [
     "check_regular",
     "content_error",
     "describe",
+    "diagnose",
     "find_trace_files",
     "guarded",
     "is_trace_name",
     "open_regular",
     "read_file",
     "skip_lines",
+    "type_defect",
 ]
