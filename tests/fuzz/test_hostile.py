@@ -85,21 +85,44 @@ def test_the_reader_never_opens_what_is_not_a_regular_file(tmp_path: Path) -> No
     assert {"fifo.trace.json", "dir.appmap.json", "dangling.trace.json"} <= named
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any directory")
-def test_an_unreadable_subdirectory_is_reported(tmp_path: Path) -> None:
+def test_an_unreadable_subdirectory_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     traces = tmp_path / "traces"
     locked = traces / "locked"
     locked.mkdir(parents=True)
+    (locked / "hidden.trace.json").write_bytes(orjson.dumps(good_document()))
     (traces / "good.trace.json").write_bytes(orjson.dumps(good_document()))
-    locked.chmod(0)
+    if os.geteuid() == 0:  # root reads any directory: make this one fail as for a user
+        import tracetool.trace.reader as reader
+
+        real = os.scandir
+
+        def scandir(path: str | Path) -> object:
+            if Path(path) == locked:
+                raise PermissionError(13, "Permission denied", str(path))
+            return real(path)
+
+        monkeypatch.setattr(reader.os, "scandir", scandir)
+    else:
+        locked.chmod(0)
     try:
         runner = CliRunner()
         out = runner.invoke(cli, ["sanitize", "-r", str(traces), "-o", str(tmp_path / "o")])
-        assert out.exit_code == 1
-        assert "locked: cannot read directory" in out.output
+        assert out.exit_code == 1, out.output
+        assert "locked: cannot read directory (Permission denied)" in out.output
         assert (tmp_path / "o" / "good.trace.json").is_file()
-        out = runner.invoke(cli, ["stats", str(traces)])
-        assert "locked: cannot read directory" in out.output
+        out = runner.invoke(cli, ["trim", "-r", str(traces), "-o", str(tmp_path / "t")])
+        assert out.exit_code == 1 and "locked: cannot read directory" in out.output
+        for argv in (["stats", str(traces)], ["openapi", "--trace-dir", str(traces)]):
+            out = runner.invoke(cli, argv)
+            assert out.exit_code == 0 and "locked: cannot read directory" in out.output, argv
+        db = tmp_path / "q.db"
+        result = index_directory(traces, IndexOptions(query_db=db, workers=1))
+        assert [(s.path, s.reason) for s in result.skipped] == [
+            ("locked", "cannot read directory (Permission denied)")
+        ]
+        assert _recordings(db) == {"good.trace.json"}
     finally:
         locked.chmod(0o755)
 
