@@ -171,6 +171,9 @@ def find_trace_files(
                     continue
                 if not is_trace_name(name):
                     continue
+                if entry.is_file():  # a regular file (from the directory entry: no syscall)
+                    found.append(Path(entry.path))
+                    continue
                 fst = entry.stat()
             except FileNotFoundError:  # a dangling symlink, or gone meanwhile
                 if is_trace_name(name):
@@ -179,10 +182,7 @@ def find_trace_files(
             except OSError as exc:
                 skip(entry.path, f"cannot read ({exc.strerror or exc})")
                 continue
-            if stat.S_ISREG(fst.st_mode):
-                found.append(Path(entry.path))
-            else:
-                skip(entry.path, str(not_regular("", fst.st_mode))[2:])
+            skip(entry.path, str(not_regular("", fst.st_mode))[2:])
     found.sort()
     return found
 
