@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -206,14 +207,16 @@ def describe(exc: BaseException) -> str:
     text = " ".join(str(exc).split())[:200]
     module = type(exc).__module__ or ""
     lowered = text.lower()
-    if isinstance(exc, RecursionError) or "recursion" in lowered or "depth" in lowered:
+    if isinstance(exc, RecursionError):
+        return f"nested too deeply to process (deeper than about {sys.getrecursionlimit()} levels)"
+    if "recursion" in lowered or "depth" in lowered:
         return f"nested deeper than {MAX_DEPTH} levels"
     if isinstance(exc, UnicodeError):
         return f"not valid UTF-8 ({text})"
     if isinstance(exc, MemoryError):
         return "too large to process in memory"
     huge = ("number" in lowered or "integer" in lowered) and (
-        "large" in lowered or "range" in lowered or "limit" in lowered
+        any(word in lowered for word in ("large", "range", "limit", "overflow", "infinity"))
     )
     if isinstance(exc, OverflowError) or huge:
         return f"holds a number too large to use ({text})"
