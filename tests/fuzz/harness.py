@@ -354,13 +354,18 @@ def time_bound(seconds: float) -> Iterator[None]:
     def on_alarm(signum: int, frame: Any) -> None:
         raise Hang(f"still running after {seconds:.0f} s")
 
+    # pytest-timeout may have its own alarm running: keep it, and put it back afterwards
+    outer, _ = signal.getitimer(signal.ITIMER_REAL)
+    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer) if outer else seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(0.001, outer - (time.monotonic() - started)))
 
 
 @dataclass
