@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import random
 import shutil
@@ -400,6 +401,10 @@ class Runner:
         from tracetool.cli import cli
 
         args = list(argv)
+        # another test may have left tracetool's logger writing to a stream that is closed now
+        logger = logging.getLogger("tracetool")
+        logger.handlers.clear()
+        logger.setLevel(logging.WARNING)
         runner = CliRunner()
         started = time.monotonic()
         try:
