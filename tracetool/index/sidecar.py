@@ -59,11 +59,17 @@ def fingerprints(sha256: str, canonical: dict[str, list[Any]]) -> list[dict[str,
 
 def write(path: Path, sidecar: dict[str, Any]) -> None:
     """Write atomically with respect to readers (temp file + rename; no fsync: it is a cache)."""
+    try:
+        payload = orjson.dumps(sidecar)
+    except orjson.JSONEncodeError:  # metadata or classMap nested deeper than orjson writes
+        from tracetool.trace.document import dumps_deep
+
+        payload = dumps_deep(sidecar)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(orjson.dumps(sidecar))
+            handle.write(payload)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
