@@ -275,3 +275,18 @@ def test_a_wrong_type_is_named_in_the_warning(change: object, message: str) -> N
     assert type_defect(doc) is None
     change(doc)  # type: ignore[operator]
     assert message in (type_defect(doc) or "")
+
+
+def test_metadata_nested_deeper_than_orjson_writes_is_indexed(tmp_path: Path) -> None:
+    """Found by benchmarks/fuzz.py: the sidecar of a 300-deep metadata value (orjson reads 1024
+    levels but writes 255) aborted the whole index run."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    raw = orjson.dumps(good_document()).replace(
+        b'"app":"demo"', b'"app":"demo","extra":' + b"[" * 300 + b"]" * 300, 1
+    )
+    (traces / "deep_metadata.trace.json").write_bytes(raw)
+    (traces / "good.trace.json").write_bytes(orjson.dumps(good_document()))
+    result = index_directory(traces, IndexOptions(query_db=tmp_path / "q.db", workers=1))
+    assert not result.skipped
+    assert _recordings(tmp_path / "q.db") == {"deep_metadata.trace.json", "good.trace.json"}
