@@ -97,7 +97,9 @@ def _file_overhead(path: Path, names: Names) -> dict[Key, list[float]]:
     sums: dict[Key, list[float]] = {}
     recording = names.recording(stream.class_map)
     for raw, (count, seconds, call) in raw_sums.items():
-        key: Key = raw[1:] if raw[0] == _SQL else recording.function(call)[0]
+        # (a `sql_query` that is not an object makes a 2-tuple: named like any other call)
+        sql = raw[0] == _SQL and len(raw) == 3
+        key: Key = raw[1:] if sql else recording.function(call)[0]
         entry = sums.get(key)
         if entry is None:
             sums[key] = [count, seconds]
