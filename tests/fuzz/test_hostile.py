@@ -290,3 +290,14 @@ def test_metadata_nested_deeper_than_orjson_writes_is_indexed(tmp_path: Path) ->
     result = index_directory(traces, IndexOptions(query_db=tmp_path / "q.db", workers=1))
     assert not result.skipped
     assert _recordings(tmp_path / "q.db") == {"deep_metadata.trace.json", "good.trace.json"}
+
+
+def test_stats_with_a_sql_query_that_is_not_an_object(tmp_path: Path) -> None:
+    """Found by benchmarks/fuzz.py: naming SQL keys after all files were summed crashed."""
+    doc = good_document()
+    doc["events"][2]["sql_query"] = "SELECT 1"
+    doc["events"][3]["elapsed_instrumentation"] = 0.5
+    (tmp_path / "a.trace.json").write_bytes(orjson.dumps(doc))
+    run = Runner("sql string")
+    assert run("stats", str(tmp_path)).exit_code == 0
+    assert not run.failures, "\n".join(map(str, run.failures))
