@@ -186,6 +186,11 @@ def load_diagram(path: Path) -> Diagram:
     """A diagram from a sequence.json file, or built from a recording."""
     if not path.exists():
         raise NotFoundError(f"{path}: no such file")
+    with guarded(path):
+        return _load_diagram(path)
+
+
+def _load_diagram(path: Path) -> Diagram:
     if is_trace_file(path):
         return diagram_of(path)
     raw = read_file(path)
