@@ -59,6 +59,12 @@ def _worker(args: tuple[int, int, float, str, float]) -> tuple[int, int, list[st
             kinds[kind.split("+")[0]] = kinds.get(kind.split("+")[0], 0) + 1
             found = run_case(Path(tmp) / "w", bad, kind, seconds=bound)
             done += 1
+            if done % 100 == 0:
+                print(
+                    f"  [seed {seed}] {done}/{count} inputs, {len(failures)} failures",
+                    file=sys.stderr,
+                    flush=True,
+                )
             if found:
                 kept = dump_case(Path(keep), seed * 1_000_000 + number, kind, bad)
                 failures.extend(f"{f} (input: {kept})" for f in found)
