@@ -13,6 +13,9 @@ Contract:
   tool result with `isError: true` and the one-line message, so the model can correct itself;
   an unexpected exception is reported the same way (with its type) and logged with its
   traceback, and the server keeps serving. An unknown tool name is a protocol error (-32602).
+- `trace_dir` / `query_db` arguments must lie inside the project (trace.yml's directory, else
+  the current one), the server's own recordings or index directory, or (`query_db`)
+  `~/.trace/data`; another path is a tool error naming it (`query_tools.check_paths`).
 - The server does not require query.db at start: it is opened per call, so `tracetool index`
   may run (or re-run) while the server is up.
 """
@@ -51,6 +54,7 @@ def build_server(trace_dir: str | None = None, query_db: str | None = None) -> A
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
+    roots = query_tools.allowed_roots(trace_dir, query_db)
     tools = [
         types.Tool(
             name=tool.name,
@@ -86,6 +90,7 @@ def build_server(trace_dir: str | None = None, query_db: str | None = None) -> A
             query_db=query_db,
         )
         try:
+            query_tools.check_paths(params.arguments, roots)
             result = await anyio.to_thread.run_sync(run)
         except TraceToolError as exc:
             return error(str(exc))

@@ -14,6 +14,9 @@ Contract:
 - Every failure is a `TraceToolError` with one line naming the problem: `UsageError` for bad
   arguments (unknown tool, unknown or mistyped argument, bad filter text), `NotFoundError`,
   `IndexMissingError` ("run `tracetool index`").
+- `check_paths(arguments, allowed_roots(trace_dir, query_db))` refuses (`UsageError`) a
+  `trace_dir` / `query_db` argument outside the project, the server's own directories and
+  (for `query_db`) `~/.trace/data`: MCP clients pass model-chosen arguments.
 - `arguments_from_strings(name, params)` turns text values (a URL query string) into typed
   arguments by the same schema, so the web UI accepts exactly what MCP accepts.
 
@@ -376,6 +379,49 @@ def open_index(
     return open_db(trace_dir, query_db)
 
 
+def allowed_roots(trace_dir: str | None = None, query_db: str | None = None) -> dict[str, Any]:
+    """Where `trace_dir` / `query_db` arguments may point (`check_paths`), for a server started
+    in the current directory with these options: the project (trace.yml's directory, else the
+    current one), the server's recordings directory and its index's directory, and, for
+    `query_db`, the default index location `~/.trace/data`."""
+    from pathlib import Path
+
+    from tracetool.config import find_config_file
+    from tracetool.paths import DATA_ROOT
+
+    config = find_config_file()
+    project = (config.resolve().parent if config is not None else Path.cwd()).resolve()
+    common = [project]
+    if trace_dir:
+        common.append(Path(trace_dir).expanduser().resolve())
+    if query_db:
+        common.append(Path(query_db).expanduser().resolve().parent)
+    return {
+        "project": project,
+        "trace_dir": tuple(common),
+        "query_db": (*common, (Path.home() / DATA_ROOT).resolve()),
+    }
+
+
+def check_paths(args: Mapping[str, Any] | None, roots: Mapping[str, Any]) -> None:
+    """UsageError when an argument's `trace_dir` / `query_db` lies outside `roots`."""
+    from pathlib import Path
+
+    for key in sorted(DB_KEYS):
+        value = (args or {}).get(key)
+        if not isinstance(value, str) or not value:
+            continue
+        try:
+            resolved = Path(value).expanduser().resolve()
+        except (OSError, RuntimeError, ValueError):
+            raise UsageError(f"{key} {value!r} is not a usable path") from None
+        if not any(resolved == root or root in resolved.parents for root in roots[key]):
+            raise UsageError(
+                f"{key} {value!r} is outside the project {roots['project']}; "
+                "only paths inside it (or the server's own index) are accepted"
+            )
+
+
 def call_tool(
     name: str,
     arguments: Mapping[str, Any] | None = None,
@@ -430,7 +476,9 @@ __all__ = [
     "TOOLS",
     "Tool",
     "arguments_from_strings",
+    "allowed_roots",
     "call_tool",
+    "check_paths",
     "get_tool",
     "open_index",
     "validate",

@@ -48,6 +48,8 @@ SERVER_ERROR = -32000
 NOT_FOUND = -32001
 INDEX_MISSING = -32002
 BAD_TRACE = -32003
+# Calls per JSON-RPC batch; a longer batch is one -32600 error and nothing runs.
+MAX_BATCH = 100
 
 
 class ParamError(UsageError):
@@ -185,8 +187,25 @@ def dispatch_obj(service: Any, body: str | bytes) -> Any:
 
     if isinstance(body, bytes):
         body = body.decode("utf-8", errors="replace")
+    deserializer: Callable[[str | bytes], Any] = _loads
+    try:
+        parsed = _loads(body)
+    except orjson.JSONDecodeError:
+        pass  # jsonrpcserver answers the parse error
+    else:
+        if isinstance(parsed, list) and len(parsed) > MAX_BATCH:
+            return {
+                "jsonrpc": "2.0",
+                "error": {
+                    "code": INVALID_REQUEST,
+                    "message": "Invalid request",
+                    "data": f"batch of {len(parsed)} calls; at most {MAX_BATCH} per request",
+                },
+                "id": None,
+            }
+        deserializer = lambda _text: parsed  # noqa: E731  (parsed once)
     response = dispatch_to_serializable(
-        body, _table(len(METHODS)), context=service, deserializer=_loads, validator=validate
+        body, _table(len(METHODS)), context=service, deserializer=deserializer, validator=validate
     )
     if isinstance(response, list):
         return [_polish(r) for r in response]

@@ -5,12 +5,17 @@ Contract:
 - Binds 127.0.0.1 only (never a wildcard address); port 0 lets the OS choose, `port` tells.
 - `POST /` with a JSON-RPC request or batch answers 200 `application/json` (204 with an empty
   body when every request was a notification). Other paths → 404, other methods → 405.
-- Refused before anything is read: a `Host` header that does not name a loopback host (DNS
-  rebinding) or an `Origin` header that is not a loopback http(s) origin (a web page in the
-  user's browser) → 403; a body without `Content-Length` → 411; a body larger than
-  `max_body` bytes → 413. Refusals carry a one-line JSON body `{"error": "..."}`.
-- HTTP/1.1 keep-alive; one thread per connection. `serve()` blocks in `select` with no
-  timeout, so an idle server makes no wake-ups; `shutdown()` interrupts it through a pipe.
+- Refused before anything is read: a request from another site — a `Host` that is not loopback
+  or an allowed host (DNS rebinding), a malformed or repeated Host, an `Origin` that is not a
+  loopback or allowed http(s) origin (a web page in the user's browser) — → 403
+  (`tracetool.hostcheck`, allowed hosts from `$TRACETOOL_ALLOWED_HOSTS` and trace.yml); a body
+  without `Content-Length` → 411; a body larger than `max_body` bytes → 413. Refusals carry a
+  one-line JSON body `{"error": "..."}`. A batch longer than `registry.MAX_BATCH` calls is a
+  JSON-RPC error (registry).
+- HTTP/1.1 keep-alive on a bounded pool of worker threads with a per-request deadline
+  (`tracetool_daemon.httpbase`: slow or idle clients are disconnected, a vanished client
+  leaves no traceback). `serve()` blocks in `select` with no timeout, so an idle server makes
+  no wake-ups; `shutdown()` interrupts it through a pipe.
 """
 
 from __future__ import annotations
@@ -21,46 +26,23 @@ import os
 import selectors
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from tracetool_daemon.httpbase import BoundedHTTPServer, GuardedHandler
+
+from tracetool.hostcheck import configured_allowed_hosts
 
 log = logging.getLogger("tracetool.daemon.http")
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
-def _host_of(value: str) -> str:
-    value = value.strip().lower()
-    if value.startswith("["):  # [::1]:8080
-        return value[: value.find("]") + 1] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
-
-
-def is_local_host(header: str | None) -> bool:
-    """A missing Host (HTTP/1.0) is accepted: only a named non-loopback host is refused."""
-    return header is None or _host_of(header) in LOOPBACK_HOSTS
-
-
-def is_local_origin(header: str | None) -> bool:
-    if header is None:
-        return True
-    parts = urlsplit(header.strip())
-    if parts.scheme not in ("http", "https"):
-        return False
-    return (parts.hostname or "") in LOOPBACK_HOSTS
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(GuardedHandler):
     server: RpcHttpServer
     server_version = "tracetool"
     # Small answers must not wait for the client's delayed ACK (Nagle): ~40 ms per request.
     disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
 
     def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
         self.send_response(status)
@@ -78,13 +60,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, body)
 
     def _guard(self) -> bool:
-        if not is_local_host(self.headers.get("Host")):
-            self._refuse(403, "Host is not a loopback address", close=True)
-            return False
-        if not is_local_origin(self.headers.get("Origin")):
-            self._refuse(403, "Origin is not local", close=True)
-            return False
-        return True
+        return not self.refused()
 
     def do_POST(self) -> None:
         if not self._guard():
@@ -126,22 +102,21 @@ class _Handler(BaseHTTPRequestHandler):
     do_PATCH = _not_allowed
 
 
-class RpcHttpServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = False
-    # socketserver's default backlog of 5 drops connections when a few clients connect at once.
-    request_queue_size = 128
-
+class RpcHttpServer(BoundedHTTPServer):
     def __init__(
         self,
         handle_body: Callable[[bytes], bytes],
         *,
         port: int = 0,
         max_body: int = DEFAULT_MAX_BODY,
+        allowed_hosts: tuple[str, ...] | None = None,
+        **limits: Any,
     ) -> None:
         self.handle_body = handle_body
         self.max_body = max_body
-        super().__init__(("127.0.0.1", port), _Handler)
+        if allowed_hosts is None:
+            allowed_hosts = configured_allowed_hosts()
+        super().__init__(("127.0.0.1", port), _Handler, allowed_hosts=allowed_hosts, **limits)
         self._wake_r, self._wake_w = os.pipe()
         self._stopped = threading.Event()
 

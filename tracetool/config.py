@@ -2,7 +2,8 @@
 
 Keys: `name` (app name), `trace_dir` (where recordings live; default `tmp/trace`, relative to the
 file's directory), `packages` (what the agent records: each `{path, exclude, shallow}` or just a
-dotted module path), `labels` (`{label: [function patterns]}`). Unknown keys are kept in `raw` for
+dotted module path), `labels` (`{label: [function patterns]}`), `allowed_hosts` (extra host names
+the agent and the local servers answer; `tracetool.hostcheck`). Unknown keys are kept in `raw` for
 the features that read them. A wrong type fails with a `ConfigError` naming the key.
 
 Precedence everywhere: command-line flag > environment > trace.yml > the command's default.
@@ -53,6 +54,9 @@ class Config:
     packages: tuple[PackageSpec, ...] = ()
     labels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict)
+    # extra Host/Origin names the agent's /_trace/record and the local servers accept
+    # (tracetool.hostcheck; docs/security.md)
+    allowed_hosts: tuple[str, ...] = ()
 
 
 def find_config_file(start: Path | str | None = None) -> Path | None:
@@ -121,6 +125,8 @@ def parse_config(data: Any, root: Path, source: str = CONFIG_FILE) -> Config:
     for label, funcs in raw_labels.items():
         labels[str(label)] = _str_list(funcs, source, f"labels.{label}")
 
+    allowed_hosts = _str_list(data.get("allowed_hosts"), source, "allowed_hosts")
+
     return Config(
         root=root,
         name=name,
@@ -128,6 +134,7 @@ def parse_config(data: Any, root: Path, source: str = CONFIG_FILE) -> Config:
         packages=tuple(packages),
         labels=labels,
         raw=dict(data),
+        allowed_hosts=allowed_hosts,
     )
 
 

@@ -24,9 +24,19 @@ Contract:
   as standard SQL); or when a quoted identifier holds what no name would (a `'`, a line break, a
   comment marker, edge spaces). Without sqlglot installed nothing is reliable. An unreliable
   result still carries best-effort normalized text (regex masking when tokenizing failed).
-- Known limit: a string written in double quotes where the dialect reads double quotes as an
-  identifier (SQLite accepts `name = "bob"`) stays visible, as identifiers are never masked;
-  pass the right `database_type` (MySQL reads `"bob"` as a string and masks it).
+- SQLite reads a double-quoted word as a string when no column has that name (`email =
+  "bob@x.io"`). For `database_type` sqlite a `"…"` is therefore a literal (masked) in a value
+  position — after a comparison or arithmetic operator, LIKE/GLOB/IS/BETWEEN, THEN/ELSE, DEFAULT,
+  LIMIT/OFFSET, or in a VALUES or IN list — and a name where only a name can stand — next to a
+  `.` (`"t"."c"`), after FROM/JOIN/INTO/UPDATE/TABLE/INDEX/VIEW/TRIGGER/EXISTS/REFERENCES/AS/
+  BY/ON/TO/RETURNING, before `=` in a SET list, in the column list after a table name
+  (`INSERT INTO "t" ("a")`, `CREATE TABLE "t" ("a" …)`, `PRIMARY KEY ("a")`). Anywhere else
+  (a select list, a function argument, a WHERE operand on the left) it could be either: it is
+  kept as written and the statement is not reliable. Other dialects read `"…"` as a name.
+- Text that is not SQL is not reliable: a statement whose first word is no SQL statement
+  (`AUTH s3cret`, `GET key`, garbage), a SET (or PRAGMA) that assigns a bare word (`SET
+  my.api_key = sk_live_1`, `SET NAMES utf8`), and a bare word after `IDENTIFIED BY` or
+  `PASSWORD` (a password written without quotes).
 - Tables are lower-cased and unquoted, `schema.table` kept when given, CTE names excluded; they
   come from FROM/JOIN/INTO/UPDATE/TABLE/REFERENCES/CREATE INDEX … ON/PRAGMA table_info(…) and
   never contain literal text. `operation` is that of the first statement; for `WITH …` and for
@@ -207,8 +217,13 @@ def _analyze(sql: str, database_type: Optional[str]) -> SqlInfo:
     except Exception:  # TokenError; or ImportError without sqlglot: never trust, still mask
         return _fallback(sql, dialect)
     toks = to_toks(raw)
-    normalized, reliable = _splice(sql, toks, dialect)
+    strings: frozenset[int] = frozenset()
+    ambiguous = False
+    if dialect == "sqlite" and '"' in sql:
+        strings, ambiguous = _sqlite_strings(sql, toks)
+    normalized, reliable = _splice(sql, toks, dialect, strings)
     ops, tables = operations_and_tables(toks)
+    reliable = reliable and not ambiguous and _is_sql(toks, ops)
     return SqlInfo(normalized, reliable, ops[0] if ops else "other", tables, ops)
 
 
@@ -286,8 +301,13 @@ def _number_end(toks: list[Tok], i: int) -> int:
     return j
 
 
-def _splice(sql: str, toks: list[Tok], dialect: Optional[str]) -> tuple[str, bool]:
-    """Rebuild the text from the tokens' own source spans, literals as `?`."""
+def _splice(
+    sql: str, toks: list[Tok], dialect: Optional[str], strings: frozenset[int] = frozenset()
+) -> tuple[str, bool]:
+    """Rebuild the text from the tokens' own source spans, literals as `?`.
+
+    `strings`: indices of identifier tokens that are string literals (SQLite double quotes).
+    """
     mysql = dialect == "mysql"
     out: list[str] = []  # the normalized pieces
     plain: list[str] = []  # the same with identifiers blanked out, for the survivor check
@@ -315,6 +335,8 @@ def _splice(sql: str, toks: list[Tok], dialect: Optional[str]) -> tuple[str, boo
             piece = ""  # an optimizer hint `/*+ … */` is a comment, and comments go
         elif kind in _NUMBER_STARTS and i + 1 < n and _number_end(toks, i) > i:
             last, piece, literal = _number_end(toks, i), "?", True
+        elif strings and i in strings:
+            piece, literal = "?", True
         elif kind in _LITERAL_TYPES and _is_literal(toks, i):
             piece, literal = "?", True
             if glued and prev_literal:
@@ -358,6 +380,122 @@ def _splice(sql: str, toks: list[Tok], dialect: Optional[str]) -> tuple[str, boo
     if reliable and _survivors("".join(plain), dialect):
         reliable = False
     return "".join(out), reliable
+
+
+# SQLite double quotes (module doc): what stands before a `"…"` that makes it a name or a value.
+_NAME_AFTER_WORDS = frozenset(
+    "FROM JOIN INTO UPDATE TABLE INDEX VIEW TRIGGER EXISTS REFERENCES AS BY ON TO RETURNING".split()
+)
+_NAME_AFTER_TYPES = frozenset(("ORDER_BY", "GROUP_BY", "PARTITION_BY", "ALIAS"))
+_VALUE_AFTER_TYPES = frozenset(
+    "EQ NEQ LT GT LTE GTE NULLSAFE_EQ LIKE ILIKE GLOB IS NOT BETWEEN THEN ELSE DEFAULT DPIPE PLUS "
+    "DASH SLASH MOD STAR ESCAPE LIMIT OFFSET".split()
+)
+_NAME_LIST_BEFORE = frozenset(("INTO", "TABLE", "EXISTS", "REFERENCES", "ON", "PRAGMA"))
+_NAME_PART_TYPES = frozenset(("IDENTIFIER", "VAR", "DOT"))
+
+
+def _paren_kind(toks: list[Tok], i: int, values_clause: bool, depth: int) -> str:
+    """What the parenthesis at toks[i] holds: "values", "names" or "other"."""
+    if not i:
+        return "other"
+    prev = toks[i - 1]
+    if prev.word in ("VALUES", "IN"):
+        return "values"
+    if prev.type == "COMMA" and values_clause and depth == 0:
+        return "values"  # VALUES (…), (…)
+    if prev.word in ("KEY", "UNIQUE"):
+        return "names"  # PRIMARY KEY (…), UNIQUE (…), FOREIGN KEY (…)
+    j = i - 1
+    while j >= 0 and toks[j].type in _NAME_PART_TYPES and toks[j].word not in _NAME_AFTER_WORDS:
+        j -= 1
+    if j < i - 1 and j >= 0 and toks[j].word in _NAME_LIST_BEFORE:
+        return "names"  # INSERT INTO "t" (…), CREATE TABLE t (…), PRAGMA table_info(…)
+    return "other"
+
+
+def _sqlite_strings(sql: str, toks: list[Tok]) -> tuple[frozenset[int], bool]:
+    """SQLite `"…"` tokens read as strings (module doc): (their indices, any ambiguous one)."""
+    strings: set[int] = set()
+    ambiguous = False
+    parens: list[str] = []
+    values_clause = False
+    n = len(toks)
+    for i, tok in enumerate(toks):
+        kind = tok.type
+        if kind == "L_PAREN":
+            parens.append(_paren_kind(toks, i, values_clause, len(parens)))
+            continue
+        if kind == "R_PAREN":
+            if parens:
+                parens.pop()
+            continue
+        if kind == "SEMICOLON":
+            parens.clear()
+            values_clause = False
+            continue
+        if tok.word == "VALUES":
+            values_clause = True
+        elif tok.word in ("SELECT", "ON", "RETURNING", "WHERE") and not parens:
+            values_clause = False
+        if kind != "IDENTIFIER" or sql[tok.start : tok.start + 1] != '"':
+            continue
+        prev = toks[i - 1] if i else None
+        after = toks[i + 1] if i + 1 < n else None
+        if (prev is not None and prev.type == "DOT") or (after is not None and after.type == "DOT"):
+            continue  # "t"."c"
+        if prev is None:
+            ambiguous = True
+            continue
+        if prev.word in _NAME_AFTER_WORDS or prev.type in _NAME_AFTER_TYPES:
+            continue
+        if prev.type in ("SET", "COMMA") and after is not None and after.type == "EQ":
+            continue  # SET "a" = ?, "b" = ?
+        if prev.type in ("L_PAREN", "COMMA") and parens and parens[-1] != "other":
+            if parens[-1] == "values":
+                strings.add(i)
+            continue
+        if prev.type in _VALUE_AFTER_TYPES:
+            strings.add(i)
+            continue
+        ambiguous = True
+    return frozenset(strings), ambiguous
+
+
+# Words that may follow `=` / TO in a SET or PRAGMA; any other bare word there is a value.
+_SETTING_WORDS = frozenset(("ON", "OFF", "DEFAULT", "TRUE", "FALSE", "NULL", "LOCAL"))
+_PASSWORD_WORDS = frozenset(("PASSWORD", "IDENTIFIED"))
+
+
+def _is_sql(toks: list[Tok], ops: tuple[str, ...]) -> bool:
+    """Whether the text reads as SQL whose kept words hold no value (module doc)."""
+    if not ops or "other" in ops:
+        return False
+    start = 0
+    ends = [i for i, t in enumerate(toks) if t.type == "SEMICOLON"] + [len(toks)]
+    for end in ends:
+        statement = toks[start:end]
+        start = end + 1
+        if not statement:
+            continue
+        for i, tok in enumerate(statement):
+            if tok.word in _PASSWORD_WORDS:
+                j = i + 1
+                if j < len(statement) and statement[j].word == "BY":
+                    j += 1
+                if j < len(statement) and statement[j].type in ("VAR", "IDENTIFIER"):
+                    return False
+        lead = statement[0].word
+        if lead == "SET" or (lead == "PRAGMA" and any(t.type == "EQ" for t in statement)):
+            at = next(
+                (i for i, t in enumerate(statement) if t.type == "EQ" or t.word == "TO"), None
+            )
+            if at is None:
+                return False
+            for tok in statement[at + 1 :]:
+                if tok.type in ("VAR", "IDENTIFIER") and tok.word not in _SETTING_WORDS:
+                    return False
+    return True
 
 
 def _odd_identifier(piece: str) -> bool:

@@ -6,6 +6,8 @@ and editors/README.md. pygls is imported only when the server starts.
 
 Options: `--stdio` (the default, accepted because clients pass it), `--log-file PATH` and
 `--log-level LEVEL` (logs never go to stdout, which carries the protocol), `--version`.
+A message whose `Content-Length` is over 64 MiB is skipped with one error line
+(`tracetool_daemon.lsp.stdio`); the server keeps running.
 """
 
 from __future__ import annotations
@@ -53,5 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    create_server().start_io()
+    from tracetool_daemon.lsp.stdio import BoundedStdin
+
+    create_server().start_io(stdin=BoundedStdin(sys.stdin.buffer))  # type: ignore[arg-type]
     return 0

@@ -11,9 +11,12 @@ Contract:
   HTML, vanilla JS and CSS, no CDN, no build step); `GET /api/...` answers JSON from the query
   tools (see `tracetool_daemon.ui.api`). Each request opens the database afresh, so a re-index
   shows up on reload.
-- Refused with 403 before anything else: a `Host` that is not a loopback name (DNS rebinding)
-  and an `Origin` that is not a loopback http(s) origin (another site's page in the user's
-  browser). Methods other than GET/HEAD get 405. Responses carry a strict
+- Refused with 403 before anything else: a request from another site — a `Host` that is not
+  loopback or an allowed host (DNS rebinding), a malformed or repeated Host, an `Origin` that is
+  not a loopback or allowed http(s) origin (another site's page in the user's browser); one
+  check for every local server, `tracetool.hostcheck`. Methods other than GET/HEAD get 405.
+  Connections are served by a bounded pool with a per-request deadline and a listen backlog of
+  256 (`tracetool_daemon.httpbase`). Responses carry a strict
   Content-Security-Policy (same-origin scripts, styles and fetches only), `nosniff`, no
   framing, no referrer and `no-store`.
 """
@@ -22,18 +25,18 @@ from __future__ import annotations
 
 import errno
 import logging
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
+from tracetool_daemon.httpbase import BoundedHTTPServer, GuardedHandler
 
 from tracetool.errors import UsageError
+from tracetool.hostcheck import configured_allowed_hosts
 
 log = logging.getLogger("tracetool.daemon.ui")
 
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/index.html": ("index.html", "text/html; charset=utf-8"),
@@ -53,33 +56,16 @@ SECURITY_HEADERS = {
 }
 
 
-def is_local_host(header: str | None) -> bool:
-    """`Host` names a loopback host (any port); a missing Host (HTTP/1.0) is accepted."""
-    if header is None:
-        return True
-    host = urlsplit("//" + header.strip()).hostname
-    return host in LOOPBACK_HOSTS
-
-
-def is_local_origin(header: str | None) -> bool:
-    """`Origin` is absent or a loopback http(s) origin (`null` — a sandboxed page — is not)."""
-    if header is None:
-        return True
-    parts = urlsplit(header.strip())
-    return parts.scheme in ("http", "https") and parts.hostname in LOOPBACK_HOSTS
-
-
 def static_file(name: str) -> bytes:
     return resources.files(__name__).joinpath(name).read_bytes()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(GuardedHandler):
     server_version = "tracetool-ui"
     server: _HttpServer
 
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
+    def refusal_headers(self) -> list[tuple[str, str]]:
+        return [(k, v) for k, v in SECURITY_HEADERS.items() if k != "Cache-Control"]
 
     def _send(self, status: int, body: bytes, content_type: str, head: bool = False) -> None:
         self.send_response(status)
@@ -96,15 +82,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, body, "application/json", head)
 
     def _allowed(self) -> bool:
-        if not is_local_host(self.headers.get("Host")):
-            self.close_connection = True
-            self._json(403, {"error": "Host is not a loopback address"})
-            return False
-        if not is_local_origin(self.headers.get("Origin")):
-            self.close_connection = True
-            self._json(403, {"error": "Origin is not a loopback origin"})
-            return False
-        return True
+        return not self.refused()
 
     def _get(self, head: bool) -> None:
         if not self._allowed():
@@ -137,8 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _not_allowed
 
 
-class _HttpServer(ThreadingHTTPServer):
-    daemon_threads = True
+class _HttpServer(BoundedHTTPServer):
     query_db: str
 
 
@@ -153,7 +130,9 @@ class UiServer:
         path = query_db_path(trace_dir, query_db)
         open_db(query_db=path).close()  # IndexMissingError before we listen
         try:
-            self._http = _HttpServer(("127.0.0.1", port), _Handler)
+            self._http = _HttpServer(
+                ("127.0.0.1", port), _Handler, allowed_hosts=configured_allowed_hosts()
+            )
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise UsageError(f"port {port} on 127.0.0.1 is in use; pick another or 0") from None
@@ -173,4 +152,4 @@ class UiServer:
         self._http.server_close()
 
 
-__all__ = ["UiServer", "is_local_host", "is_local_origin"]
+__all__ = ["UiServer"]

@@ -11,7 +11,6 @@ import pytest
 import tracetool_daemon.methods  # noqa: F401  (registers the methods before collection)
 from tracetool_daemon.discovery import DaemonRunningError, claim
 from tracetool_daemon.registry import METHODS, dispatch
-from tracetool_daemon.server import is_local_host, is_local_origin
 from tracetool_daemon.service import Project, Service
 
 from tracetool.paths import discovery_file, read_discovery
@@ -120,36 +119,6 @@ def test_index_files_rejects_paths_outside_the_trace_dir(service: Service, tmp_p
     assert reasons[0].startswith("not inside the recordings directory")
     assert reasons[1].startswith("not a recording")
     assert reasons[2] == "in an ignored folder"
-
-
-@pytest.mark.parametrize(
-    ("host", "local"),
-    [
-        (None, True),
-        ("127.0.0.1:8080", True),
-        ("localhost", True),
-        ("[::1]:9", True),
-        ("evil.example:8080", False),
-        ("127.0.0.1.evil.example", False),
-    ],
-)
-def test_local_host_header(host: str | None, local: bool) -> None:
-    assert is_local_host(host) is local
-
-
-@pytest.mark.parametrize(
-    ("origin", "local"),
-    [
-        (None, True),
-        ("http://localhost:3000", True),
-        ("https://127.0.0.1", True),
-        ("http://evil.example", False),
-        ("null", False),
-        ("file://", False),
-    ],
-)
-def test_local_origin_header(origin: str | None, local: bool) -> None:
-    assert is_local_origin(origin) is local
 
 
 def test_claim_is_exclusive_and_replaces_a_stale_discovery_file(home: Path, tmp_path: Path) -> None:

@@ -48,3 +48,37 @@ def test_bad_option_exits_with_usage_error() -> None:
     )
     assert result.returncode == 2
     assert "unrecognized arguments: --tcp" in result.stderr
+
+
+def _frame(body: bytes) -> bytes:
+    return b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+
+
+def test_an_absurd_content_length_is_refused_and_the_server_keeps_serving() -> None:
+    """Issue 19.5: `Content-Length: 10^20` used to end the server with an OverflowError."""
+    import json
+
+    initialize = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"processId": None, "rootUri": None, "capabilities": {}},
+        }
+    ).encode()
+    shutdown = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}).encode()
+    exit_ = json.dumps({"jsonrpc": "2.0", "method": "exit"}).encode()
+    stdin = (
+        b'Content-Length: 99999999999999999999\r\n\r\n{"not": "read"}\r\n'
+        + b"Content-Length: 70000000\r\n\r\n"  # over the 64 MiB limit too
+        + _frame(initialize)
+        + _frame(shutdown)
+        + _frame(exit_)
+    )
+    script = Path(sys.executable).parent / "tracetool-lsp"
+    result = subprocess.run([str(script)], input=stdin, capture_output=True, timeout=60)
+    err = result.stderr.decode()
+    assert "Traceback" not in err, err
+    assert err.count("refused a message of") == 2, err
+    assert b'"id": 1' in result.stdout and b'"capabilities"' in result.stdout
+    assert b'"id": 2' in result.stdout  # still answering after the refusals

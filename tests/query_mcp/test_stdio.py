@@ -246,3 +246,28 @@ def test_the_sdk_client_talks_to_it(shop: ShopIndex, home: Path, tmp_path: Path)
         ("GET", "/users/42", 404)
     ]
     assert err.is_error and "no such recording" in err.content[0].text
+
+
+def test_paths_outside_the_project_are_refused(
+    client: LineClient, shop: ShopIndex, home: Path, tmp_path: Path
+) -> None:
+    """Issue 19.5: a model-chosen `query_db` / `trace_dir` cannot open files elsewhere."""
+    for arguments in (
+        {"query_db": "/etc/passwd"},
+        {"query_db": "../../../../etc/passwd"},
+        {"trace_dir": "/"},
+        {"trace_dir": str(Path(shop.trace_dir).parent.parent)},
+        {"query_db": str(tmp_path / "link" / "x.db")},  # a symlink leading out
+    ):
+        if "link" in str(arguments.get("query_db", "")):
+            (tmp_path / "link").symlink_to("/etc")
+        refused = client.call("summary", arguments)
+        assert refused["isError"] is True, arguments
+        assert "is outside the project" in refused["content"][0]["text"], refused
+    # inside: the project (the server's directory), the server's own index, ~/.trace/data
+    inside = client.call("summary", {"query_db": str(tmp_path / "no.db")})
+    assert "run `tracetool index`" in inside["content"][0]["text"]
+    default = client.call("summary", {"query_db": str(home / ".trace" / "data" / "x" / "q.db")})
+    assert "run `tracetool index`" in default["content"][0]["text"]
+    own = client.call("summary", {"query_db": str(shop.query_db)})
+    assert own.get("isError") is not True and own["structuredContent"]["recordings"] == 4

@@ -89,17 +89,12 @@ def store(source_path: str, key: Any, specs: list[Spec], code: CodeType) -> None
     stamp = _stamp(source_path)
     if path is None or stamp is None:
         return
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
         payload = marshal.dumps(
             (importlib.util.MAGIC_NUMBER, VERSION, stamp, key, tuple(specs), code)
         )
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "wb") as handle:
-            handle.write(payload)
-        os.replace(tmp, path)
+        from tracetool.trace.atomic import atomic_write_bytes
+
+        atomic_write_bytes(path, payload, fsync=False)  # a cache: no fsync
     except Exception:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass

@@ -13,7 +13,8 @@ Contract (spec "restore"):
 - `--exact` fails unless the state restored is REV's own (its name or its commit SHA).
 - Every file is checked against the manifest's sha256 while it is extracted; a mismatch or an
   unsafe member fails the restore. The output directory must not exist; work happens in a
-  sibling directory renamed into place at the end, so a failed restore leaves nothing behind.
+  sibling directory renamed into place at the end, so a failed restore leaves nothing behind
+  (the staging directory of a restore that was killed is removed by the next restore there).
 - The output holds the recordings, their analysis and a manifest describing the whole state
   (`tracetool.archive.manifest`), with `applied` listing the archives used.
 """
@@ -21,6 +22,8 @@ Contract (spec "restore"):
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -33,7 +36,7 @@ from tracetool.archive.hosting import HostingStore
 from tracetool.archive.manifest import MANIFEST_NAME, Manifest, revision_filename, safe_relpath
 from tracetool.archive.tarball import extract_members, open_archive, read_manifest_of
 from tracetool.errors import NotFoundError, UsageError
-from tracetool.trace.document import atomic_write_bytes
+from tracetool.trace.atomic import atomic_write_bytes, process_alive
 
 DEFAULT_ARCHIVE_DIR = Path(".trace") / "archive"
 DEFAULT_WORK_DIR = Path(".trace") / "work"
@@ -164,7 +167,8 @@ def restore(options: RestoreOptions) -> RestoreResult:
             f"in {where}"
         )
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.restoring-", dir=out.parent))
+    _remove_orphan_staging(out.parent)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.restoring-{os.getpid()}-", dir=out.parent))
     try:
         applied, state, last = _apply(sources, chain, staging, warnings)
         data: dict[str, Any] = dict(last.data)
@@ -219,6 +223,24 @@ def _apply(
         last = manifest
     assert last is not None
     return applied, state, last
+
+
+_STAGING = re.compile(r"\..+\.restoring-(?P<pid>[0-9]+)-[a-z0-9_]{8}")
+
+
+def _remove_orphan_staging(parent: Path) -> None:
+    """Staging directories of restores that were killed (their process is gone)."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        match = _STAGING.fullmatch(name)
+        if match is None:
+            continue
+        pid = int(match.group("pid"))
+        if pid != os.getpid() and not process_alive(pid):
+            shutil.rmtree(parent / name, ignore_errors=True)
 
 
 def _remove(root: Path, name: str) -> None:

@@ -11,6 +11,7 @@ line too, and `-v` adds the traceback.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sys
@@ -100,6 +101,29 @@ def fail(message: str, code: int = 1) -> None:
     sys.exit(code)
 
 
+_DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+
+
+def disk_full_message(exc: BaseException) -> str | None:
+    """One line for an error caused by a full disk (or quota), found anywhere in the chain of
+    causes: ENOSPC / EDQUOT from the OS, SQLite's "database or disk is full"."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _DISK_FULL_ERRNOS:
+            where = f" writing {current.filename}" if current.filename else ""
+            return f"no space left on device{where}; free some space and run again"
+        text = str(current)
+        if type(current).__module__.startswith("sqlite3") and "disk is full" in text:
+            return (
+                "no space left on device for the query database (SQLite: database or disk is "
+                "full); free some space and run again"
+            )
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def run_cli(group: click.Group, argv: list[str] | None = None) -> Any:
     """Run `group` with tracetool's single error path; always ends in `sys.exit`."""
     _configure_logging()
@@ -130,6 +154,9 @@ def run_cli(group: click.Group, argv: list[str] | None = None) -> Any:
     except Exception as exc:
         if is_verbose():
             traceback.print_exc()
+        full = disk_full_message(exc)
+        if full is not None:
+            fail(full, 1)
         detail = f"{type(exc).__name__}: {exc}"
         fail(f"internal error: {detail} (run with -v for the traceback)", 1)
     return None

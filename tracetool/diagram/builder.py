@@ -250,7 +250,8 @@ class _Factory:
     ) -> Action:
         ret_dict: dict[str, Any] = ret if ret is not None else {}
         if "sql_query" in call and (sql := dg.sql_text(call)):
-            db = (call.get("sql_query") or {}).get("database_type")
+            q = call.get("sql_query")
+            db = q.get("database_type") if isinstance(q, dict) else None
             key = (sql, db)
             digest = self.sql.get(key)
             if digest is None:

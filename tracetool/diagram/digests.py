@@ -82,7 +82,10 @@ def _canonical(sql: str, database_type: str | None) -> str:
 
 def sql_text(call: dict[str, Any]) -> str:
     """AppMap's `sqlQuery`: `normalized_sql` if the agent wrote one, else `sql`."""
-    q = call.get("sql_query") or {}
+    q = call.get("sql_query")
+    if isinstance(q, str):  # a bare-string sql_query (tolerated) is the SQL itself
+        return q
+    q = q if isinstance(q, dict) else {}
     value = q.get("normalized_sql") or q.get("sql") or ""
     return value if isinstance(value, str) else str(value)
 

@@ -21,12 +21,12 @@ fsync; a sidecar lost in a crash is rebuilt on the next run.
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from tracetool.trace.atomic import atomic_write_bytes
 
 SIDECAR_VERSION = "1"
 
@@ -65,16 +65,7 @@ def write(path: Path, sidecar: dict[str, Any]) -> None:
         from tracetool.trace.document import dumps_deep
 
         payload = dumps_deep(sidecar)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write_bytes(path, payload, fsync=False)
 
 
 def read(path: Path) -> dict[str, Any] | None:

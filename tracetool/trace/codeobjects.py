@@ -220,7 +220,7 @@ class ClassMap:
             http = self.child(None, "http", HTTP_ROOT)
             return self.child(http, "route", ev.route(call))
         if kind == ev.HTTP_CLIENT:
-            url = str((call.get("http_client_request") or {}).get("url") or "")
+            url = str(ev.part(call, "http_client_request").get("url") or "")
             parts = urlsplit(url)
             # the service is named by scheme and host[:port]; credentials are data, not schema
             netloc = parts.netloc.rsplit("@", 1)[-1]

@@ -6,15 +6,15 @@ needs. Reading is tolerant (DESIGN.md §3): missing `version`, `classMap` or `me
 before classMap, extra keys — all accepted. What is not a trace document at all fails with one
 `TraceFormatError` line naming the file and the defect.
 
-Writing is atomic: a temporary file in the target directory, fsync, rename.
+Writing is atomic: a temporary file in the target directory, fsync, rename
+(`tracetool.trace.atomic`, the one writer; it also removes the temporary files of killed
+writers, which `find_trace_files` does for every directory it walks).
 """
 
 from __future__ import annotations
 
 import gc
-import os
-import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +23,11 @@ from typing import Any
 import orjson
 
 from tracetool.errors import TraceFormatError
+from tracetool.trace.atomic import (  # noqa: F401  (re-exported: the historical home)
+    atomic_write_bytes,
+    atomic_write_stream,
+    remove_orphans,
+)
 from tracetool.trace.reader import SKIP_DIRS, TRACE_SUFFIXES, describe, guarded, read_file
 from tracetool.trace.reader import find_trace_files as find_trace_files
 
@@ -211,37 +216,6 @@ def dumps_deep(data: Any) -> bytes:
             break
         else:
             return bytes(out)
-
-
-def atomic_write_bytes(path: Path | str, payload: bytes) -> None:
-    """Write `payload` to `path` atomically: temp file beside it, fsync, rename."""
-    atomic_write_stream(path, (payload,))
-
-
-def atomic_write_stream(path: Path | str, chunks: Iterable[bytes]) -> None:
-    """Write the concatenated `chunks` to `path` atomically (streamed: no whole copy in memory)."""
-    target = Path(path)
-    directory = target.parent
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if target.exists():
-            # keep the original's permission bits when overwriting
-            os.chmod(tmp, target.stat().st_mode & 0o7777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def save(doc: TraceDocument | dict[str, Any], path: Path | str, *, indent: bool = False) -> Path:

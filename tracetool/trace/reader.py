@@ -6,10 +6,11 @@ Contract (issue 14: hostile input never crashes or hangs):
   directory named like a recording is refused with a `TraceFormatError` *before* it is opened
   (opening a FIFO for reading blocks until a writer appears), and the opened descriptor is
   checked again (`fstat`) so a file swapped for a FIFO in between is refused too.
-- `find_trace_files(root, warnings)` walks a directory iteratively: every directory is entered
+- `find_trace_files(root, skipped)` walks a directory iteratively: every directory is entered
   once (by device and inode), so a symlink loop ends; an unreadable subdirectory and a
-  recording-named entry that is not a regular file become one warning line each (appended to
-  `warnings`, or logged when no list is given); nothing is opened.
+  recording-named entry that is not a regular file become one (path, reason) each (appended to
+  `skipped`, or logged when no list is given); nothing is opened. Orphaned temp files of killed
+  atomic writes are removed on the way (`tracetool.trace.atomic.remove_orphans`).
 - `guarded(source)` is the per-file bulkhead: inside it, any exception that file content can
   provoke (a parser's error, `UnicodeDecodeError`, `RecursionError`, `MemoryError`, a huge
   integer, a field of the wrong type reaching code that expected another, a database refusing
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import BinaryIO, Optional
 
 from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError
+from tracetool.trace.atomic import remove_orphans
 
 # orjson refuses JSON nested deeper than this (its own fixed limit), msgspec and Python's
 # recursion limit are in the same range: a recording nested deeper is refused as a whole.
@@ -156,6 +158,8 @@ def find_trace_files(
         except OSError as exc:
             skip(directory, f"cannot read directory ({exc.strerror or exc})")
             continue
+        # temp files that killed writers left behind (tracetool.trace.atomic) go on the way
+        remove_orphans(directory, [e.name for e in listing if e.name.endswith(".tmp")])
         for entry in listing:
             name = entry.name
             try:

@@ -104,7 +104,14 @@ def _recordable(exc: BaseException) -> Optional[BaseException]:
 
 
 async def _remote(scope: Scope, send: Send, path: str) -> None:
-    status, ctype, body = remote_response(scope.get("method", "GET"), path)
+    hosts: list[str] = []
+    origins: list[str] = []
+    for name, value in scope.get("headers") or ():
+        key = name.lower() if isinstance(name, bytes) else str(name).lower().encode()
+        if key in (b"host", b"origin"):
+            text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+            (hosts if key == b"host" else origins).append(text)
+    status, ctype, body = remote_response(scope.get("method", "GET"), path, hosts, origins)
     headers = [(b"content-length", str(len(body)).encode())]
     if ctype:
         headers.insert(0, (b"content-type", ctype.encode()))

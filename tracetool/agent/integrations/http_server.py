@@ -1,8 +1,12 @@
 """Framework-neutral HTTP server recording, shared by the WSGI and ASGI middleware.
 
-* `remote_response(method, path)` answers `/_trace/record` exactly as the spec's state table:
-  POST → 200 empty / 409 empty, GET → 200 `{"enabled": bool}`, DELETE → 200 trace document /
-  404. Any other `/_trace/...` path is 404, another method 405. These requests are never recorded.
+* `remote_response(method, path, hosts, origins)` answers `/_trace/record` exactly as the spec's
+  state table: POST → 200 empty / 409 empty, GET → 200 `{"enabled": bool}`, DELETE → 200 trace
+  document / 404. Any other `/_trace/...` path is 404, another method 405. These requests are
+  never recorded. Before any of that, a request from another site is refused with 403 and a
+  JSON `{"error": ...}`: every value of its `Host` and `Origin` headers goes through
+  `tracetool.hostcheck.refusal` with the app's allowed names (`app_allowed_hosts`: trace.yml's
+  `allowed_hosts`, `$TRACETOOL_ALLOWED_HOSTS`, Django's ALLOWED_HOSTS; loopback always).
 * `ServerRequest` is one recorded request: `begin()` appends the `http_server_request` call (and
   starts the per-request recording when `TRACETOOL_RECORD_REQUESTS` is on), `finish()` appends the
   `http_server_response` return (with `exceptions` when the app raised) and saves the per-request
@@ -22,7 +26,8 @@ the exception too.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
 from tracetool.agent.integrations._common import (
@@ -54,9 +59,35 @@ def is_remote(path: str) -> bool:
     return path == REMOTE_PATH[:-1] or path.startswith(REMOTE_PREFIX)
 
 
-def remote_response(method: str, path: str) -> tuple[int, Optional[str], bytes]:
+def app_allowed_hosts() -> tuple[str, ...]:
+    """Host names the app answers besides loopback (module doc)."""
+    from tracetool.agent.config import active_config
+    from tracetool.hostcheck import allowed_hosts
+
+    names = list(allowed_hosts(active_config().allowed_hosts))
+    conf = sys.modules.get("django.conf")
+    if conf is not None:
+        try:
+            settings = conf.settings  # type: ignore[attr-defined]
+            hosts = settings.ALLOWED_HOSTS if settings.configured else ()
+        except Exception:
+            hosts = ()
+        names.extend(h for h in hosts if isinstance(h, str) and h.strip() != "*")
+    return tuple(names)
+
+
+def remote_response(
+    method: str, path: str, hosts: Sequence[str] = (), origins: Sequence[str] = ()
+) -> tuple[int, Optional[str], bytes]:
     """(status, content type or None, body) for a request under `/_trace/`."""
     serving_remote.set(True)
+    from tracetool.hostcheck import refusal
+
+    why = refusal(hosts, origins, app_allowed_hosts())
+    if why is not None:
+        import json
+
+        return 403, JSON, json.dumps({"error": why}).encode()
     if path.rstrip("/") != REMOTE_PATH:
         return 404, None, b""
     rec = recorder()

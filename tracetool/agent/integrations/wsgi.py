@@ -34,6 +34,7 @@ WsgiApp = Callable[[Environ, StartResponse], Iterable[bytes]]
 
 _STATUS_TEXT = {
     200: "200 OK",
+    403: "403 Forbidden",
     404: "404 Not Found",
     405: "405 Method Not Allowed",
     409: "409 Conflict",
@@ -89,7 +90,12 @@ def wrap_call(
 
 
 def _remote(environ: Environ, start_response: StartResponse, path: str) -> Iterable[bytes]:
-    status, ctype, body = remote_response(environ.get("REQUEST_METHOD", "GET"), path)
+    # A server joins repeated headers with "," (refused as malformed by the check).
+    hosts = [environ["HTTP_HOST"]] if "HTTP_HOST" in environ else []
+    origins = [environ["HTTP_ORIGIN"]] if "HTTP_ORIGIN" in environ else []
+    status, ctype, body = remote_response(
+        environ.get("REQUEST_METHOD", "GET"), path, hosts, origins
+    )
     headers = [("Content-Length", str(len(body)))]
     if ctype:
         headers.insert(0, ("Content-Type", ctype))

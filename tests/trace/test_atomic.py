@@ -1,0 +1,124 @@
+"""The one atomic writer and its orphans (issue 19.6): a writer killed with SIGKILL leaves its
+temporary file; the next command over that directory removes it, while a live writer's file is
+left alone. Real processes, real `kill -9`, real `tracetool index` / `sanitize`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.index.shop import make_shop
+from tracetool.trace.atomic import ORPHAN_AGE, ORPHAN_GRACE, atomic_write_bytes, is_orphan
+
+pytestmark = pytest.mark.e2e
+
+WRITER = """
+import sys, time
+from tracetool.trace.atomic import atomic_write_stream
+def chunks():
+    yield b'{"version": "1.12", "events": ['
+    print("writing", flush=True)
+    time.sleep(600)
+    yield b']}'
+atomic_write_stream(sys.argv[1], chunks())
+"""
+
+
+def killed_write(target: Path) -> Path:
+    """Start a writer, SIGKILL it mid-write; the temporary file it left behind."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(target)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "writing"
+        (temp,) = [p for p in target.parent.iterdir() if p.name.endswith(".tmp")]
+        assert f".tt{proc.pid}." in temp.name
+        assert not is_orphan(temp.parent, temp.name)  # its writer is alive
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert temp.exists() and not target.exists()
+    return temp
+
+
+def age(path: Path, seconds: float) -> None:
+    """The file was last written `seconds` ago (the writer died a while back)."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def tracetool(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("TRACETOOL_TRACE_DIR", None)
+    return subprocess.run(
+        [sys.executable, "-m", "tracetool", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_index_removes_what_a_killed_writer_left(tmp_path: Path) -> None:
+    trace = make_shop(tmp_path / "trace")
+    temp = killed_write(trace / "killed.trace.json")
+    (trace / "sub").mkdir()
+    recent = killed_write(trace / "sub" / "recent.trace.json")
+    age(temp, ORPHAN_GRACE + 5)
+    age(recent, 1)  # just died: within the grace period another machine's writer may own it
+    home = tmp_path / "home"
+    home.mkdir()
+    result = tracetool(
+        "index", "--trace-dir", str(trace), "--query-db", str(tmp_path / "q.db"), home=home
+    )
+    assert result.returncode == 0, result.stderr
+    assert "4 added" in result.stdout
+    assert not temp.exists()
+    assert recent.exists()
+    age(recent, ORPHAN_GRACE + 5)
+    result = tracetool("stats", str(trace), home=home)
+    assert result.returncode == 0, result.stderr
+    assert not recent.exists()
+    assert sorted(p.name for p in trace.rglob("*.tmp")) == []
+
+
+def test_what_is_and_is_not_an_orphan(tmp_path: Path) -> None:
+    live = tmp_path / f".a.trace.json.tt{os.getpid()}.abcd1234.tmp"
+    live.write_bytes(b"x")
+    age(live, ORPHAN_GRACE + 5)
+    assert not is_orphan(tmp_path, live.name)  # our own process
+    legacy = tmp_path / ".b.trace.json.abcd_123.tmp"  # an older tracetool's name: age only
+    legacy.write_bytes(b"x")
+    age(legacy, ORPHAN_GRACE + 5)
+    assert not is_orphan(tmp_path, legacy.name)
+    age(legacy, ORPHAN_AGE + 5)
+    assert is_orphan(tmp_path, legacy.name)
+    mine = tmp_path / "notes.tmp"  # not our pattern
+    mine.write_bytes(b"x")
+    age(mine, ORPHAN_AGE + 5)
+    assert not is_orphan(tmp_path, mine.name)
+
+
+def test_a_failed_write_leaves_nothing_and_keeps_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "x.trace.json"
+    atomic_write_bytes(target, b"old")
+    os.chmod(target, 0o600)
+
+    def chunks():  # type: ignore[no-untyped-def]
+        yield b"new"
+        raise OSError(28, "No space left on device")
+
+    from tracetool.trace.atomic import atomic_write_stream
+
+    with pytest.raises(OSError):
+        atomic_write_stream(target, chunks())
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.trace.json"]
+    atomic_write_bytes(target, b"new")
+    assert target.read_bytes() == b"new" and (target.stat().st_mode & 0o777) == 0o600

@@ -1,0 +1,151 @@
+"""The one atomic file writer, and the removal of the temporary files a killed writer left.
+
+Contract:
+
+- `atomic_open(path, fsync=True)` is a context manager yielding a binary file: a temporary file
+  beside `path` named `.<name>.tt<pid>.<random>.tmp`. On a clean exit it is flushed, fsynced
+  (unless `fsync=False`, for caches), given the original's permission bits (0644 for a new
+  file) and renamed over `path`; on an exception it is removed and the exception propagates.
+  Readers therefore see the old file or the new one, never a partial one.
+- `atomic_write_bytes(path, payload)` / `atomic_write_stream(path, chunks)` write through it.
+- A writer killed with SIGKILL (or a power cut) leaves its temporary file behind.
+  `is_orphan(directory, name)` says whether a file is such a leftover: our temp-name pattern,
+  and either its writer process is gone and the file has not changed for `ORPHAN_GRACE`
+  seconds, or it has not changed for `ORPHAN_AGE` seconds (a leftover of an older tracetool or
+  of another machine sharing the directory). `remove_orphans(directory, names)` deletes the
+  orphans among `names` (default: the directory's entries) and returns how many it removed.
+  The recordings walk (`find_trace_files`) calls it for every directory it lists, so the next
+  command over a directory (`index`, `sanitize`, `trim`, `stats`, `archive`, ...) cleans it;
+  `archive` also cleans its archive directory.
+
+Stdlib only (the agent writes recordings with it), Python 3.9+.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO, Optional, Union
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+TEMP_SUFFIX = ".tmp"
+ORPHAN_GRACE = 30.0  # seconds unchanged, writer gone
+ORPHAN_AGE = 24 * 3600.0  # seconds unchanged, whoever wrote it
+# `.<target>.tt<pid>.<mkstemp's 8 characters>.tmp`; older tracetools wrote no `tt<pid>.` part.
+_TEMP = re.compile(r"\.(?P<target>.+?)\.(?:tt(?P<pid>[0-9]+)\.)?[a-z0-9_]{8}\.tmp")
+
+
+def temp_prefix(target_name: str) -> str:
+    return f".{target_name}.tt{os.getpid()}."
+
+
+@contextlib.contextmanager
+def atomic_open(path: PathLike, *, fsync: bool = True) -> Iterator[BinaryIO]:
+    """A temporary file renamed over `path` on success (module doc)."""
+    target = Path(path)
+    directory = target.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=TEMP_SUFFIX, dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            if fsync:
+                os.fsync(handle.fileno())
+        try:
+            mode = os.stat(target).st_mode & 0o7777  # keep the original's permission bits
+        except FileNotFoundError:
+            mode = 0o644
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_stream(path: PathLike, chunks: Iterable[bytes], *, fsync: bool = True) -> None:
+    """Write the concatenated `chunks` to `path` atomically (streamed: no whole copy in memory)."""
+    with atomic_open(path, fsync=fsync) as handle:
+        for chunk in chunks:
+            handle.write(chunk)
+
+
+def atomic_write_bytes(path: PathLike, payload: bytes, *, fsync: bool = True) -> None:
+    """Write `payload` to `path` atomically: temp file beside it, fsync, rename."""
+    atomic_write_stream(path, (payload,), fsync=fsync)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists (on this machine, in this PID namespace)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    except OSError:
+        return True
+    return True
+
+
+def is_orphan(directory: PathLike, name: str, now: Optional[float] = None) -> bool:
+    """Whether `directory/name` is a temporary file a dead writer left (module doc)."""
+    if not name.endswith(TEMP_SUFFIX) or not name.startswith("."):
+        return False
+    match = _TEMP.fullmatch(name)
+    if match is None:
+        return False
+    try:
+        info = os.lstat(os.path.join(directory, name))
+    except OSError:
+        return False
+    import stat
+
+    if not stat.S_ISREG(info.st_mode):
+        return False
+    idle = (time.time() if now is None else now) - info.st_mtime
+    if idle >= ORPHAN_AGE:
+        return True
+    pid = match.group("pid")
+    if pid is None or idle < ORPHAN_GRACE:
+        return False
+    return int(pid) != os.getpid() and not process_alive(int(pid))
+
+
+def remove_orphans(directory: PathLike, names: Optional[Iterable[str]] = None) -> int:
+    """Delete the orphaned temporary files among `names` in `directory`; how many went."""
+    if names is None:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return 0
+    now = time.time()
+    removed = 0
+    for name in names:
+        if name.endswith(TEMP_SUFFIX) and is_orphan(directory, name, now):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))
+                removed += 1
+    return removed
+
+
+__all__ = [
+    "ORPHAN_AGE",
+    "ORPHAN_GRACE",
+    "atomic_open",
+    "atomic_write_bytes",
+    "atomic_write_stream",
+    "is_orphan",
+    "process_alive",
+    "remove_orphans",
+    "temp_prefix",
+]
