@@ -14,7 +14,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tracetool.sql import SqlInfo, analyze, dialect_for, normalize, parameterize
+from tracetool.sql import (
+    SqlInfo,
+    analyze,
+    bind_as_question_marks,
+    dialect_for,
+    normalize,
+    parameterize,
+    same_query,
+)
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -162,14 +170,16 @@ GOLDEN = [
     ("database_type", "sql", "normalized", "reliable", "operation", "tables"), GOLDEN
 )
 def test_golden(database_type, sql, normalized, reliable, operation, tables):
+    # The golden texts are the parameterized form (placeholders as written); the normalized
+    # form writes every placeholder `?` (test_every_paramstyle_is_one_query).
     info = analyze(sql, database_type)
-    assert (info.normalized, info.reliable, info.operation, info.tables) == (
+    assert (info.parameterized, info.reliable, info.operation, info.tables) == (
         normalized,
         reliable,
         operation,
         tables,
     )
-    assert normalize(sql, database_type) == normalized
+    assert normalize(sql, database_type) == bind_as_question_marks(normalized)
     assert parameterize(sql, database_type) == (normalized, reliable)
 
 
@@ -514,3 +524,63 @@ def test_settings_without_bare_values_stay_reliable(sql):
     normalized, reliable = parameterize(sql, "postgres")
     assert reliable, normalized
     assert "hunter2" not in normalized
+
+
+# Real drivers' spellings of one Django ORM lookup: Django/psycopg2 `%s`, asyncpg (SQLAlchemy)
+# `$1::INTEGER`, SQLAlchemy/sqlite `?` and `:name`, psycopg `%(name)s`.
+_PARAMSTYLES = [
+    (
+        "postgresql",
+        'SELECT "catalog_book"."id", "catalog_book"."title" FROM "catalog_book" '
+        'WHERE "catalog_book"."id" = %s LIMIT 21',
+    ),
+    (
+        "postgresql",
+        'SELECT "catalog_book"."id", "catalog_book"."title" FROM "catalog_book" '
+        'WHERE "catalog_book"."id" = $1::INTEGER LIMIT 21',
+    ),
+    (
+        "sqlite",
+        'SELECT "catalog_book"."id", "catalog_book"."title" FROM "catalog_book" '
+        'WHERE "catalog_book"."id" = ? LIMIT 21',
+    ),
+    (
+        "sqlite",
+        'SELECT "catalog_book"."id", "catalog_book"."title" FROM "catalog_book" '
+        'WHERE "catalog_book"."id" = :id_1 LIMIT 21',
+    ),
+    (
+        "postgresql",
+        'select "catalog_book"."id", "catalog_book"."title" from "catalog_book" '
+        'where "catalog_book"."id" = %(id)s limit 21',
+    ),
+]
+
+
+def test_every_paramstyle_is_one_query():
+    normalized = {normalize(sql, db).casefold() for db, sql in _PARAMSTYLES}
+    assert normalized == {
+        'select "catalog_book"."id", "catalog_book"."title" from "catalog_book" '
+        'where "catalog_book"."id" = ? limit ?'
+    }
+    # the original spelling is kept where it is shown or sanitized
+    assert parameterize(*reversed(_PARAMSTYLES[1]))[0].endswith("= $1::INTEGER LIMIT ?")
+    assert same_query(_PARAMSTYLES[0][1], _PARAMSTYLES[4][1], "postgresql")
+    assert normalize("UPDATE t SET a = $1::VARCHAR[] WHERE b IN ($2::VARCHAR, $3)") == (
+        "UPDATE t SET a = ? WHERE b IN (?, ?)"
+    )
+    # `::` casts of columns and quoted identifiers holding placeholder-like text stay
+    assert normalize('SELECT a::text, "%s" FROM t') == 'SELECT a::text, "%s" FROM t'
+
+
+def test_ddl_null_and_default_are_not_literals():
+    sql = "CREATE TABLE t (a INT NULL DEFAULT NULL, b VARCHAR(20) NOT NULL DEFAULT 'x', c BOOL DEFAULT FALSE)"
+    assert normalize(sql, "postgresql") == (
+        "CREATE TABLE t (a INT NULL DEFAULT NULL, b VARCHAR(?) NOT NULL DEFAULT ?, "
+        "c BOOL DEFAULT FALSE)"
+    )
+    assert normalize("ALTER TABLE t ALTER COLUMN a SET DEFAULT NULL") == (
+        "ALTER TABLE t ALTER COLUMN a SET DEFAULT NULL"
+    )
+    # in DML, NULL and TRUE are values
+    assert normalize("UPDATE t SET a = NULL, b = TRUE") == "UPDATE t SET a = ?, b = ?"

@@ -2,18 +2,28 @@
 
 Contract:
 
-- `analyze(sql, database_type)` returns a `SqlInfo`: the *normalized* statement (every literal
-  replaced by `?`, comments removed, whitespace runs collapsed to one space, stripped), whether that
-  result is *reliable*, the primary *operation* and the *tables* the statement names.
-- The normalized text is spliced from the user's own text at the positions of sqlglot's tokenizer
-  tokens (dialect chosen from AppMap's `database_type`); SQL is never regenerated from an AST, so
-  casing, quoting and placeholders (`$1`, `?`, `?1`, `:name`, `@p1`, `%s`, `%(name)s`) stay as
-  written. Quoted identifiers (`"x"`, `` `x` ``, `[x]`) are never masked.
+- `analyze(sql, database_type)` returns a `SqlInfo`: the *parameterized* statement (every literal
+  replaced by `?`, comments removed, whitespace runs collapsed to one space, stripped), the
+  *normalized* statement (the parameterized one with every bind placeholder written `?`, see
+  below), whether that result is *reliable*, the primary *operation* and the *tables* the
+  statement names.
+- The parameterized text is spliced from the user's own text at the positions of sqlglot's
+  tokenizer tokens (dialect chosen from AppMap's `database_type`); SQL is never regenerated from
+  an AST, so casing, quoting and placeholders (`$1`, `?`, `?1`, `:name`, `@p1`, `%s`,
+  `%(name)s`) stay as written: sanitize keeps this form (`parameterize`). Quoted identifiers
+  (`"x"`, `` `x` ``, `[x]`) are never masked.
+- The normalized text is what groups statements (query code objects, hotspots, N+1, `query:`
+  identifiers): every DB-API paramstyle is one query, so the placeholders `$1`, `?1`, `%s`,
+  `%(name)s`, `:name`, `@p1` become `?`, and a cast glued to such a placeholder goes with it
+  (`$1::VARCHAR`, `$2::int[]` → `?`; a cast after a literal stays: `'x'::regclass` → `?::regclass`): Django's `%s`, asyncpg's `$1::VARCHAR`,
+  SQLAlchemy's `?`/`:name` and psycopg's `%(name)s` spellings of a statement normalize to one
+  text. `normalize(sql)` returns it; `same_query(a, b)` also ignores keyword case.
 - Literals are strings of every flavour (`'…'`, `E'…'`, `N'…'`, `X'…'`, `B'…'`, `U&'…'`, `q'[…]'`,
   `$$…$$`, `$tag$…$tag$`), numbers (a sign directly after an operator belongs to the number:
   `= -5` → `= ?`), hex numbers, TRUE, FALSE and NULL. One `?` per literal: `IN (1, 2)` → `IN (?, ?)`.
-  NULL/TRUE/FALSE directly after `IS`, `IS NOT` or `NOT` are syntax, not values, and are kept
-  (`x IS NULL`, `a INT NOT NULL`) — AppMap masks those too; we deliberately do not. Numbers in
+  NULL/TRUE/FALSE directly after `IS`, `IS NOT`, `NOT` or `DEFAULT`, and anywhere in a DDL
+  statement (`CREATE`, `ALTER`), are syntax, not values, and are kept (`x IS NULL`,
+  `a INT NULL DEFAULT NULL`) — AppMap masks those too; we deliberately do not. Numbers in
   DDL are literals too (`varchar(255)` → `varchar(?)`), as in AppMap. Optimizer hints
   (`/*+ … */`) are comments and go.
 - `reliable` is conservative, because `sanitize` keeps a statement only when it is True. It is
@@ -56,7 +66,7 @@ from typing import Any, Optional
 
 from tracetool._sql_analysis import Tok, operations_and_tables, to_toks
 
-__all__ = ["SqlInfo", "analyze", "dialect_for", "normalize", "parameterize"]
+__all__ = ["SqlInfo", "analyze", "dialect_for", "normalize", "parameterize", "same_query"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,8 @@ class SqlInfo:
     tables: tuple[str, ...]
     # Operation of every statement, in order, without repeats (`operation` is the first one).
     operations: tuple[str, ...] = ()
+    # Literals masked, bind placeholders as written (`$1::VARCHAR`, `%s`): what sanitize keeps.
+    parameterized: str = ""
 
 
 # AppMap database_type values (Ruby adapter names, Python driver names, JDBC product names), by
@@ -221,10 +233,17 @@ def _analyze(sql: str, database_type: Optional[str]) -> SqlInfo:
     ambiguous = False
     if dialect == "sqlite" and '"' in sql:
         strings, ambiguous = _sqlite_strings(sql, toks)
-    normalized, reliable = _splice(sql, toks, dialect, strings)
+    parameterized, reliable = _splice(sql, toks, dialect, strings)
     ops, tables = operations_and_tables(toks)
     reliable = reliable and not ambiguous and _is_sql(toks, ops)
-    return SqlInfo(normalized, reliable, ops[0] if ops else "other", tables, ops)
+    return SqlInfo(
+        bind_as_question_marks(parameterized),
+        reliable,
+        ops[0] if ops else "other",
+        tables,
+        ops,
+        parameterized,
+    )
 
 
 _analyze_cached = functools.lru_cache(maxsize=4096)(_analyze)
@@ -233,14 +252,37 @@ analyze.cache_clear = _analyze_cached.cache_clear  # type: ignore[attr-defined]
 
 
 def normalize(sql: str, database_type: Optional[str] = None) -> str:
-    """The parameterized text of `sql` (see the module contract)."""
+    """The normalized text of `sql`: literals and placeholders as `?` (module contract)."""
     return analyze(sql, database_type).normalized
 
 
 def parameterize(sql: str, database_type: Optional[str] = None) -> tuple[str, bool]:
-    """(normalized text, reliable) — sanitize keeps the text only when reliable is True."""
+    """(parameterized text, reliable) — sanitize keeps the text only when reliable is True."""
     info = analyze(sql, database_type)
-    return info.normalized, info.reliable
+    return info.parameterized, info.reliable
+
+
+# Quoted identifiers (kept) or a bind placeholder of any paramstyle, or a masked literal `?`,
+# with a cast glued to it (`::VARCHAR`, `::int[]`, `::numeric(10, 2)`).
+_BIND = re.compile(
+    r'("(?:[^"]|"")*"|`[^`]*`|\[[^\]]*\])'  # quoted identifiers: kept
+    r"|(\?\d*)(?![\w:])"  # `?` (a qmark or a masked literal: a cast after it is kept), `?1`
+    r"|(?:\$\d+|\?\d+|%\(\w+\)s|%s|(?<![:\w]):[A-Za-z_]\w*|@[A-Za-z_]\w*)"
+    r"(?:\s*::\s*[A-Za-z_][\w ]*?(?:\([^()]*\))?(?:\[\])*(?=[\s,;)=<>!+\-*/|]|\Z))?"
+)
+
+
+@functools.lru_cache(maxsize=8192)
+def bind_as_question_marks(parameterized: str) -> str:
+    """Every bind placeholder (and a cast glued to it) written `?` (module contract)."""
+    if not any(c in parameterized for c in "$?%:@"):
+        return parameterized
+    return _BIND.sub(lambda m: m.group(1) or "?", parameterized)  # group 2 `?…` → `?` too
+
+
+def same_query(a: str, b: str, database_type: Optional[str] = None) -> bool:
+    """Whether two SQL texts are one query: equal normalized text, keywords in any case."""
+    return normalize(a, database_type).casefold() == normalize(b, database_type).casefold()
 
 
 def _glued(a: Tok, b: Tok) -> bool:
@@ -272,7 +314,7 @@ def _is_literal(toks: list[Tok], i: int) -> bool:
             return i >= 2 and _glued(toks[i - 2], prev) and _ends_value(toks[i - 2])
         return False
     if tok.type in _VALUE_KEYWORDS:
-        return not i or toks[i - 1].type not in ("IS", "NOT")
+        return not i or toks[i - 1].type not in ("IS", "NOT", "DEFAULT")
     return False
 
 
@@ -301,6 +343,22 @@ def _number_end(toks: list[Tok], i: int) -> int:
     return j
 
 
+_DDL_STARTS = frozenset(("CREATE", "ALTER"))
+
+
+def _ddl_tokens(toks: list[Tok]) -> list[bool]:
+    """Per token: whether it is inside a DDL statement (one that starts with CREATE or ALTER)."""
+    out: list[bool] = []
+    ddl = start = True
+    for tok in toks:
+        if start:
+            ddl, start = tok.type in _DDL_STARTS, False
+        out.append(ddl)
+        if tok.type == "SEMICOLON":
+            start = True
+    return out
+
+
 def _splice(
     sql: str, toks: list[Tok], dialect: Optional[str], strings: frozenset[int] = frozenset()
 ) -> tuple[str, bool]:
@@ -317,6 +375,7 @@ def _splice(
     prev: Optional[Tok] = None  # last token consumed
     prev_literal = False
     i, n = 0, len(toks)
+    ddl = _ddl_tokens(toks)
     while i < n:
         tok = toks[i]
         if tok.start < pos or tok.end < tok.start - 1:  # synthetic or overlapping token
@@ -337,7 +396,11 @@ def _splice(
             last, piece, literal = _number_end(toks, i), "?", True
         elif strings and i in strings:
             piece, literal = "?", True
-        elif kind in _LITERAL_TYPES and _is_literal(toks, i):
+        elif (
+            kind in _LITERAL_TYPES
+            and not (ddl[i] and kind in _VALUE_KEYWORDS)
+            and _is_literal(toks, i)
+        ):
             piece, literal = "?", True
             if glued and prev_literal:
                 piece = ""  # a literal the tokenizer split in two: still one `?`
@@ -556,4 +619,6 @@ def _fallback(sql: str, dialect: Optional[str]) -> SqlInfo:
         ops, tables = operations_and_tables(to_toks(raw))
     except Exception:
         pass
-    return SqlInfo(text, False, ops[0] if ops else "other", tables, ops)
+    return SqlInfo(
+        bind_as_question_marks(text), False, ops[0] if ops else "other", tables, ops, text
+    )

@@ -90,6 +90,8 @@ class DiagramRequest:
     filter: FilterState | None = None
     options: DiagramOptions = field(default_factory=DiagramOptions)
     show_browser: bool = False
+    # PNG: hide deep calls within one lifeline (`tracetool.diagram.collapse`)
+    collapse: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,7 @@ class WrittenDiagram:
     outputs: tuple[Path, ...]
     actions: int
     actors: int
+    hidden: int = 0  # actions hidden by `collapse`
 
 
 def _expand(paths: list[Path], skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
@@ -147,6 +150,11 @@ def _write_one(path: Path, request: DiagramRequest) -> list[WrittenDiagram]:
     with gc_paused():
         with guarded(path):
             diagram = diagram_of(path, request.filter, request.options)
+            hidden = 0
+            if request.collapse and request.format == "png":
+                from tracetool.diagram.collapse import collapse
+
+                hidden = collapse(diagram)
         directory = request.output_dir if request.output_dir is not None else path.parent
         base = directory / (recording_stem(path) + EXTENSIONS[request.format])
         if request.format == "png":
@@ -165,7 +173,9 @@ def _write_one(path: Path, request: DiagramRequest) -> list[WrittenDiagram]:
             atomic_write_bytes(page, render_html(diagram, path.name).encode())
             outputs.append(page)
             open_in_browser(page)
-        written.append(WrittenDiagram(path, tuple(outputs), len(diagram), len(diagram.actors)))
+        written.append(
+            WrittenDiagram(path, tuple(outputs), len(diagram), len(diagram.actors), hidden)
+        )
         # Free the diagram while the GC is still paused: re-enabling it with ~10^5 live
         # actions starts a full collection over them (0.1 s on a 60 MB recording).
         del diagram

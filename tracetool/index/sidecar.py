@@ -28,7 +28,7 @@ import orjson
 
 from tracetool.trace.atomic import atomic_write_bytes
 
-SIDECAR_VERSION = "1"
+SIDECAR_VERSION = "2"
 
 
 def sidecar_root(query_db: Path) -> Path:

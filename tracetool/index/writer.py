@@ -195,7 +195,7 @@ class Writer:
         )
         conn.executemany(
             "INSERT INTO http_requests (recording_id, event_id, method, route, path, status, "
-            "duration_ms, sql_count, sql_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "duration_ms, sql_count, sql_ms, route_shape) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(rid, *row) for row in data.requests],
         )
         conn.executemany(

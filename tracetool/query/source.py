@@ -20,7 +20,8 @@ decorator line when decorated). These functions read query.db by that location:
 The index keeps per recording a function's call count and total time, not each call's time, so
 `p50_ms` is the median of the per-recording mean call times weighted by their call counts: exact
 when each recording calls the function once (a request handler, a test's subject), an estimate
-otherwise. Unknown fqids raise `NotFoundError`.
+otherwise. A function may be spelled any way `tracetool.identifiers` accepts (`a.b.C.m` for
+`function:a/b/C#m`); unknown ones raise `NotFoundError` saying "did you mean …".
 """
 
 from __future__ import annotations
@@ -120,12 +121,34 @@ def functions_in_file(db: sqlite3.Connection, paths: Iterable[str]) -> list[dict
 
 
 def _function_id(db: sqlite3.Connection, fqid: str) -> int:
+    return _resolve_function(db, fqid)[0]
+
+
+def _resolve_function(db: sqlite3.Connection, fqid: str) -> tuple[int, str]:
+    """(code object id, fqid as recorded) of a function of a function, spelled any way `tracetool.identifiers` accepts
+    (`function:a/b/C#m`, `a.b.C.m`, `a/b.f`); not found → `NotFoundError` with suggestions."""
+    from tracetool import identifiers
+
     row = db.execute(
         "SELECT id FROM code_objects WHERE fqid = ? AND type = 'function'", (fqid,)
     ).fetchone()
-    if row is None:
-        raise NotFoundError(f"{fqid}: no such recorded function in the index")
-    return int(row[0])
+    if row is not None:
+        return int(row[0]), fqid
+    ident = fqid[len("function:") :] if fqid.startswith("function:") else fqid
+    name = identifiers.last_name(ident)
+    rows = db.execute(
+        "SELECT id, fqid FROM code_objects WHERE type = 'function' AND method = ?", (name,)
+    ).fetchall()
+    found = identifiers.matches(ident, [str(r[1])[len("function:") :] for r in rows])
+    if found:
+        canonical = "function:" + found[0]
+        return next(int(r[0]) for r in rows if str(r[1]) == canonical), canonical
+    known = [
+        str(r[0])
+        for r in db.execute("SELECT fqid FROM code_objects WHERE type = 'function' LIMIT 100000")
+    ]
+    hint = identifiers.did_you_mean("function:" + ident, known)
+    raise NotFoundError(f"{fqid}: no such recorded function in the index{hint}")
 
 
 def function_recordings(
@@ -247,7 +270,7 @@ def repeated_queries(
 
 def function_detail(db: sqlite3.Connection, fqid: str, top: int = DEFAULT_TOP) -> dict[str, Any]:
     """Figures, top recordings, own SQL and exceptions of one recorded function."""
-    cid = _function_id(db, fqid)
+    cid, fqid = _resolve_function(db, fqid)
     rows = _rows(db, "co.id = ?", (cid,))
     if not rows:
         raise NotFoundError(f"{fqid}: the function has no recorded calls in the index")
