@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -94,7 +95,8 @@ def command(
         show_browser=show_browser,
         collapse=collapse,
     )
-    for result in write_diagrams(list(appmap), request):
+    errors: list[str] = []
+    for result in write_diagrams(list(appmap), request, errors):
         for out in result.outputs:
             click.echo(f"{out} ({result.actions} actions, {result.actors} actors)")
         if result.hidden:
@@ -102,3 +104,7 @@ def command(
                 f"  {result.hidden} nested calls within a lifeline hidden; "
                 "--no-collapse shows every call"
             )
+    for line in errors:
+        warn(line)
+    if errors:
+        sys.exit(1)

@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracetool.errors import TraceFormatError, UsageError
+from tracetool.errors import TraceToolError, UsageError
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject
-from tracetool.trace.document import find_trace_files, parse
-from tracetool.trace.tree import CallNode, build_call_tree, iter_preorder
+from tracetool.trace.document import parse
+from tracetool.trace.reader import find_trace_files, guarded, read_file, skip_lines
+from tracetool.trace.tree import CallNode, build_call_tree, iter_postorder, iter_preorder
 
 TYPES = (
     "function",
@@ -237,17 +238,65 @@ def _http_request(node: CallNode) -> str:
     return f"{text} ({status})" if status is not None else text
 
 
-def _context(node: CallNode, cos: dict[int, CodeObject], recording: str) -> dict[str, list[str]]:
+class _Notable:
+    """The nodes a match's context lists (HTTP requests, SQL, labeled functions), indexed once
+    per recording so that each match visits only those of its ancestors and subtrees: a call
+    chain 100,000 deep costs one pass, not one pass per match."""
+
+    def __init__(self, roots: list[CallNode], cos: dict[int, CodeObject]) -> None:
+        self.up: dict[int, CallNode | None] = {}  # nearest notable proper ancestor
+        self.below: set[int] = set()  # nodes with a notable proper descendant
+        self.notable: set[int] = set()
+        for node, _ in iter_preorder(roots):
+            call = node.call
+            if (
+                "sql_query" in call
+                or "http_server_request" in call
+                or _labeled(cos[id(node)], node)
+            ):
+                self.notable.add(id(node))
+            parent = node.parent
+            if parent is None:
+                self.up[id(node)] = None
+            else:
+                self.up[id(node)] = parent if id(parent) in self.notable else self.up[id(parent)]
+        for node in iter_postorder(roots):
+            if any(id(c) in self.notable or id(c) in self.below for c in node.children):
+                self.below.add(id(node))
+
+    def ancestors(self, node: CallNode) -> list[CallNode]:
+        out = []
+        found = self.up.get(id(node))
+        while found is not None:
+            out.append(found)
+            found = self.up.get(id(found))
+        return out
+
+    def descendants(self, node: CallNode) -> list[CallNode]:
+        out: list[CallNode] = []
+        stack = list(reversed(node.children))
+        while stack:
+            child = stack.pop()
+            if id(child) in self.notable:
+                out.append(child)
+            if id(child) in self.below:
+                stack.extend(reversed(child.children))
+        return out
+
+
+def _context(
+    node: CallNode, cos: dict[int, CodeObject], recording: str, notable: _Notable
+) -> dict[str, list[str]]:
     from tracetool import sql
 
     co = cos[id(node)]
     parent = node.parent
-    ancestors = list(node.ancestors())
+    ancestors = notable.ancestors(node)
     http = [a for a in [node, *ancestors] if "http_server_request" in a.call]
     queries: list[str] = []
     tables: set[str] = set()
     descendants: list[str] = []
-    for d in [node, *node.descendants()]:
+    for d in [node, *notable.descendants(node)]:
         if "sql_query" in d.call:
             info = sql.analyze(ev.sql_text(d.call), ev.database_type(d.call))
             queries.append(info.normalized)
@@ -313,7 +362,12 @@ def find(
     matcher = _Matcher(ref)
     selection = select(ref, trace_dir, query_db) if use_index else None
     matches: list[Match] = []
-    for path in find_trace_files(trace_dir):
+    unusable: list[tuple[Path, str]] = []
+    files = find_trace_files(trace_dir, unusable)
+    if warn:
+        for line in skip_lines(unusable):
+            warn(line)
+    for path in files:
         try:
             recording = path.relative_to(trace_dir).as_posix()
         except ValueError:
@@ -321,25 +375,34 @@ def find(
         if selection is not None and not selection.must_read(recording, path):
             continue
         try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            if warn:
-                warn(f"{path}: cannot read ({exc.strerror})")
-            continue
-        if not matcher.might_match(raw):
-            continue
-        try:
-            doc = parse(raw, str(path))
-        except TraceFormatError as exc:
+            found = _find_in(path, recording, matcher)
+        except TraceToolError as exc:
             if warn:
                 warn(str(exc))
             continue
+        matches.extend(found)
+    return matches
+
+
+def _find_in(path: Path, recording: str, matcher: _Matcher) -> list[Match]:
+    """The matches of one recording; any defect of its content is one TraceToolError."""
+    raw = read_file(path)
+    assert raw is not None
+    if not matcher.might_match(raw):
+        return []
+    matches: list[Match] = []
+    with guarded(path):
+        doc = parse(raw, str(path))
         tree = build_call_tree(doc.events)
         cmap = ClassMap.from_json(doc.class_map)
         cos = {id(n): cmap.code_object_for(n.call) for n, _ in iter_preorder(tree.roots)}
+        notable: _Notable | None = None
         for node, _ in iter_preorder(tree.roots):
             if matcher.matches(node, cos[id(node)]):
-                matches.append(Match(recording, node.id, _context(node, cos, recording)))
+                if notable is None:
+                    notable = _Notable(tree.roots, cos)
+                context = _context(node, cos, recording, notable)
+                matches.append(Match(recording, node.id, context))
     return matches
 
 
@@ -380,27 +443,30 @@ def known_identifiers(
             if n >= _SUGGEST_SCAN_FILES:
                 break
             try:
-                doc = parse(file.read_bytes(), str(file))
-            except (OSError, TraceFormatError):
-                continue
-            cmap = ClassMap.from_json(doc.class_map)
-            for co in cmap:
-                if co.type == wanted:
-                    seen.setdefault(co.fqid, None)
-            if wanted in ("route", "query"):
-                from tracetool import route_model, sql
+                raw = read_file(file)
+                with guarded(file):
+                    doc = parse(raw or b"", str(file))
+                    cmap = ClassMap.from_json(doc.class_map)
+                    for co in cmap:
+                        if co.type == wanted:
+                            seen.setdefault(co.fqid, None)
+                    if wanted in ("route", "query"):
+                        from tracetool import route_model, sql
 
-                for event in doc.events:
-                    if event.get("event") != "call":
-                        continue
-                    if wanted == "route" and "http_server_request" in event:
-                        seen.setdefault(
-                            "route:" + route_model.route_id(*route_model.server_route(event)),
-                            None,
-                        )
-                    elif wanted == "query" and "sql_query" in event:
-                        text = sql.normalize(ev.sql_text(event), ev.database_type(event))
-                        seen.setdefault("query:" + text, None)
+                        for event in doc.events:
+                            if event.get("event") != "call":
+                                continue
+                            if wanted == "route" and "http_server_request" in event:
+                                seen.setdefault(
+                                    "route:"
+                                    + route_model.route_id(*route_model.server_route(event)),
+                                    None,
+                                )
+                            elif wanted == "query" and "sql_query" in event:
+                                text = sql.normalize(ev.sql_text(event), ev.database_type(event))
+                                seen.setdefault("query:" + text, None)
+            except TraceToolError:
+                continue
         fqids = list(seen)
     out = [f[len(wanted) + 1 :] for f in fqids if f.startswith(wanted + ":")]
     if ref.type == "package":  # the packages (and modules) of the functions

@@ -35,6 +35,7 @@ from tracetool.errors import TraceToolError
 from tracetool.openapi.model import ANONYMOUS, METHODS, ApiModel
 from tracetool.openapi.schema import Schema, class_schema, merge, schema_for
 from tracetool.trace.extract import extract_events
+from tracetool.trace.reader import guarded
 from tracetool.trace.stream import iter_pairs, open_stream, read_small
 
 _ROUTING_KEYS = {"controller", "action", "_method"}
@@ -79,8 +80,9 @@ def collect_file(path: Path, model: ApiModel) -> None:
     part = ApiModel()
     source = str(path)
     try:
-        for call, ret in exchanges(path):
-            add_exchange(part, call, ret, source)
+        with guarded(path):
+            for call, ret in exchanges(path):
+                add_exchange(part, call, ret, source)
     except TraceToolError as exc:
         model.failures.append(f"skipped {exc}")
         return

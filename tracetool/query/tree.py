@@ -21,6 +21,7 @@ from tracetool.query.db import recording_file, resolve_recording, round_ms
 from tracetool.trace import build_call_tree, gc_paused, iter_postorder, load
 from tracetool.trace import events as ev
 from tracetool.trace.normalize import apply_event_updates
+from tracetool.trace.reader import guarded
 from tracetool.trace.tree import CallNode
 
 DEFAULT_LIMIT = 1000
@@ -80,7 +81,7 @@ def tree(
                 (row["id"],),
             ).fetchall()
         )
-    with gc_paused():
+    with gc_paused(), guarded(path):
         doc = load(path)
         # The tree builder pairs calls and returns itself; only updates must be applied first.
         # Event ids stay the file's, as in the index.
