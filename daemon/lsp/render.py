@@ -91,6 +91,13 @@ def hover_markdown(detail: dict[str, Any]) -> str:
                 f"- {code(clip(q['sql'], MAX_SQL))} — {q['count']}×"
                 f" · {format_ms(q.get('total_ms'))}"
             )
+    tests = detail.get("tests") or []
+    if tests:
+        lines += ["", "**Tests reaching it**", ""]
+        for t in tests:
+            status = f" ({t['test_status']})" if t.get("test_status") else ""
+            where = f" — {code(str(t['source_location']))}" if t.get("source_location") else ""
+            lines.append(f"- {escape(str(t['name']))}{escape(status)}{where}")
     exceptions = detail.get("exceptions") or []
     if exceptions:
         lines += ["", "**Exceptions**", ""]
@@ -126,6 +133,16 @@ def n_plus_one_message(row: dict[str, Any]) -> str:
     return (
         f"N+1 query: {clip(row['sql'], MAX_SQL)} ran {row['max_count']}× within {scope}"
         f" ({where}){more}"
+    )
+
+
+def slow_query_message(row: dict[str, Any]) -> str:
+    """Diagnostic text for a `slow_queries` row."""
+    runs = f"{row['count']} slow run{'s' if row['count'] != 1 else ''}"
+    where = f" in {row['recording']}" if row.get("recording") else ""
+    return (
+        f"Slow query: {clip(row['sql'], MAX_SQL)} took up to {format_ms(row.get('max_ms'))}"
+        f" ({runs}; slowest{where})"
     )
 
 

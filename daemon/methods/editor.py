@@ -73,6 +73,19 @@ def view(
     return out
 
 
+@method(
+    "appmap.recording",
+    summary="One indexed recording's facts: name, path, file, status, counts (query.recording).",
+    params="{appmap, directory?}",
+)
+def recording_facts(service: Service, appmap: Any, directory: Any = None) -> dict[str, Any]:
+    from tracetool.query import recording
+
+    project = service.project(opt_str(directory, "directory"))
+    facts: dict[str, Any] = recording(service.reader(project), req_str(appmap, "appmap"))
+    return facts
+
+
 def _source_paths(project: Project, file: str) -> list[str]:
     """How the agent may have written `file`: relative to the project directory, else absolute."""
     resolved = Path(file).expanduser().resolve()
