@@ -368,7 +368,8 @@ def create_server() -> TraceLanguageServer:
             return None
         return types.Hover(
             contents=types.MarkupContent(
-                kind=types.MarkupKind.Markdown, value=render.hover_markdown(detail)
+                kind=types.MarkupKind.Markdown,
+                value=render.hover_markdown(detail, str(project.root)),
             ),
             range=name_range(m.function),
         )

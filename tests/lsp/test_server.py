@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from lsprotocol import types
@@ -127,7 +128,9 @@ async def test_hover_on_recorded_function(recorded: Project, servers: Servers) -
     assert text.startswith("**tracetool** · `shop/store/Store#names`")
     assert "called **1×** in **1 recording** · total " in text
     assert re.search(r"· self \d+\.\d+ ms · p50 \d+\.\d+ ms · max \d+\.\d+ ms", text)
-    assert "**Top recordings**\n\n- list items — 1× · " in text
+    link = "[list items](command:tracetool.openRecording?"
+    assert f"**Top recordings**\n\n- {link}" in text  # opens the recording viewer
+    assert "code/list_items.trace.json" in unquote(text)
     assert "**SQL issued**\n\n- `SELECT name FROM items WHERE id = ?` — 12× · " in text
     assert "Exceptions" not in text
     assert hover.range == types.Range(types.Position(line, 8), types.Position(line, 13))
@@ -135,8 +138,8 @@ async def test_hover_on_recorded_function(recorded: Project, servers: Servers) -
     check = await hover_at(client, uri, line_of(STORE, "@staticmethod"), 6)
     assert check is not None and isinstance(check.contents, types.MarkupContent)
     assert "called **2×** in **2 recordings**" in check.contents.value
-    assert "- checkout — 1× · " in check.contents.value
-    assert "- list items — 1× · " in check.contents.value
+    assert "- [checkout](command:tracetool.openRecording?" in check.contents.value
+    assert "- [list items](command:tracetool.openRecording?" in check.contents.value
     raise_line = line_of(STORE, "raise ValueError") + 1
     assert (
         f"**Exceptions**\n\n- `builtins.ValueError` at `shop/store.py:{raise_line}` — 1× in"
