@@ -94,6 +94,7 @@ function initializationOptions() {
     pollInterval: s.get("pollInterval"),
     nPlusOneThreshold: s.get("nPlusOneThreshold"),
     exceptionDiagnostics: s.get("exceptionDiagnostics"),
+    slowQueryMs: s.get("slowQueryMs"),
   };
 }
 
