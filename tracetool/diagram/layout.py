@@ -293,7 +293,7 @@ class _Painter:
             tag += f"  {elapsed_ms(action.elapsed)}"
         w = self.measure(tag, SMALL) + 12
         self.prims.append(Rect(left, top + 2, w, 16, color, LOOP_FILL))
-        first = action.event_ids[0] if action.event_ids else None
+        first = next((a.event_ids[0] for a, _ in action.walk() if a.event_ids), None)
         self.prims.append(Text(left + 6, top + 4, tag, color, SMALL, ref=first, loop=True))
 
 
