@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ELEMENT = "element-6066-11e4-a52f-4d65822ec6e0"
+ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 FLAGS = [
     "--headless=new",
     "--no-sandbox",
