@@ -58,3 +58,30 @@ def daemon(editor_project: Project) -> Iterator[DaemonProcess]:
         yield proc
     finally:
         proc.stop()
+
+
+def record_example_shop(root: Path, home: Path) -> Path:
+    """examples/shop copied to `root` with its tests recorded by the pytest plugin (13
+    recordings under tmp/trace/pytest) and indexed, HOME at `home`. Returns the copy."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    shutil.copytree(
+        ROOT / "examples" / "shop", root, ignore=shutil.ignore_patterns("tmp", "__pycache__")
+    )
+    home.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACETOOL")}
+    env.update(HOME=str(home), TRACETOOL="true", PYTHONDONTWRITEBYTECODE="1")
+    for args in (
+        ["-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "tests"],
+        ["-m", "tracetool", "index"],
+    ):
+        done = subprocess.run(
+            [sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return root

@@ -77,9 +77,12 @@ def test_manifest_recordings_view(manifest: dict[str, Any]) -> None:
     assert view["id"] == "tracetool.recordings"
     titles = {m["command"] for m in contributes["menus"]["view/title"]}
     assert {"tracetool.filterRecordings", "tracetool.refreshRecordings"} <= titles
-    for name in manifest["files"]:
-        if "*" not in name:
-            assert (EXTENSION / name).is_file(), name
+    js = (EXTENSION / "extension.js").read_text(encoding="utf-8")
+    for module in ("./daemon", "./recordings", "./viewer"):
+        assert f'require("{module}")' in js
+        assert (EXTENSION / f"{module[2:]}.js").is_file()
+    for name in ("viewer.js", "viewer.css", "http-host.js", "standalone.html"):
+        assert (EXTENSION / "media" / name).is_file(), name
 
 
 def test_manifest_configuration(manifest: dict[str, Any]) -> None:
