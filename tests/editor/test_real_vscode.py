@@ -23,7 +23,7 @@ import pytest
 from tests.editor.conftest import record_example_shop
 from tests.editor.vscode_session import VSCodeSession, parts
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SHOTS = os.environ.get("TRACETOOL_SCREENSHOTS")  # scripts/screenshots sets it
 

@@ -16,6 +16,8 @@ from tests.daemon.conftest import DaemonProcess
 from tests.editor.viewer_host import viewer_host
 from tests.editor.webdriver import ELEMENT, Browser, chromedriver, chromium_binary
 from tests.realparts import need
+
+pytestmark = pytest.mark.e2e
 from tracetool.filters import decode
 
 
