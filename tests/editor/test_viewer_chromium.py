@@ -17,8 +17,9 @@ from tests.editor.viewer_host import viewer_host
 from tests.editor.webdriver import ELEMENT, Browser, chromedriver, chromium_binary
 from tests.realparts import need
 
-pytestmark = pytest.mark.e2e
 from tracetool.filters import decode
+
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
