@@ -16,7 +16,6 @@ from tests.daemon.conftest import DaemonProcess
 from tests.editor.viewer_host import viewer_host
 from tests.editor.webdriver import ELEMENT, Browser, chromedriver, chromium_binary
 from tests.realparts import need
-
 from tracetool.filters import decode
 
 pytestmark = pytest.mark.e2e
