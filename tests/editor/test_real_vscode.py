@@ -64,6 +64,7 @@ def test_recordings_tree_viewer_and_source(session: VSCodeSession) -> None:
         "[r.getAttribute('aria-label'), (r.querySelector('.codicon-warning, .codicon-pass, "
         ".codicon-error') || {className: ''}).className])"
     )
+
     def icon(name: str) -> str:
         return next(cls for label, cls in icons if label.startswith(name))
 
