@@ -72,9 +72,10 @@ def test_recordings_tree_viewer_and_source(session: VSCodeSession) -> None:
     assert "codicon-pass" in icon("lists every product")
     shot(session, "recordings-view.png")
 
-    session.click_tree_row("places an order priced by the pricing service")
+    name = "places an order priced by the pricing service"
+    session.click_tree_row(name, opens=name)
     session.enter_webview()
-    b.find("#sequence svg text.call", 60)
+    b.find("#sequence svg text.call", 120)
     assert b.text(b.find("header h2")) == "places an order priced by the pricing service"
     labels = [b.text(e) for e in b.find_all("#sequence svg text.call")]
     assert {"POST /orders", "create_order", "place_order", "quote"} <= set(labels)

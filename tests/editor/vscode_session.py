@@ -154,24 +154,45 @@ class VSCodeSession:
         )
         return rows
 
-    def click_tree_row(self, starts: str) -> None:
+    def click_tree_row(self, starts: str, opens: str | None = None) -> None:
+        """Click the tree row whose text starts with `starts`; with `opens`, until an editor
+        tab of that title is there (a loaded machine may drop a click while the tree redraws)."""
         b = self.browser
         assert b is not None
-        row = b.wait(
-            lambda: [
-                r for r in b.find_all(".pane-body .monaco-list-row") if b.text(r).startswith(starts)
-            ],
-            90,
-            f"a tree row starting {starts!r}",
-        )[0]
-        b.click(row)
+
+        def row() -> str:
+            found = b.wait(
+                lambda: [
+                    r
+                    for r in b.find_all(".pane-body .monaco-list-row")
+                    if b.text(r).startswith(starts)
+                ],
+                120,
+                f"a tree row starting {starts!r}",
+            )
+            return str(found[0])
+
+        def opened() -> bool:
+            titles: list[str] = b.run(
+                "return [...document.querySelectorAll('.tab')].map(t => t.innerText)"
+            )
+            return any(opens in t for t in titles) if opens else True
+
+        for _ in range(4):
+            b.click(row())
+            try:
+                b.wait(opened, 30, f"an editor tab {opens!r}")
+                return
+            except AssertionError:
+                continue
+        raise AssertionError(f"clicking {starts!r} never opened {opens!r}")
 
     def enter_webview(self) -> None:
         b = self.browser
         assert b is not None
         b.top()
-        b.frame(b.find("iframe.webview", 60))
-        b.frame(b.find("iframe#active-frame", 60))
+        b.frame(b.find("iframe.webview", 120))
+        b.frame(b.find("iframe#active-frame", 120))
 
     def close(self) -> None:
         if self.browser is not None:
