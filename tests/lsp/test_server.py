@@ -287,8 +287,7 @@ async def test_watched_files_refresh_without_polling(unindexed: Project, servers
     checkout = unindexed.root / "tmp" / "trace" / "code" / "checkout.trace.json"
     aside = checkout.read_bytes()
     checkout.unlink()
-    unindexed.index()
-    client = await servers.start(unindexed, pollInterval=0)
+    client = await servers.start(unindexed, pollInterval=0)  # its daemon indexes the rest
     uri = open_document(client, unindexed.store)
     init = (line_of(STORE, "def __init__"), 4)
 
