@@ -48,6 +48,8 @@ class Daemon {
           try {
             this.port = JSON.parse(line).port;
             this.proc = proc;
+            // an extension host that exits without deactivating still takes its daemon along
+            process.once("exit", () => proc.kill("SIGTERM"));
             this.log(`tracetool daemon for ${this.directory} on port ${this.port} (pid ${proc.pid})`);
             finish(resolve, this.port);
           } catch (e) {
