@@ -22,6 +22,7 @@ import pytest
 
 from tests.editor.conftest import record_example_shop
 from tests.editor.vscode_session import VSCodeSession, parts
+from tests.editor.webdriver import ELEMENT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -129,3 +130,43 @@ def test_recordings_tree_viewer_and_source(session: VSCodeSession) -> None:
     )
     assert any(re.match(r"▶ called \d+× in \d+ recordings? · p50 ", t) for t in lenses)
     shot(session, "source-lenses.png")
+
+
+def test_tree_follows_new_recordings_and_filters(session: VSCodeSession) -> None:
+    """A recording written while VS Code is open appears in the tree (the daemon indexes it,
+    the view polls index.status); the filter narrows the tree."""
+    import json
+
+    b = session.browser
+    assert b is not None
+    b.top()
+    trace = session.project / "tmp" / "trace" / "pytest"
+    source = next(trace.glob("*test_lists_every_product.trace.json"))
+    doc = json.loads(source.read_text())
+    doc["metadata"]["name"] = "a recording made just now"
+    tmp = trace / ".new.tmp"
+    tmp.write_text(json.dumps(doc))
+    tmp.rename(trace / "tests_test_shop_catalog.py_test_made_just_now.trace.json")
+    b.wait(
+        lambda: any(r.startswith("a recording made just now") for r in session.tree_rows()),
+        90,
+        "the new recording in the tree",
+    )
+    assert any(r.startswith("tests/test_shop_catalog.py 6 ·") for r in session.tree_rows())
+
+    # the view's title buttons show on hover: click it from the page
+    button = b.find('.pane-header .action-label[aria-label="Filter Recordings"]', 30)
+    b.run("arguments[0].click()", {ELEMENT: button})
+    box = b.find(".quick-input-widget input", 30)
+    b.send_keys(box, "pricing\n")
+    b.wait(
+        lambda: (
+            [r.split(" ")[0] for r in session.tree_rows()][:1] == ["tests/test_shop_orders.py"]
+            and len(session.tree_rows()) == 3
+        ),
+        60,
+        "the filtered tree",
+    )
+    rows = session.tree_rows()
+    assert rows[1].startswith("places an order priced by the pricing service")
+    assert rows[2].startswith("pricing service down is a 502")
