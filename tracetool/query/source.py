@@ -15,7 +15,12 @@ decorator line when decorated). These functions read query.db by that location:
   class and raise location;
 - `repeated_queries(db, fqids, threshold=10)` — N+1 patterns: one normalized query issued by the
   function `threshold` times or more within one HTTP request (or one recording without
-  requests).
+  requests);
+- `slow_queries(db, fqids, threshold_ms=100)` — queries issued by these functions that took
+  `threshold_ms` or more at least once: function, sql, count (slow runs), max_ms, recording;
+- `function_tests(db, fqid, limit=20)` — the test recordings that reach the function: recording,
+  name, test_status, source_location (the test), count. `function_detail` includes them as
+  `tests`.
 
 The index keeps per recording a function's call count and total time, not each call's time, so
 `p50_ms` is the median of the per-recording mean call times weighted by their call counts: exact
@@ -288,4 +293,54 @@ def function_detail(db: sqlite3.Connection, fqid: str, top: int = DEFAULT_TOP) -
         for sql, n, ms, n_rec in queries
     ]
     detail["exceptions"] = function_exceptions(db, [fqid])[:top]
+    detail["tests"] = function_tests(db, fqid, limit=max(top, 1) * 2)
     return detail
+
+
+DEFAULT_SLOW_MS = 100.0
+TEST_RECORDERS = ("test", "tests")
+
+
+def function_tests(db: sqlite3.Connection, fqid: str, limit: int = 20) -> list[dict[str, Any]]:
+    """Test recordings that called `fqid` (failed ones first, then by name)."""
+    cid = _function_id(db, fqid)
+    rows = db.execute(
+        "SELECT r.path, r.name, r.test_status, r.source_location, fc.count "
+        "FROM function_calls fc JOIN recordings r ON r.id = fc.recording_id "
+        f"WHERE fc.code_object_id = ? AND r.recorder_type IN ({_in(TEST_RECORDERS)}) "
+        "ORDER BY r.test_status = 'failed' DESC, r.name, r.path LIMIT ?",
+        (cid, *TEST_RECORDERS, limit),
+    ).fetchall()
+    return [
+        {
+            "recording": path,
+            "name": name,
+            "test_status": status,
+            "source_location": location,
+            "count": count,
+        }
+        for path, name, status, location, count in rows
+    ]
+
+
+def slow_queries(
+    db: sqlite3.Connection, fqids: Iterable[str], threshold_ms: float = DEFAULT_SLOW_MS
+) -> list[dict[str, Any]]:
+    """Queries these functions issued that took `threshold_ms` or more (slowest first)."""
+    wanted = list(dict.fromkeys(fqids))
+    if not wanted or threshold_ms <= 0:
+        return []
+    # max(q.duration_ms) makes the bare r.path column the recording of the slowest run.
+    rows = db.execute(
+        "SELECT caller.fqid, co.name, count(*), max(q.duration_ms), r.path "
+        "FROM sql_queries q JOIN code_objects caller ON caller.id = q.caller_id "
+        "JOIN code_objects co ON co.id = q.code_object_id "
+        "JOIN recordings r ON r.id = q.recording_id "
+        f"WHERE caller.fqid IN ({_in(wanted)}) AND q.duration_ms >= ? "
+        "GROUP BY q.caller_id, q.code_object_id ORDER BY caller.fqid, max(q.duration_ms) DESC",
+        (*wanted, threshold_ms),
+    ).fetchall()
+    return [
+        {"function": fqid, "sql": sql, "count": n, "max_ms": round_ms(ms), "recording": rec}
+        for fqid, sql, n, ms, rec in rows
+    ]

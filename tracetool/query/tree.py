@@ -8,7 +8,8 @@ way, so a loop of ten `find` calls each running one query shows `find ×10` over
 
 Rows come in pre-order: `depth`, `kind` (http_server, http_client, sql, function, message,
 other), `label` (request `METHOD path`, SQL text, `Class#method`), `count`, `elapsed_ms`,
-`event_id` (the first folded call), and for HTTP requests `route` and `status`.
+`event_id` (the first folded call), for HTTP requests `route` and `status`, and for functions
+with a recorded source `location` (`path:lineno`, as the agent wrote it).
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def _label(
     elif kind == ev.FUNCTION:
         key = (call.get("defined_class"), call.get("method_id"), call.get("static"))
         label = fn_labels.get(key) or fn_labels.setdefault(key, ev.function_name(call))
+        if call.get("path"):
+            line = call.get("lineno")
+            extra = {"location": f"{call['path']}:{line}" if line else str(call["path"])}
     else:
         label = str(call.get("method_id") or call.get("defined_class") or kind)
     return kind, label, extra
