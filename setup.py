@@ -15,6 +15,7 @@ folder, agent included; scripts/_venv.sh installs `-e packages/agent` first so t
 """
 
 import os
+import shutil
 import sys
 
 from setuptools import find_packages, setup
@@ -45,6 +46,21 @@ AGENT_PACKAGES, AGENT_MODULES = agent_modules()
 
 
 class build_py_without_agent(build_py):
+    def run(self):
+        if not getattr(self, "editable_mode", False):
+            self._drop_stale_agent_files()
+        super().run()
+
+    def _drop_stale_agent_files(self):
+        """A reused build/ folder may hold agent files from an older layout: never ship them."""
+        for name in AGENT_PACKAGES:
+            shutil.rmtree(os.path.join(self.build_lib, *name.split(".")), ignore_errors=True)
+        stale = [os.path.join(*m.split(".")) + ".py" for m in AGENT_MODULES]
+        for path in [*stale, "tracetool-agent.pth"]:
+            path = os.path.join(self.build_lib, path)
+            if os.path.exists(path):
+                os.remove(path)
+
     def find_package_modules(self, package, package_dir):
         found = super().find_package_modules(package, package_dir)
         if getattr(self, "editable_mode", False):
