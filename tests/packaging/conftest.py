@@ -116,8 +116,8 @@ def agent_env(wheels: Path, shared_dir: Path) -> Path:
         sh([python_of(env), *PIP, str(wheel(wheels, "tracetool_agent"))])
         listing = sh([python_of(env), "-m", "pip", "list", "--format=freeze"])
         (env / "pip-list-agent-only.txt").write_text(listing)
-        # what the example shop's tests need besides the agent
-        sh([python_of(env), *PIP, "pytest", "flask", "requests"])
+        # what the example shop's tests (and tests/install's Django project) need besides it
+        sh([python_of(env), *PIP, "pytest", "flask", "requests", "django", "pytest-django"])
 
     return once(shared_dir, "agent-env", make)
 
@@ -129,7 +129,10 @@ def recorded_shop(agent_env: Path, shared_dir: Path) -> Path:
     def make(project: Path) -> None:
         shutil.copytree(ROOT / "examples" / "shop", project, dirs_exist_ok=True)
         shutil.rmtree(project / "tmp", ignore_errors=True)
-        sh([python_of(agent_env), "-m", "pytest", "-q", "--trace-record", "tests"], cwd=project)
+        sh(
+            [python_of(agent_env), "-m", "pytest", "-q", "-p", "no:django", "--trace-record", "tests"],
+            cwd=project,
+        )
 
     return once(shared_dir, "shop", make)
 
