@@ -14,6 +14,7 @@ activated as ``TRACETOOL=true`` would at start-up. Tests run in parallel worker 
 from __future__ import annotations
 
 import os
+import platform
 import traceback
 import unittest
 from pathlib import Path
@@ -116,7 +117,10 @@ class TraceTestResult(unittest.TextTestResult):
             meta["test_failure"] = failure
         meta["recorder"] = dict(RECORDER)
         frameworks = meta.get("frameworks") if isinstance(meta.get("frameworks"), list) else []
-        meta["frameworks"] = [{"name": "unittest"}, *frameworks]
+        meta["frameworks"] = [
+            {"name": "unittest", "version": platform.python_version()},
+            *frameworks,
+        ]
         trace_dir = load_config().trace_dir
         self.written.append(save_recording(recording, test.id(), SUBDIR, trace_dir))
 

@@ -347,6 +347,8 @@ def _pytest_lines(project: Project, toml: bool) -> list[tuple[str, str]]:
         lines.append(
             ("DJANGO_SETTINGS_MODULE", f"DJANGO_SETTINGS_MODULE = {q(project.django_settings)}")
         )
+        # Django's own test files are tests.py (pytest-django's documented setting)
+        lines.append(("python_files", f"python_files = {q('tests.py test_*.py *_tests.py')}"))
     return lines
 
 
