@@ -130,7 +130,16 @@ def recorded_shop(agent_env: Path, shared_dir: Path) -> Path:
         shutil.copytree(ROOT / "examples" / "shop", project, dirs_exist_ok=True)
         shutil.rmtree(project / "tmp", ignore_errors=True)
         sh(
-            [python_of(agent_env), "-m", "pytest", "-q", "-p", "no:django", "--trace-record", "tests"],
+            [
+                python_of(agent_env),
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:django",
+                "--trace-record",
+                "tests",
+            ],
             cwd=project,
         )
 
