@@ -257,7 +257,7 @@ async function start() {
     client = null;
     vscode.window.showErrorMessage(
       `tracetool: could not start the language server \`${command}\` (${err.message || err}). ` +
-        "Install it with `pip install 'tracetool[daemon]'` or set `tracetool.serverPath`."
+        "Install the tracetool tool (its binary, or `uv tool install` / `pipx install`; see the README) or set `tracetool.serverPath`."
     );
   }
 }

@@ -48,25 +48,25 @@ def test_detects_a_pip_flask_project(tmp_path: Path) -> None:
             {"requirements.txt": "django\n"},
             "pip",
             "requirements-dev.txt",
-            "-r requirements.txt\ntracetool\n",
+            "-r requirements.txt\ntracetool-agent\n",
         ),
         (
             {"pyproject.toml": "[tool.poetry]\nname='x'\n"},
             "poetry",
             "pyproject.toml",
-            '[tool.poetry.group.dev.dependencies]\ntracetool = "*"\n',
+            '[tool.poetry.group.dev.dependencies]\ntracetool-agent = "*"\n',
         ),
         (
             {"pyproject.toml": "[project]\nname='x'\n", "uv.lock": ""},
             "uv",
             "pyproject.toml",
-            '[dependency-groups]\ndev = ["tracetool"]\n',
+            '[dependency-groups]\ndev = [\n    "tracetool-agent",\n]\n',
         ),
         (
             {"Pipfile": "[packages]\nflask = '*'\n\n[dev-packages]\npytest = '*'\n"},
             "pipenv",
             "Pipfile",
-            '[dev-packages]\ntracetool = "*"\npytest',
+            '[dev-packages]\ntracetool-agent = "*"\npytest',
         ),
     ],
 )
@@ -100,7 +100,14 @@ def test_test_recording_goes_into_existing_pytest_config(tmp_path: Path) -> None
 
 
 def test_cli_end_to_end_non_interactive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    make_project(tmp_path, {"requirements.txt": "flask\n", "shop/__init__.py": "X = 1\n"})
+    make_project(
+        tmp_path,
+        {
+            "requirements.txt": "flask\n",
+            "shop/__init__.py": "def f():\n    return 1\n",
+            "tests/test_shop.py": "from shop import f\n\ndef test_f():\n    assert f() == 1\n",
+        },
+    )
     git_init(tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
@@ -116,7 +123,9 @@ def test_cli_end_to_end_non_interactive(tmp_path: Path, monkeypatch: pytest.Monk
         "create trace.yml",
         "create requirements-dev.txt",
         "create pytest.ini",
+        "create .gitignore",
         "the agent loads",
+        "recorded tests/test_shop.py::test_f into tmp/trace/pytest/",
         "Committed:",
         "Next, record",
     ):
@@ -130,19 +139,27 @@ def test_cli_end_to_end_non_interactive(tmp_path: Path, monkeypatch: pytest.Monk
         check=True,
     ).stdout
     assert "Record runtime behaviour with tracetool" in log
-    for name in ("trace.yml", "requirements-dev.txt", "pytest.ini"):
+    for name in ("trace.yml", "requirements-dev.txt", "pytest.ini", ".gitignore"):
         assert name in log
 
 
 def test_cli_without_terminal_takes_defaults_and_does_not_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    make_project(tmp_path, {"shop/__init__.py": ""})
+    make_project(
+        tmp_path,
+        {
+            "requirements.txt": "",
+            "shop/__init__.py": "",
+            "tests/test_a.py": "def test_a():\n    pass\n",
+        },
+    )
     git_init(tmp_path)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     result = CliRunner().invoke(cli, ["install"])
     assert result.exit_code == 0, result.output
-    assert "Commit the changed files to git? no (not a terminal: default)" in result.output
+    assert "to git? no (not a terminal: default)" in result.output
     status = subprocess.run(
         ["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True, check=True
     ).stdout
@@ -152,7 +169,7 @@ def test_cli_without_terminal_takes_defaults_and_does_not_commit(
 def test_validation_fails_clearly_for_unimportable_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    make_project(tmp_path, {"trace.yml": "packages: [nosuchpkg]\n"})
+    make_project(tmp_path, {"trace.yml": "packages: [nosuchpkg]\n", "requirements.txt": ""})
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["install", "--yes"])
     assert result.exit_code == 1
@@ -160,7 +177,17 @@ def test_validation_fails_clearly_for_unimportable_package(
 
 
 def test_validation_uses_the_projects_python(tmp_path: Path) -> None:
-    make_project(tmp_path, {"trace.yml": "packages: [app]\n", "app/__init__.py": ""})
+    make_project(
+        tmp_path,
+        {
+            "trace.yml": "packages: [app]\n",
+            "requirements.txt": "",
+            "app/__init__.py": "",
+            "test_app.py": "import app\n\ndef test_app():\n    pass\n",
+        },
+    )
     project = install.detect(tmp_path)
     assert project.python == sys.executable
-    assert install.validate(project).ok
+    result = install.validate(project)
+    assert result.ok, result.message
+    assert "recorded test_app.py::test_app" in result.message
