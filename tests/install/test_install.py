@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -191,3 +192,24 @@ def test_validation_uses_the_projects_python(tmp_path: Path) -> None:
     result = install.validate(project)
     assert result.ok, result.message
     assert "recorded test_app.py::test_app" in result.message
+
+
+def test_validation_fails_loudly_when_an_integration_does_not_fit(tmp_path: Path) -> None:
+    """A library the agent hooks (here a local `flask` without the Flask class the hook patches)
+    makes `install`'s validation fail with the integration's one-line reason."""
+    import sys
+
+    from tracetool.install import _load_check, detect
+
+    (tmp_path / "requirements.txt").write_text("flask\n")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "flask").mkdir()
+    (tmp_path / "flask" / "__init__.py").write_text("__version__ = '0.0'\n")
+    (tmp_path / "trace.yml").write_text("name: app\npackages:\n  - path: app\n")
+    project = detect(tmp_path)
+    project = dataclasses.replace(project, python=sys.executable)
+    result = _load_check(project)
+    assert not result.ok
+    assert result.message.startswith("an agent integration does not fit this project: ")
+    assert "flask" in result.message

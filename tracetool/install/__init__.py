@@ -476,6 +476,10 @@ missing = [p.path for p in cfg.packages if importlib.util.find_spec(p.path.split
 print("packages: " + ",".join(p.path for p in cfg.packages))
 if missing:
     print("unimportable: " + ",".join(missing)); sys.exit(4)
+from tracetool.agent import integrations
+failed = integrations.self_check()
+if failed:
+    print("integrations: " + "; ".join(failed)); sys.exit(5)
 """
 
 
@@ -522,6 +526,10 @@ def _load_check(project: Project) -> Validation:
     if out.returncode == 4:
         return Validation(
             False, f"trace.yml names packages that do not import: {last.split(': ', 1)[-1]}"
+        )
+    if out.returncode == 5:
+        return Validation(
+            False, f"an agent integration does not fit this project: {last.split(': ', 1)[-1]}"
         )
     return Validation(False, f"the agent failed to load: {last}")
 
