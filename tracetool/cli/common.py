@@ -85,10 +85,23 @@ def common_options(f: F) -> F:
     return version_option(verbose_option(directory_option(f)))
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is when a record is emitted, not the stream of the first
+    command run in this process (in-process runners swap and close it)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def _configure_logging() -> None:
     logger = logging.getLogger("tracetool")
     if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG if is_verbose() else logging.WARNING)
