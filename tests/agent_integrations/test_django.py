@@ -35,6 +35,9 @@ def django_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     logging.getLogger("notes").setLevel(logging.INFO)
     yield
     sys.path.remove(str(EXAMPLE))
+    # Django stays set up in this process; its settings must not reach later tests' subprocesses
+    os.environ.pop("DJANGO_SETTINGS_MODULE", None)
+    os.environ.pop("NOTES_DATABASE", None)
 
 
 def server_call(recording: Recording) -> dict[str, Any]:

@@ -14,6 +14,7 @@ __all__ = ["agent_env", "shared_dir", "wheels"]
 def _projects_keep_their_pytest_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     """`install` runs the project's own pytest: it must load pytest-django for a Django project,
     which the suite-wide `-p no:django` (tests/conftest.py) would turn off."""
+    monkeypatch.delenv("DJANGO_SETTINGS_MODULE", raising=False)
     addopts = os.environ.get("PYTEST_ADDOPTS", "").replace(NO_DJANGO, "").strip()
     if addopts:
         monkeypatch.setenv("PYTEST_ADDOPTS", addopts)
