@@ -42,7 +42,11 @@ def _summary(result: object) -> str:
     metavar="DIR",
     help="Directory searched recursively for recordings (default: trace_dir of trace.yml).",
 )
-@click.option("--query-db", metavar="PATH", help="Path to query.db (default under ~/.trace/data).")
+@click.option(
+    "--query-db",
+    metavar="PATH|URL",
+    help="Path to query.db (default under ~/.trace/data), or a postgresql:// URL.",
+)
 @click.option("--strict", is_flag=True, help="Exit non-zero when a file had to be skipped.")
 @click.option(
     "--max-size",
@@ -79,16 +83,17 @@ def command(
     Writes one index sidecar per recording and updates query.db, touching only
     new, changed, renamed and deleted recordings. Rerun after recording new data.
     """
+    from tracetool import store
     from tracetool.cli.render import print_json, progress_bar, warn
     from tracetool.config import resolve_trace_dir
     from tracetool.index import IndexOptions, index_directory
 
+    root = resolve_trace_dir(trace_dir)
     options = IndexOptions(
-        query_db=Path(query_db) if query_db else None,
+        query_db=store.location(query_db, root),
         max_bytes=int(max_size * 1_000_000) if max_size else None,
         log_assistant=log_assistant,
     )
-    root = resolve_trace_dir(trace_dir)
     verbose = is_verbose()
     if watch or port is not None:
         _watch(root, options.query_db, port, log_assistant, verbose)

@@ -252,8 +252,14 @@ def open_writer(path: Path) -> tuple[sqlite3.Connection, bool]:
 
     Returns (connection, fresh): `fresh` is True when the database starts empty, in which case
     the secondary indexes are not created yet (call `create_indexes` after the bulk load).
-    The caller must hold the writer lock.
+    The caller must hold the writer lock. A location standing for a PostgreSQL URL opens that
+    server instead (`tracetool.store`).
     """
+    from tracetool import store
+
+    url = store.url_for(path)
+    if url is not None:
+        return store.open_writer(url)  # type: ignore[return-value]
     path.parent.mkdir(parents=True, exist_ok=True)
     conn: sqlite3.Connection | None = None
     try:
@@ -287,6 +293,11 @@ def open_writer(path: Path) -> tuple[sqlite3.Connection, bool]:
 
 def open_reader(path: Path) -> sqlite3.Connection:
     """Open an existing, current database read-only, or raise `IndexMissingError`."""
+    from tracetool import store
+
+    url = store.url_for(path)
+    if url is not None:
+        return store.open_reader(url)  # type: ignore[return-value]
     if not path.is_file():
         raise IndexMissingError(f"no query database at {path}; run `tracetool index` to build it")
     try:

@@ -24,11 +24,11 @@ from tracetool.trace import TRACE_SUFFIXES
 
 
 def query_db_path(trace_dir: Path | str | None = None, query_db: Path | str | None = None) -> Path:
-    if query_db:
-        return Path(query_db).expanduser().absolute()
+    from tracetool import store
     from tracetool.config import resolve_trace_dir
 
-    return default_query_db(resolve_trace_dir(str(trace_dir) if trace_dir else None))
+    root = resolve_trace_dir(str(trace_dir) if trace_dir else None)
+    return store.location(query_db, root) or default_query_db(root)
 
 
 def open_db(
