@@ -230,7 +230,9 @@ def test_schema_version_bump_rebuilds_old_database(
 ) -> None:
     run(shop, qdb)
     monkeypatch.setattr(schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
-    with pytest.raises(IndexMissingError, match=r"schema version 1.*run `tracetool index`"):
+    with pytest.raises(
+        IndexMissingError, match=rf"schema version {SCHEMA_VERSION}.*run `tracetool index`"
+    ):
         open_reader(qdb)
     result = run(shop, qdb)
     assert result.rebuilt

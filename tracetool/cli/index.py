@@ -17,6 +17,7 @@ from tracetool.cli.common import common_options, is_verbose
 
 
 def _summary(result: object) -> str:
+    from tracetool import store
     from tracetool.index import IndexResult
 
     assert isinstance(result, IndexResult)
@@ -31,7 +32,7 @@ def _summary(result: object) -> str:
         parts.append(f"{len(result.skipped)} skipped")
     return (
         f"Indexed {result.found} recordings in {result.trace_dir} ({', '.join(parts)}) "
-        f"in {result.seconds:.1f}s; query database: {result.query_db}"
+        f"in {result.seconds:.1f}s; query database: {store.describe(result.query_db)}"
     )
 
 
@@ -68,6 +69,10 @@ def _summary(result: object) -> str:
     type=click.IntRange(0, 65535),
     help="Also serve JSON-RPC on 127.0.0.1 at this port (0: the OS chooses); implies --watch.",
 )
+@click.option("--source-branch", metavar="NAME", help="Branch the recordings were made on.")
+@click.option("--source-commit", metavar="SHA", help="Commit the recordings were made at.")
+@click.option("--source-repository", metavar="NAME", help="Repository of the recorded app.")
+@click.option("--source-run", metavar="ID", help="CI run that made the recordings.")
 def command(
     trace_dir: str | None,
     query_db: str | None,
@@ -77,6 +82,10 @@ def command(
     log_assistant: bool,
     watch: bool,
     port: int | None,
+    source_branch: str | None,
+    source_commit: str | None,
+    source_repository: str | None,
+    source_run: str | None,
 ) -> None:
     """Fingerprint and index every recording in the recordings directory.
 
@@ -93,6 +102,12 @@ def command(
         query_db=store.location(query_db, root),
         max_bytes=int(max_size * 1_000_000) if max_size else None,
         log_assistant=log_assistant,
+        source={
+            "branch": source_branch,
+            "commit": source_commit,
+            "repository": source_repository,
+            "ci_run": source_run,
+        },
     )
     verbose = is_verbose()
     if watch or port is not None:
