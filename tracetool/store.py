@@ -305,6 +305,9 @@ def _rewrite(tree: Any) -> Any:
         return node
 
     tree = tree.transform(fix)
+    for n, sub in enumerate(tree.find_all(exp.Subquery)):
+        if isinstance(sub.parent, (exp.From, exp.Join)) and not sub.alias:
+            sub.set("alias", exp.TableAlias(this=exp.to_identifier(f"_sub{n}")))
     for select in tree.find_all(exp.Select):
         _group_bare_columns(select)
     return tree
@@ -316,6 +319,12 @@ def _group_bare_columns(select: Any) -> None:
     GROUP BY: add them, which groups the same rows."""
     from sqlglot import exp
 
+    having = select.args.get("having")
+    if having is not None:  # SQLite resolves output aliases in HAVING; PostgreSQL does not
+        aliases = {p.alias: p.this for p in select.expressions if isinstance(p, exp.Alias)}
+        for column in list(having.find_all(exp.Column)):
+            if not column.table and column.name in aliases:
+                column.replace(aliases[column.name].copy())
     group = select.args.get("group")
     if group is None:
         return

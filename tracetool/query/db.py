@@ -13,6 +13,7 @@ path (absolute or relative to the current directory), or its metadata name.
 from __future__ import annotations
 
 import math
+import socket
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -79,7 +80,12 @@ def resolve_recording(db: sqlite3.Connection, ref: str) -> sqlite3.Row:
 
 
 def recording_file(db: sqlite3.Connection, row: sqlite3.Row) -> Path:
-    """Absolute path of an indexed recording's file."""
+    """Absolute path of an indexed recording's file (in its own recordings directory when a
+    shared database holds several: `origin` is `<host>:<directory>`, tracetool.index.source)."""
+    origin = row["origin"] if "origin" in row.keys() else ""
+    host, _, folder = (origin or "").partition(":")
+    if folder and host == socket.gethostname():
+        return Path(folder) / row["path"]
     root = trace_dir_of(db)
     path = Path(row["path"])
     return path if root is None else root / path
