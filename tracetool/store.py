@@ -222,8 +222,8 @@ def pg_ddl(script: str) -> list[str]:
             r"(CREATE (?:UNIQUE )?INDEX IF NOT EXISTS \w+\s+ON \w+) \((.*)\)$", sql, re.S
         )
         if index:  # SQLite sorts NULLs first: so do these indexes, or ORDER BY cannot use them
-            columns = ", ".join(f"{c.strip()} NULLS FIRST" for c in index.group(2).split(","))
-            out.append(f"{index.group(1)} ({columns})")
+            keys = ", ".join(f"{c.strip()} NULLS FIRST" for c in index.group(2).split(","))
+            out.append(f"{index.group(1)} ({keys})")
             continue
         table = re.match(r"CREATE TABLE IF NOT EXISTS (\w+) \(", sql)
         if table and "PRIMARY KEY" not in sql:  # SQLite's implicit rowid (insertion order)
