@@ -49,4 +49,5 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.mkdir()
     monkeypatch.setenv("HOME", str(path))
     monkeypatch.delenv("TRACETOOL_TRACE_DIR", raising=False)
+    monkeypatch.delenv(store.ENV_QUERY_DB, raising=False)
     return path
