@@ -224,3 +224,26 @@ def test_trace_yml_names_the_store(
     assert '"main/users_show.trace.json"' in done.stdout
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT count(*) FROM recordings").fetchone()[0] == 2
+
+
+def test_front_ends_read_the_store(pg_server: Any, tmp_path: Path) -> None:
+    """rpc-client (in-process JSON-RPC), the MCP/UI tool layer and a URL given as a tool
+    argument answer from PostgreSQL what they answer from SQLite."""
+    from tracetool_daemon import query_tools
+
+    url = pg_server.create_database("front")
+    trace = _shop_part(tmp_path / "trace", SHOP)
+    _wait([_index_cli(trace, url)])
+    lite = tmp_path / "query.db"
+    index_directory(trace, IndexOptions(query_db=lite, workers=1))
+    rpc = [
+        _cli("rpc-client", "query.endpoints", "{}", "--trace-dir", str(trace), "--query-db", db)
+        for db in (str(lite), url)
+    ]
+    assert rpc[0].returncode == 0 and rpc[0].stdout == rpc[1].stdout, rpc[1].stderr
+    for name, arguments in (("endpoints", {}), ("hotspots", {}), ("find", {"type": "requests"})):
+        expected = query_tools.call_tool(name, arguments, query_db=str(lite))
+        assert (
+            query_tools.call_tool(name, arguments, trace_dir=str(trace), query_db=url) == expected
+        )
+        assert query_tools.call_tool(name, {**arguments, "query_db": url}) == expected
