@@ -605,6 +605,18 @@ def connect(url: str, *, readonly: bool = False) -> PgConnection:
     return conn
 
 
+def stamp(conn: object) -> tuple[int, int] | None:
+    """When a shared database was last indexed (by any machine), for pollers that watch a
+    SQLite file's size and mtime (the language server); None for a SQLite connection."""
+    if not isinstance(conn, PgConnection):
+        return None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'indexed_at'").fetchone()
+    except (sqlite3.Error, TraceToolError):
+        return (-1, 0)
+    return (int(float(row[0]) * 1e6), 0) if row and row[0] else (0, 0)
+
+
 # --- schema ------------------------------------------------------------------------------------
 
 

@@ -95,7 +95,11 @@ class Project:
         self._functions: dict[tuple[str, ...], list[dict[str, Any]]] = {}
 
     def stamp(self) -> Stamp:
-        return (_stat(self.query_db), _stat(Path(f"{self.query_db}-wal")))
+        from tracetool import store
+
+        files = (_stat(self.query_db), _stat(Path(f"{self.query_db}-wal")))
+        shared = store.stamp(self._db) if self._db is not None else None
+        return files if shared is None else (*files, shared)
 
     def poll(self, *, settle: bool = True) -> bool:
         """Drop connection and caches when query.db changed; True if it did.
@@ -135,6 +139,10 @@ class Project:
                 return None
             self.missing = None
             self.missing_reported = False
+            from tracetool import store
+
+            if store.stamp(self._db) is not None:  # a shared database: its last index run
+                self._stamp = self._seen = self.stamp()
         return self._db
 
     def source_paths(self, file: Path) -> tuple[str, ...]:
