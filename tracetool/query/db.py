@@ -60,7 +60,10 @@ def resolve_recording(db: sqlite3.Connection, ref: str) -> sqlite3.Row:
         except ValueError:
             pass
     for candidate in candidates:
-        row = db.execute("SELECT * FROM recordings WHERE path = ?", (candidate,)).fetchone()
+        row = db.execute(  # several origins of a shared database: the latest indexed
+            "SELECT * FROM recordings WHERE path = ? ORDER BY indexed_at DESC, id DESC LIMIT 1",
+            (candidate,),
+        ).fetchone()
         if row is not None:
             return row  # type: ignore[no-any-return]
     rows = db.execute("SELECT * FROM recordings WHERE name = ? ORDER BY path", (text,)).fetchall()
