@@ -5,7 +5,10 @@ that imports it, and only when recording is on.
   packages trace.yml names, install the framework/SQL/HTTP integrations), for a pytest process
   that was started without it; it also sets ``TRACETOOL=true`` so that processes the tests start
   (pytest-xdist workers, servers) record too.
-- `InProcessBackend`: one scoped recording per test on the agent's Recorder.
+- `InProcessBackend`: one ambient recording per test on the agent's Recorder (everything the
+  process runs while the test runs: live-server threads started by wider fixtures, thread
+  pools), and one per set-up and tear-down of a session/package/module/class-scoped fixture,
+  during which the test's recording is paused.
 """
 
 from __future__ import annotations
@@ -31,10 +34,15 @@ class InProcessBackend:
         self.recorder = get_recorder()
 
     def start(self, info: TestInfo) -> tuple[Any, Optional[Problem]]:
-        scope = self.recorder.start_scoped(
+        scope = self.recorder.start_ambient(
             info.name, recorder_name=RECORDER["name"], recorder_type=RECORDER["type"]
         )
         return scope, None
+
+    def start_fixture(self, name: str) -> Any:
+        return self.recorder.start_ambient(
+            name, recorder_name=RECORDER["name"], recorder_type=RECORDER["type"]
+        )
 
     def retry_start(self, info: TestInfo) -> tuple[Any, Optional[Problem]]:
         return None, None

@@ -10,8 +10,10 @@ Modes (first that applies):
 2. ``--trace-url URL`` or ``$TRACETOOL_URL``: **remote** -- drive ``URL/_trace/record`` of a
    running app around each test (POST before, DELETE after) and save what it returns.
 3. ``--trace-record``, else ``$TRACETOOL`` (true/false), else ini ``trace_record = true``:
-   **in-process** -- record each test (its fixtures' setup and teardown included) with the
-   agent's scoped recording.
+   **in-process** -- record each test (its function fixtures' setup and teardown included)
+   with the agent's ambient recording: whatever the process runs while the test runs,
+   live-server threads and thread pools included. Set-up and tear-down of session, package,
+   module and class fixtures go to recordings of their own (``fixture.setup.*``).
 
 Either way each test's document is saved to ``<trace_dir>/pytest/<file-safe node id>.trace.json``
 (trace_dir: ``--trace-dir`` > ``$TRACETOOL_TRACE_DIR`` > trace.yml > ``tmp/trace``); skipped

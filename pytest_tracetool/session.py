@@ -6,6 +6,11 @@ setup/call/teardown reports, stop it, add the test's metadata (`testmeta`) and s
 agent's writer as ``<trace_dir>/pytest/<file-safe node id>.trace.json`` -- on a background thread
 (`saver`), drained at session end.
 
+In-process, the set-up and the tear-down of each fixture wider than a function (session,
+package, module, class) are recorded on their own, paused out of the test that triggers them,
+and saved as ``<trace_dir>/pytest/fixture.<setup|teardown>.<scope>.<fixture id>.trace.json``,
+labeled ``fixture.setup``/``fixture.teardown``, with ``metadata.fixture`` naming the fixture.
+
 Recording trouble never changes a test's outcome: every step is guarded, problems are counted by
 kind and reported once each in the terminal summary (never as warnings, which ``-W error`` would
 turn into test failures). Under pytest-xdist each worker records and saves its own tests; counts
@@ -15,6 +20,7 @@ process tells a running daemon about its new files (`notify`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Generator
@@ -26,6 +32,8 @@ import pytest
 from pytest_tracetool.remote import Problem
 from pytest_tracetool.saver import BackgroundSaver
 from pytest_tracetool.testmeta import (
+    FRAMEWORK,
+    RECORDER,
     Outcome,
     PhaseResult,
     TestInfo,
@@ -34,11 +42,24 @@ from pytest_tracetool.testmeta import (
     describe_test,
     failure_location,
     failure_message,
+    file_key,
+    fixture_location,
 )
 
 log = logging.getLogger("pytest_tracetool")
 SUBDIR = "pytest"
 _OUTPUT_KEY = "tracetool"
+WIDE_SCOPES = frozenset({"session", "package", "module", "class"})
+
+
+def fixture_name(fixturedef: Any, phase: str, where: str) -> str:
+    """``db (session fixture) setup``, ``cache (module fixture) setup for tests/test_a.py``."""
+    name = f"{fixturedef.argname} ({fixturedef.scope} fixture) {phase}"
+    return f"{name} for {where}" if where else name
+
+
+def failure_message_of(error: BaseException) -> str:
+    return failure_message(None, f"{type(error).__name__}: {error}")
 
 
 class Backend(Protocol):
@@ -116,6 +137,8 @@ class TracePlugin:
             from pytest_tracetool.inprocess import InProcessBackend
 
             self.backend = InProcessBackend()
+        self._fixtures: list[Any] = []  # fixture recordings in progress, innermost last
+        self._teardowns: dict[int, Any] = {}  # id(fixturedef) -> its tear-down recording
         self._phases: list[PhaseResult] = []
         self._token: Any = None
         self._retry = False
@@ -202,6 +225,99 @@ class TracePlugin:
             message=message,
             location=location,
         )
+
+    # -- wide fixtures -----------------------------------------------------------------------------
+
+    def _records_fixture(self, fixturedef: Any) -> bool:
+        return self.mode == "record" and getattr(fixturedef, "scope", "function") in WIDE_SCOPES
+
+    def _start_fixture(self, fixturedef: Any, phase: str, where: str) -> Any:
+        backend: Any = self.backend
+        if not hasattr(backend, "start_fixture"):
+            return None
+        name = fixture_name(fixturedef, phase, where)
+        # pause whatever records now (the test that triggered it, or an outer fixture)
+        paused = self._fixtures[-1][0] if self._fixtures else self._token
+        if paused is not None and hasattr(paused, "pause"):
+            paused.pause()
+        handle = backend.start_fixture(name)
+        entry = (handle, fixturedef, phase, paused, where)
+        self._fixtures.append(entry)
+        return entry
+
+    def _finish_fixture(self, entry: Any, error: BaseException | None) -> None:
+        handle, fixturedef, phase, paused, where = entry
+        if entry in self._fixtures:
+            self._fixtures.remove(entry)
+        recording = handle.stop()
+        if paused is not None and hasattr(paused, "resume"):
+            paused.resume()
+        if isinstance(error, pytest.skip.Exception) and not self.record_skipped:
+            return
+        if error is None and not recording.event_count:
+            return  # nothing recorded (a plugin's fixture, say): no file
+        baseid = getattr(fixturedef, "baseid", "") or ""
+        meta = recording.metadata
+        meta["name"] = fixture_name(fixturedef, phase, where)
+        meta["labels"] = [FRAMEWORK, f"fixture.{phase}"]
+        meta["test_status"] = "failed" if error is not None else "succeeded"
+        if error is not None:
+            meta["test_failure"] = {"message": failure_message_of(error)}
+        meta["fixture"] = {
+            "name": fixturedef.argname,
+            "scope": fixturedef.scope,
+            "phase": phase,
+            "defined_in": baseid or "<root>",
+            "for": where or "<session>",
+        }
+        location = fixture_location(fixturedef, self._rootdir)
+        if location:
+            meta["source_location"] = location
+        meta["recorder"] = dict(RECORDER)
+        meta["frameworks"] = [{"name": FRAMEWORK, "version": self.pytest_version}]
+        owner = where or "session"
+        if self.worker:  # each pytest-xdist worker sets up the session fixtures again
+            owner += "." + str(getattr(self.config, "workerinput", {}).get("workerid", "worker"))
+        key = file_key(f"fixture.{phase}.{fixturedef.scope}.{owner}::{fixturedef.argname}")
+        self.saver.submit(recording, key)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> Generator[None]:
+        entry = None
+        where = ""
+        if self._records_fixture(fixturedef):
+            # the node the fixture is set up for: the module/class (a wide fixture from a
+            # conftest.py is set up once per module that uses it), "" for the session
+            where = str(getattr(getattr(request, "node", None), "nodeid", "") or "")
+            entry = self._guard(
+                "starting a fixture recording", self._start_fixture, fixturedef, "setup", where
+            )
+        outcome = yield
+        if entry is None:
+            return
+        error = getattr(outcome, "excinfo", None)
+        self._guard(
+            "saving a fixture recording", self._finish_fixture, entry, error[1] if error else None
+        )
+        if error is None:
+            self._guard(
+                "watching a fixture's tear-down",
+                fixturedef.addfinalizer,
+                functools.partial(self._teardown_begins, fixturedef, where),
+            )
+
+    def _teardown_begins(self, fixturedef: Any, where: str) -> None:
+        # registered after the fixture's own finalizers, so it runs first (they run LIFO)
+        entry = self._guard(
+            "starting a fixture recording", self._start_fixture, fixturedef, "teardown", where
+        )
+        if entry is not None:
+            self._teardowns[id(fixturedef)] = entry
+
+    def pytest_fixture_post_finalizer(self, fixturedef: Any, request: Any) -> None:
+        entry = self._teardowns.pop(id(fixturedef), None)
+        if entry is not None:
+            self._guard("saving a fixture recording", self._finish_fixture, entry, None)
 
     def _stop(self) -> Any:
         token, self._token = self._token, None

@@ -127,6 +127,18 @@ def describe_test(item: Any) -> TestInfo:
     )
 
 
+def fixture_location(fixturedef: Any, rootdir: Path) -> str | None:
+    """``path:line`` of a fixture's function, relative to `rootdir` when inside it."""
+    import inspect
+
+    func = getattr(fixturedef, "func", None)
+    func = inspect.unwrap(func) if func is not None else None
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return None
+    return f"{_relative(Path(code.co_filename), rootdir)}:{code.co_firstlineno}"
+
+
 def failure_location(excinfo: Any, test_path: Path | None, rootdir: Path) -> str | None:
     """``path:line`` of the failing line: the deepest traceback entry in the test's own file,
     else where the exception was raised."""

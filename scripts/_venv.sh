@@ -1,4 +1,6 @@
 # Sourced by scripts/test and scripts/demo: make ./.venv with tracetool and its extras installed.
+# Both distributions of this tree, editable: the agent (packages/agent, `tracetool-agent`) first,
+# so the tool's dependency on it resolves here and not on a package index.
 PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
@@ -6,10 +8,12 @@ fi
 # shellcheck disable=SC1091
 source .venv/bin/activate
 stamp=.venv/.tracetool-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] ||
+  [ packages/agent/pyproject.toml -nt "$stamp" ]; then
   echo "== installing tracetool[dev] into .venv"
   # (grep drops pip's notes about unused local mirror folders on some machines)
   { python -m pip install -q --disable-pip-version-check --upgrade pip &&
+    python -m pip install -q --disable-pip-version-check -e packages/agent &&
     python -m pip install -q --disable-pip-version-check -e '.[dev]'; } 2>&1 |
     { grep -v -e "^WARNING: Location 'file:" -e BuildBackendWarning || true; }
   [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "pip install failed" >&2; exit 1; }

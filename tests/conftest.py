@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,22 @@ if TYPE_CHECKING:
     from tests.realparts.postgres import PgServer
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# pytest-django (a dev dependency) would load itself into every pytest run that tests start —
+# pytester runs and subprocesses included — and take over fixtures named `live_server` and the
+# database ones. Only the Django example runs want it: they pass their own environment without
+# this (tests/agent_e2e/test_example_suites.py). (Pytester clears PYTEST_ADDOPTS; the autouse
+# fixture below sets it again for pytester runs.)
+NO_DJANGO = "-p no:django"
+if NO_DJANGO not in os.environ.get("PYTEST_ADDOPTS", ""):
+    os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} {NO_DJANGO}".strip()
+
+
+@pytest.fixture(autouse=True)
+def _pytester_without_pytest_django(request: pytest.FixtureRequest) -> None:
+    if "pytester" in request.fixturenames:
+        request.getfixturevalue("pytester")
+        request.getfixturevalue("monkeypatch").setenv("PYTEST_ADDOPTS", NO_DJANGO)
 
 
 def _find_shared() -> Path:

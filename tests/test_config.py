@@ -64,6 +64,8 @@ custom_key: {kept: yes}
         ("- a\n- b", "the top level must be a mapping"),
         ("name: [x]", "name must be a string"),
         ("a: [unclosed", "not valid YAML at line"),
+        ("safe_repr: [1]", "safe_repr must be a list of strings"),
+        ("safe_repr: [Money]", "safe_repr must be a list of dotted class names"),
     ],
 )
 def test_wrong_types_name_the_key(tmp_path: Path, text: str, message: str) -> None:
@@ -97,3 +99,9 @@ def test_trace_dir_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("TRACETOOL_TRACE_DIR", "/env/dir")
     assert resolve_trace_dir(None) == Path("/env/dir")
     assert resolve_trace_dir("flag") == Path("flag")
+
+
+def test_safe_repr_lists_dotted_class_names(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "safe_repr: [money.Money, app.models.Point]"))
+    assert config.safe_repr == ("money.Money", "app.models.Point")
+    assert load_config(write(tmp_path, "name: x")).safe_repr == ()

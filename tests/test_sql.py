@@ -14,7 +14,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tracetool.sql import SqlInfo, analyze, dialect_for, normalize, parameterize
+from tracetool.sql import (
+    SqlInfo,
+    analyze,
+    bind_as_question_marks,
+    dialect_for,
+    normalize,
+    parameterize,
+    same_query,
+)
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -73,8 +81,9 @@ GOLDEN = [
     # identifiers never masked
     ('postgres', 'SELECT "123", "select", "a""b" FROM "Weird Table"',
      'SELECT "123", "select", "a""b" FROM "Weird Table"', True, 'select', ('weird table',)),
+    # SQLite reads a double-quoted word in a value position as a string (issue 19)
     ('sqlite', 'SELECT * FROM t WHERE name = "it\'s"',
-     'SELECT * FROM t WHERE name = "it\'s"', False, 'select', ('t',)),
+     'SELECT * FROM t WHERE name = ?', True, 'select', ('t',)),
     ('mysql', 'SELECT `1`, `order` FROM `db`.`t`',
      'SELECT `1`, `order` FROM `db`.`t`', True, 'select', ('db.t',)),
     (None, 'SELECT "a"."b" FROM "Schema"."T" AS "a"',
@@ -161,14 +170,16 @@ GOLDEN = [
     ("database_type", "sql", "normalized", "reliable", "operation", "tables"), GOLDEN
 )
 def test_golden(database_type, sql, normalized, reliable, operation, tables):
+    # The golden texts are the parameterized form (placeholders as written); the normalized
+    # form writes every placeholder `?` (test_every_paramstyle_is_one_query).
     info = analyze(sql, database_type)
-    assert (info.normalized, info.reliable, info.operation, info.tables) == (
+    assert (info.parameterized, info.reliable, info.operation, info.tables) == (
         normalized,
         reliable,
         operation,
         tables,
     )
-    assert normalize(sql, database_type) == normalized
+    assert normalize(sql, database_type) == bind_as_question_marks(normalized)
     assert parameterize(sql, database_type) == (normalized, reliable)
 
 
@@ -225,7 +236,7 @@ def test_comments_and_their_secrets_never_survive(database_type, sql):
             "SELECT [1], [order] FROM [dbo].[3] WHERE [x] = 1",
             ["[1]", "[order]", "[dbo].[3]", "[x]"],
         ),
-        ("sqlite", 'SELECT "a  b" FROM "t"', ['"a  b"']),
+        ("sqlite", 'SELECT "t"."a  b" FROM "t" AS "x"', ['"t"."a  b"', '"t"', '"x"']),
     ],
 )
 def test_identifiers_are_never_masked(database_type, sql, identifiers):
@@ -250,6 +261,21 @@ def test_identifiers_are_never_masked(database_type, sql, identifiers):
         ("sqlite", 'SELECT "it\'s" FROM t'),  # a string in double quotes, or a strange name
         ("sqlite", "SELECT * FROM t WHERE [ a 'secret' ] = 1"),  # a stray bracket swallowed text
         ("postgres", "\\"),
+        # not SQL, or SQL whose kept words are values (issue 19)
+        ("redis", "AUTH sup3rpassw0rd"),
+        (None, "GET session:abcdef"),
+        ("postgres", "hello world this is not sql"),
+        ("postgres", "SELECT 1; AUTH hunter2"),
+        ("postgres", "SET my.api_key = sk_live_abc"),
+        ("postgres", "SET search_path TO tenant_secret"),
+        ("mysql", "SET NAMES utf8mb4"),
+        ("sqlite", "PRAGMA key = passphrase"),
+        ("oracle", "CREATE USER bob IDENTIFIED BY hunter2"),
+        ("postgres", "ALTER ROLE bob PASSWORD hunter2"),
+        # SQLite double quotes where a string and a name are both possible
+        ("sqlite", 'SELECT "hunter2" FROM t'),
+        ("sqlite", 'SELECT * FROM t WHERE lower("hunter2") = name'),
+        ("sqlite", 'SELECT * FROM t WHERE "hunter2" = name'),
     ],
 )
 def test_unreliable(database_type, sql):
@@ -290,7 +316,8 @@ def test_reliable_results_never_show_a_literal_or_comment(database_type):
             r = rng.random()
             pool = _LITERALS if r < 0.3 else comments if r < 0.4 else _NOISE if r < 0.45 else _WORDS
             parts.append(rng.choice(pool))
-        sql = rng.choice([" ", "\n", "  "]).join(parts)
+        # (a statement word first: text that does not start like SQL is never reliable)
+        sql = rng.choice([" ", "\n", "  "]).join(["SELECT", *parts])
         info = analyze(sql, database_type)
         if info.reliable:
             reliable += 1
@@ -440,3 +467,120 @@ def test_corpus_tables_and_operations():
         for table in info.tables:
             assert table == table.lower() and "'" not in table and '"' not in table
             assert table.split(".")[-1] in sql.lower(), (table, sql)
+
+
+@pytest.mark.parametrize(
+    ("sql", "normalized"),
+    [
+        ('SELECT * FROM u WHERE email = "alice@example.com"', "SELECT * FROM u WHERE email = ?"),
+        (
+            'SELECT * FROM "u" WHERE "u"."a" != "x" AND b <> "y" AND c IS NOT "z" OR d LIKE "w%"',
+            'SELECT * FROM "u" WHERE "u"."a" != ? AND b <> ? AND c IS NOT ? OR d LIKE ?',
+        ),
+        (
+            'SELECT * FROM t WHERE a IN ("x", "y") LIMIT 1',
+            "SELECT * FROM t WHERE a IN (?, ?) LIMIT ?",
+        ),
+        (
+            'INSERT INTO "t" ("a", "b") VALUES ("s1", 2), ("s3", "s4")',
+            'INSERT INTO "t" ("a", "b") VALUES (?, ?), (?, ?)',
+        ),
+        (
+            'UPDATE "t" SET "a" = "s1", "b" = 2 WHERE "t"."id" = "s2"',
+            'UPDATE "t" SET "a" = ?, "b" = ? WHERE "t"."id" = ?',
+        ),
+        (
+            'SELECT CASE WHEN "t"."a" = 1 THEN "s1" ELSE "s2" END AS "c" FROM "t" ORDER BY "c"',
+            'SELECT CASE WHEN "t"."a" = ? THEN ? ELSE ? END AS "c" FROM "t" ORDER BY "c"',
+        ),
+        (
+            'CREATE INDEX "i" ON "t" ("a", "b")',
+            'CREATE INDEX "i" ON "t" ("a", "b")',
+        ),
+        (
+            'CREATE TABLE "t" ("id" integer PRIMARY KEY, "n" text DEFAULT "s1", UNIQUE ("n"))',
+            'CREATE TABLE "t" ("id" integer PRIMARY KEY, "n" text DEFAULT ?, UNIQUE ("n"))',
+        ),
+    ],
+)
+def test_sqlite_double_quoted_strings_are_literals(sql, normalized):
+    """Issue 19: SQLite reads "…" as a string where no column has that name."""
+    info = analyze(sql, "sqlite")
+    assert (info.normalized, info.reliable) == (normalized, True)
+    assert analyze(sql, "postgres").normalized != normalized or '"s' not in sql  # names there
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SET search_path = 'public'",
+        "SET client_min_messages TO DEFAULT",
+        "PRAGMA foreign_keys = ON",
+        "ALTER USER bob WITH PASSWORD 'hunter2'",
+        "SHOW server_version",
+    ],
+)
+def test_settings_without_bare_values_stay_reliable(sql):
+    normalized, reliable = parameterize(sql, "postgres")
+    assert reliable, normalized
+    assert "hunter2" not in normalized
+
+
+# Real drivers' spellings of one Django ORM lookup: Django/psycopg2 `%s`, asyncpg (SQLAlchemy)
+# `$1::INTEGER`, SQLAlchemy/sqlite `?` and `:name`, psycopg `%(name)s`.
+_PARAMSTYLES = [
+    (
+        "postgresql",
+        'SELECT "catalog_book"."id", "catalog_book"."title" FROM "catalog_book" '
+        'WHERE "catalog_book"."id" = %s LIMIT 21',
+    ),
+    (
+        "postgresql",
+        'SELECT "catalog_book"."id", "catalog_book"."title" FROM "catalog_book" '
+        'WHERE "catalog_book"."id" = $1::INTEGER LIMIT 21',
+    ),
+    (
+        "sqlite",
+        'SELECT "catalog_book"."id", "catalog_book"."title" FROM "catalog_book" '
+        'WHERE "catalog_book"."id" = ? LIMIT 21',
+    ),
+    (
+        "sqlite",
+        'SELECT "catalog_book"."id", "catalog_book"."title" FROM "catalog_book" '
+        'WHERE "catalog_book"."id" = :id_1 LIMIT 21',
+    ),
+    (
+        "postgresql",
+        'select "catalog_book"."id", "catalog_book"."title" from "catalog_book" '
+        'where "catalog_book"."id" = %(id)s limit 21',
+    ),
+]
+
+
+def test_every_paramstyle_is_one_query():
+    normalized = {normalize(sql, db).casefold() for db, sql in _PARAMSTYLES}
+    assert normalized == {
+        'select "catalog_book"."id", "catalog_book"."title" from "catalog_book" '
+        'where "catalog_book"."id" = ? limit ?'
+    }
+    # the original spelling is kept where it is shown or sanitized
+    assert parameterize(*reversed(_PARAMSTYLES[1]))[0].endswith("= $1::INTEGER LIMIT ?")
+    assert same_query(_PARAMSTYLES[0][1], _PARAMSTYLES[4][1], "postgresql")
+    assert normalize("UPDATE t SET a = $1::VARCHAR[] WHERE b IN ($2::VARCHAR, $3)") == (
+        "UPDATE t SET a = ? WHERE b IN (?, ?)"
+    )
+    # `::` casts of columns and quoted identifiers holding placeholder-like text stay
+    assert normalize('SELECT a::text, "%s" FROM t') == 'SELECT a::text, "%s" FROM t'
+
+
+def test_ddl_null_and_default_are_not_literals():
+    sql = "CREATE TABLE t (a INT NULL DEFAULT NULL, b VARCHAR(20) NOT NULL DEFAULT 'x', c BOOL DEFAULT FALSE)"
+    assert normalize(sql, "postgresql") == (
+        "CREATE TABLE t (a INT NULL DEFAULT NULL, b VARCHAR(?) NOT NULL DEFAULT ?, "
+        "c BOOL DEFAULT FALSE)"
+    )
+    assert normalize("ALTER TABLE t ALTER COLUMN a SET DEFAULT NULL") == (
+        "ALTER TABLE t ALTER COLUMN a SET DEFAULT NULL"
+    )
+    # in DML, NULL and TRUE are values
+    assert normalize("UPDATE t SET a = NULL, b = TRUE") == "UPDATE t SET a = ?, b = ?"

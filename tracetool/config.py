@@ -3,7 +3,9 @@
 Keys: `name` (app name), `trace_dir` (where recordings live; default `tmp/trace`, relative to the
 file's directory), `packages` (what the agent records: each `{path, exclude, shallow}` or just a
 dotted module path), `labels` (`{label: [function patterns]}`), `allowed_hosts` (extra host names
-the agent and the local servers answer; `tracetool.hostcheck`). Unknown keys are kept in `raw` for
+the agent and the local servers answer; `tracetool.hostcheck`), `safe_repr` (dotted class names
+whose own `repr()` the agent may call when capturing values; docs/trace-yml.md). Unknown keys are
+kept in `raw` for
 the features that read them. A wrong type fails with a `ConfigError` naming the key.
 
 Precedence everywhere: command-line flag > environment > trace.yml > the command's default.
@@ -53,6 +55,7 @@ class Config:
     trace_dir: Path = Path(DEFAULT_TRACE_DIR)
     packages: tuple[PackageSpec, ...] = ()
     labels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    safe_repr: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict)
     # extra Host/Origin names the agent's /_trace/record and the local servers accept
     # (tracetool.hostcheck; docs/security.md)
@@ -126,6 +129,14 @@ def parse_config(data: Any, root: Path, source: str = CONFIG_FILE) -> Config:
         labels[str(label)] = _str_list(funcs, source, f"labels.{label}")
 
     allowed_hosts = _str_list(data.get("allowed_hosts"), source, "allowed_hosts")
+    safe_repr = _str_list(data.get("safe_repr"), source, "safe_repr")
+    for class_path in safe_repr:
+        _expect(
+            "." in class_path and " " not in class_path,
+            source,
+            "safe_repr",
+            f"a list of dotted class names (module.Class), not {class_path!r}",
+        )
 
     return Config(
         root=root,
@@ -133,6 +144,7 @@ def parse_config(data: Any, root: Path, source: str = CONFIG_FILE) -> Config:
         trace_dir=(root / trace_dir) if not os.path.isabs(trace_dir) else Path(trace_dir),
         packages=tuple(packages),
         labels=labels,
+        safe_repr=safe_repr,
         raw=dict(data),
         allowed_hosts=allowed_hosts,
     )

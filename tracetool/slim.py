@@ -31,8 +31,8 @@ from typing import Any, Optional, TypedDict
 
 import msgspec
 
-from tracetool.errors import NotFoundError, TraceFormatError
 from tracetool.trace.document import TraceDocument, dumps, from_data, gc_paused, load
+from tracetool.trace.reader import guarded, read_file
 
 
 class _Request(TypedDict, total=False):
@@ -170,15 +170,10 @@ def load_slim(
 ) -> SlimDocument:
     """Read a recording keeping only structural event fields (module doc)."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise NotFoundError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise TraceFormatError(f"{p}: is a directory, not a trace document") from None
-    except OSError as exc:
-        raise TraceFormatError(f"{p}: cannot read ({exc.strerror})") from None
-    return parse_slim(data, str(p), raw=raw, minimal=minimal, path=p, extras=extras)
+    data = read_file(p)
+    assert data is not None
+    with guarded(p):
+        return parse_slim(data, str(p), raw=raw, minimal=minimal, path=p, extras=extras)
 
 
 def parse_slim(

@@ -2,18 +2,28 @@
 
 Contract:
 
-- `analyze(sql, database_type)` returns a `SqlInfo`: the *normalized* statement (every literal
-  replaced by `?`, comments removed, whitespace runs collapsed to one space, stripped), whether that
-  result is *reliable*, the primary *operation* and the *tables* the statement names.
-- The normalized text is spliced from the user's own text at the positions of sqlglot's tokenizer
-  tokens (dialect chosen from AppMap's `database_type`); SQL is never regenerated from an AST, so
-  casing, quoting and placeholders (`$1`, `?`, `?1`, `:name`, `@p1`, `%s`, `%(name)s`) stay as
-  written. Quoted identifiers (`"x"`, `` `x` ``, `[x]`) are never masked.
+- `analyze(sql, database_type)` returns a `SqlInfo`: the *parameterized* statement (every literal
+  replaced by `?`, comments removed, whitespace runs collapsed to one space, stripped), the
+  *normalized* statement (the parameterized one with every bind placeholder written `?`, see
+  below), whether that result is *reliable*, the primary *operation* and the *tables* the
+  statement names.
+- The parameterized text is spliced from the user's own text at the positions of sqlglot's
+  tokenizer tokens (dialect chosen from AppMap's `database_type`); SQL is never regenerated from
+  an AST, so casing, quoting and placeholders (`$1`, `?`, `?1`, `:name`, `@p1`, `%s`,
+  `%(name)s`) stay as written: sanitize keeps this form (`parameterize`). Quoted identifiers
+  (`"x"`, `` `x` ``, `[x]`) are never masked.
+- The normalized text is what groups statements (query code objects, hotspots, N+1, `query:`
+  identifiers): every DB-API paramstyle is one query, so the placeholders `$1`, `?1`, `%s`,
+  `%(name)s`, `:name`, `@p1` become `?`, and a cast glued to such a placeholder goes with it
+  (`$1::VARCHAR`, `$2::int[]` → `?`; a cast after a literal stays: `'x'::regclass` → `?::regclass`): Django's `%s`, asyncpg's `$1::VARCHAR`,
+  SQLAlchemy's `?`/`:name` and psycopg's `%(name)s` spellings of a statement normalize to one
+  text. `normalize(sql)` returns it; `same_query(a, b)` also ignores keyword case.
 - Literals are strings of every flavour (`'…'`, `E'…'`, `N'…'`, `X'…'`, `B'…'`, `U&'…'`, `q'[…]'`,
   `$$…$$`, `$tag$…$tag$`), numbers (a sign directly after an operator belongs to the number:
   `= -5` → `= ?`), hex numbers, TRUE, FALSE and NULL. One `?` per literal: `IN (1, 2)` → `IN (?, ?)`.
-  NULL/TRUE/FALSE directly after `IS`, `IS NOT` or `NOT` are syntax, not values, and are kept
-  (`x IS NULL`, `a INT NOT NULL`) — AppMap masks those too; we deliberately do not. Numbers in
+  NULL/TRUE/FALSE directly after `IS`, `IS NOT`, `NOT` or `DEFAULT`, and anywhere in a DDL
+  statement (`CREATE`, `ALTER`), are syntax, not values, and are kept (`x IS NULL`,
+  `a INT NULL DEFAULT NULL`) — AppMap masks those too; we deliberately do not. Numbers in
   DDL are literals too (`varchar(255)` → `varchar(?)`), as in AppMap. Optimizer hints
   (`/*+ … */`) are comments and go.
 - `reliable` is conservative, because `sanitize` keeps a statement only when it is True. It is
@@ -24,9 +34,19 @@ Contract:
   as standard SQL); or when a quoted identifier holds what no name would (a `'`, a line break, a
   comment marker, edge spaces). Without sqlglot installed nothing is reliable. An unreliable
   result still carries best-effort normalized text (regex masking when tokenizing failed).
-- Known limit: a string written in double quotes where the dialect reads double quotes as an
-  identifier (SQLite accepts `name = "bob"`) stays visible, as identifiers are never masked;
-  pass the right `database_type` (MySQL reads `"bob"` as a string and masks it).
+- SQLite reads a double-quoted word as a string when no column has that name (`email =
+  "bob@x.io"`). For `database_type` sqlite a `"…"` is therefore a literal (masked) in a value
+  position — after a comparison or arithmetic operator, LIKE/GLOB/IS/BETWEEN, THEN/ELSE, DEFAULT,
+  LIMIT/OFFSET, or in a VALUES or IN list — and a name where only a name can stand — next to a
+  `.` (`"t"."c"`), after FROM/JOIN/INTO/UPDATE/TABLE/INDEX/VIEW/TRIGGER/EXISTS/REFERENCES/AS/
+  BY/ON/TO/RETURNING, before `=` in a SET list, in the column list after a table name
+  (`INSERT INTO "t" ("a")`, `CREATE TABLE "t" ("a" …)`, `PRIMARY KEY ("a")`). Anywhere else
+  (a select list, a function argument, a WHERE operand on the left) it could be either: it is
+  kept as written and the statement is not reliable. Other dialects read `"…"` as a name.
+- Text that is not SQL is not reliable: a statement whose first word is no SQL statement
+  (`AUTH s3cret`, `GET key`, garbage), a SET (or PRAGMA) that assigns a bare word (`SET
+  my.api_key = sk_live_1`, `SET NAMES utf8`), and a bare word after `IDENTIFIED BY` or
+  `PASSWORD` (a password written without quotes).
 - Tables are lower-cased and unquoted, `schema.table` kept when given, CTE names excluded; they
   come from FROM/JOIN/INTO/UPDATE/TABLE/REFERENCES/CREATE INDEX … ON/PRAGMA table_info(…) and
   never contain literal text. `operation` is that of the first statement; for `WITH …` and for
@@ -46,7 +66,7 @@ from typing import Any, Optional
 
 from tracetool._sql_analysis import Tok, operations_and_tables, to_toks
 
-__all__ = ["SqlInfo", "analyze", "dialect_for", "normalize", "parameterize"]
+__all__ = ["SqlInfo", "analyze", "dialect_for", "normalize", "parameterize", "same_query"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +79,8 @@ class SqlInfo:
     tables: tuple[str, ...]
     # Operation of every statement, in order, without repeats (`operation` is the first one).
     operations: tuple[str, ...] = ()
+    # Literals masked, bind placeholders as written (`$1::VARCHAR`, `%s`): what sanitize keeps.
+    parameterized: str = ""
 
 
 # AppMap database_type values (Ruby adapter names, Python driver names, JDBC product names), by
@@ -207,9 +229,21 @@ def _analyze(sql: str, database_type: Optional[str]) -> SqlInfo:
     except Exception:  # TokenError; or ImportError without sqlglot: never trust, still mask
         return _fallback(sql, dialect)
     toks = to_toks(raw)
-    normalized, reliable = _splice(sql, toks, dialect)
+    strings: frozenset[int] = frozenset()
+    ambiguous = False
+    if dialect == "sqlite" and '"' in sql:
+        strings, ambiguous = _sqlite_strings(sql, toks)
+    parameterized, reliable = _splice(sql, toks, dialect, strings)
     ops, tables = operations_and_tables(toks)
-    return SqlInfo(normalized, reliable, ops[0] if ops else "other", tables, ops)
+    reliable = reliable and not ambiguous and _is_sql(toks, ops)
+    return SqlInfo(
+        bind_as_question_marks(parameterized),
+        reliable,
+        ops[0] if ops else "other",
+        tables,
+        ops,
+        parameterized,
+    )
 
 
 _analyze_cached = functools.lru_cache(maxsize=4096)(_analyze)
@@ -218,14 +252,37 @@ analyze.cache_clear = _analyze_cached.cache_clear  # type: ignore[attr-defined]
 
 
 def normalize(sql: str, database_type: Optional[str] = None) -> str:
-    """The parameterized text of `sql` (see the module contract)."""
+    """The normalized text of `sql`: literals and placeholders as `?` (module contract)."""
     return analyze(sql, database_type).normalized
 
 
 def parameterize(sql: str, database_type: Optional[str] = None) -> tuple[str, bool]:
-    """(normalized text, reliable) — sanitize keeps the text only when reliable is True."""
+    """(parameterized text, reliable) — sanitize keeps the text only when reliable is True."""
     info = analyze(sql, database_type)
-    return info.normalized, info.reliable
+    return info.parameterized, info.reliable
+
+
+# Quoted identifiers (kept) or a bind placeholder of any paramstyle, or a masked literal `?`,
+# with a cast glued to it (`::VARCHAR`, `::int[]`, `::numeric(10, 2)`).
+_BIND = re.compile(
+    r'("(?:[^"]|"")*"|`[^`]*`|\[[^\]]*\])'  # quoted identifiers: kept
+    r"|(\?\d*)(?![\w:])"  # `?` (a qmark or a masked literal: a cast after it is kept), `?1`
+    r"|(?:\$\d+|\?\d+|%\(\w+\)s|%s|(?<![:\w]):[A-Za-z_]\w*|@[A-Za-z_]\w*)"
+    r"(?:\s*::\s*[A-Za-z_][\w ]*?(?:\([^()]*\))?(?:\[\])*(?=[\s,;)=<>!+\-*/|]|\Z))?"
+)
+
+
+@functools.lru_cache(maxsize=8192)
+def bind_as_question_marks(parameterized: str) -> str:
+    """Every bind placeholder (and a cast glued to it) written `?` (module contract)."""
+    if not any(c in parameterized for c in "$?%:@"):
+        return parameterized
+    return _BIND.sub(lambda m: m.group(1) or "?", parameterized)  # group 2 `?…` → `?` too
+
+
+def same_query(a: str, b: str, database_type: Optional[str] = None) -> bool:
+    """Whether two SQL texts are one query: equal normalized text, keywords in any case."""
+    return normalize(a, database_type).casefold() == normalize(b, database_type).casefold()
 
 
 def _glued(a: Tok, b: Tok) -> bool:
@@ -257,7 +314,7 @@ def _is_literal(toks: list[Tok], i: int) -> bool:
             return i >= 2 and _glued(toks[i - 2], prev) and _ends_value(toks[i - 2])
         return False
     if tok.type in _VALUE_KEYWORDS:
-        return not i or toks[i - 1].type not in ("IS", "NOT")
+        return not i or toks[i - 1].type not in ("IS", "NOT", "DEFAULT")
     return False
 
 
@@ -286,8 +343,29 @@ def _number_end(toks: list[Tok], i: int) -> int:
     return j
 
 
-def _splice(sql: str, toks: list[Tok], dialect: Optional[str]) -> tuple[str, bool]:
-    """Rebuild the text from the tokens' own source spans, literals as `?`."""
+_DDL_STARTS = frozenset(("CREATE", "ALTER"))
+
+
+def _ddl_tokens(toks: list[Tok]) -> list[bool]:
+    """Per token: whether it is inside a DDL statement (one that starts with CREATE or ALTER)."""
+    out: list[bool] = []
+    ddl = start = True
+    for tok in toks:
+        if start:
+            ddl, start = tok.type in _DDL_STARTS, False
+        out.append(ddl)
+        if tok.type == "SEMICOLON":
+            start = True
+    return out
+
+
+def _splice(
+    sql: str, toks: list[Tok], dialect: Optional[str], strings: frozenset[int] = frozenset()
+) -> tuple[str, bool]:
+    """Rebuild the text from the tokens' own source spans, literals as `?`.
+
+    `strings`: indices of identifier tokens that are string literals (SQLite double quotes).
+    """
     mysql = dialect == "mysql"
     out: list[str] = []  # the normalized pieces
     plain: list[str] = []  # the same with identifiers blanked out, for the survivor check
@@ -297,6 +375,7 @@ def _splice(sql: str, toks: list[Tok], dialect: Optional[str]) -> tuple[str, boo
     prev: Optional[Tok] = None  # last token consumed
     prev_literal = False
     i, n = 0, len(toks)
+    ddl = _ddl_tokens(toks)
     while i < n:
         tok = toks[i]
         if tok.start < pos or tok.end < tok.start - 1:  # synthetic or overlapping token
@@ -315,7 +394,13 @@ def _splice(sql: str, toks: list[Tok], dialect: Optional[str]) -> tuple[str, boo
             piece = ""  # an optimizer hint `/*+ … */` is a comment, and comments go
         elif kind in _NUMBER_STARTS and i + 1 < n and _number_end(toks, i) > i:
             last, piece, literal = _number_end(toks, i), "?", True
-        elif kind in _LITERAL_TYPES and _is_literal(toks, i):
+        elif strings and i in strings:
+            piece, literal = "?", True
+        elif (
+            kind in _LITERAL_TYPES
+            and not (ddl[i] and kind in _VALUE_KEYWORDS)
+            and _is_literal(toks, i)
+        ):
             piece, literal = "?", True
             if glued and prev_literal:
                 piece = ""  # a literal the tokenizer split in two: still one `?`
@@ -358,6 +443,122 @@ def _splice(sql: str, toks: list[Tok], dialect: Optional[str]) -> tuple[str, boo
     if reliable and _survivors("".join(plain), dialect):
         reliable = False
     return "".join(out), reliable
+
+
+# SQLite double quotes (module doc): what stands before a `"…"` that makes it a name or a value.
+_NAME_AFTER_WORDS = frozenset(
+    "FROM JOIN INTO UPDATE TABLE INDEX VIEW TRIGGER EXISTS REFERENCES AS BY ON TO RETURNING".split()
+)
+_NAME_AFTER_TYPES = frozenset(("ORDER_BY", "GROUP_BY", "PARTITION_BY", "ALIAS"))
+_VALUE_AFTER_TYPES = frozenset(
+    "EQ NEQ LT GT LTE GTE NULLSAFE_EQ LIKE ILIKE GLOB IS NOT BETWEEN THEN ELSE DEFAULT DPIPE PLUS "
+    "DASH SLASH MOD STAR ESCAPE LIMIT OFFSET".split()
+)
+_NAME_LIST_BEFORE = frozenset(("INTO", "TABLE", "EXISTS", "REFERENCES", "ON", "PRAGMA"))
+_NAME_PART_TYPES = frozenset(("IDENTIFIER", "VAR", "DOT"))
+
+
+def _paren_kind(toks: list[Tok], i: int, values_clause: bool, depth: int) -> str:
+    """What the parenthesis at toks[i] holds: "values", "names" or "other"."""
+    if not i:
+        return "other"
+    prev = toks[i - 1]
+    if prev.word in ("VALUES", "IN"):
+        return "values"
+    if prev.type == "COMMA" and values_clause and depth == 0:
+        return "values"  # VALUES (…), (…)
+    if prev.word in ("KEY", "UNIQUE"):
+        return "names"  # PRIMARY KEY (…), UNIQUE (…), FOREIGN KEY (…)
+    j = i - 1
+    while j >= 0 and toks[j].type in _NAME_PART_TYPES and toks[j].word not in _NAME_AFTER_WORDS:
+        j -= 1
+    if j < i - 1 and j >= 0 and toks[j].word in _NAME_LIST_BEFORE:
+        return "names"  # INSERT INTO "t" (…), CREATE TABLE t (…), PRAGMA table_info(…)
+    return "other"
+
+
+def _sqlite_strings(sql: str, toks: list[Tok]) -> tuple[frozenset[int], bool]:
+    """SQLite `"…"` tokens read as strings (module doc): (their indices, any ambiguous one)."""
+    strings: set[int] = set()
+    ambiguous = False
+    parens: list[str] = []
+    values_clause = False
+    n = len(toks)
+    for i, tok in enumerate(toks):
+        kind = tok.type
+        if kind == "L_PAREN":
+            parens.append(_paren_kind(toks, i, values_clause, len(parens)))
+            continue
+        if kind == "R_PAREN":
+            if parens:
+                parens.pop()
+            continue
+        if kind == "SEMICOLON":
+            parens.clear()
+            values_clause = False
+            continue
+        if tok.word == "VALUES":
+            values_clause = True
+        elif tok.word in ("SELECT", "ON", "RETURNING", "WHERE") and not parens:
+            values_clause = False
+        if kind != "IDENTIFIER" or sql[tok.start : tok.start + 1] != '"':
+            continue
+        prev = toks[i - 1] if i else None
+        after = toks[i + 1] if i + 1 < n else None
+        if (prev is not None and prev.type == "DOT") or (after is not None and after.type == "DOT"):
+            continue  # "t"."c"
+        if prev is None:
+            ambiguous = True
+            continue
+        if prev.word in _NAME_AFTER_WORDS or prev.type in _NAME_AFTER_TYPES:
+            continue
+        if prev.type in ("SET", "COMMA") and after is not None and after.type == "EQ":
+            continue  # SET "a" = ?, "b" = ?
+        if prev.type in ("L_PAREN", "COMMA") and parens and parens[-1] != "other":
+            if parens[-1] == "values":
+                strings.add(i)
+            continue
+        if prev.type in _VALUE_AFTER_TYPES:
+            strings.add(i)
+            continue
+        ambiguous = True
+    return frozenset(strings), ambiguous
+
+
+# Words that may follow `=` / TO in a SET or PRAGMA; any other bare word there is a value.
+_SETTING_WORDS = frozenset(("ON", "OFF", "DEFAULT", "TRUE", "FALSE", "NULL", "LOCAL"))
+_PASSWORD_WORDS = frozenset(("PASSWORD", "IDENTIFIED"))
+
+
+def _is_sql(toks: list[Tok], ops: tuple[str, ...]) -> bool:
+    """Whether the text reads as SQL whose kept words hold no value (module doc)."""
+    if not ops or "other" in ops:
+        return False
+    start = 0
+    ends = [i for i, t in enumerate(toks) if t.type == "SEMICOLON"] + [len(toks)]
+    for end in ends:
+        statement = toks[start:end]
+        start = end + 1
+        if not statement:
+            continue
+        for i, tok in enumerate(statement):
+            if tok.word in _PASSWORD_WORDS:
+                j = i + 1
+                if j < len(statement) and statement[j].word == "BY":
+                    j += 1
+                if j < len(statement) and statement[j].type in ("VAR", "IDENTIFIER"):
+                    return False
+        lead = statement[0].word
+        if lead == "SET" or (lead == "PRAGMA" and any(t.type == "EQ" for t in statement)):
+            at = next(
+                (i for i, t in enumerate(statement) if t.type == "EQ" or t.word == "TO"), None
+            )
+            if at is None:
+                return False
+            for tok in statement[at + 1 :]:
+                if tok.type in ("VAR", "IDENTIFIER") and tok.word not in _SETTING_WORDS:
+                    return False
+    return True
 
 
 def _odd_identifier(piece: str) -> bool:
@@ -418,4 +619,6 @@ def _fallback(sql: str, dialect: Optional[str]) -> SqlInfo:
         ops, tables = operations_and_tables(to_toks(raw))
     except Exception:
         pass
-    return SqlInfo(text, False, ops[0] if ops else "other", tables, ops)
+    return SqlInfo(
+        bind_as_question_marks(text), False, ops[0] if ops else "other", tables, ops, text
+    )

@@ -512,6 +512,9 @@ class PgConnection:
             if "IMMEDIATE" in head or "EXCLUSIVE" in head:
                 self._run("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK_KEY,))
             return _EMPTY
+        if head.startswith(("SAVEPOINT", "RELEASE", "ROLLBACK TO")):  # same words in both
+            self._run(sql.strip().rstrip(";"), ())
+            return _EMPTY
         if head.startswith(("COMMIT", "ROLLBACK", "END")):
             self._run("ROLLBACK" if head.startswith("ROLLBACK") else "COMMIT", ())
             return _EMPTY
@@ -603,18 +606,6 @@ def connect(url: str, *, readonly: bool = False) -> PgConnection:
     if readonly:
         conn._run("SET default_transaction_read_only = on", ())
     return conn
-
-
-def stamp(conn: object) -> tuple[int, int] | None:
-    """When a shared database was last indexed (by any machine), for pollers that watch a
-    SQLite file's size and mtime (the language server); None for a SQLite connection."""
-    if not isinstance(conn, PgConnection):
-        return None
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'indexed_at'").fetchone()
-    except (sqlite3.Error, TraceToolError):
-        return (-1, 0)
-    return (int(float(row[0]) * 1e6), 0) if row and row[0] else (0, 0)
 
 
 # --- schema ------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 def main(argv: Sequence[str] | None = None) -> int:
     from tracetool import __version__
+    from tracetool.cli.common import missing_module_message
 
     parser = argparse.ArgumentParser(
         prog="tracetool-lsp",
@@ -50,8 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tracetool_daemon.lsp.server import create_server
     except ImportError as exc:
         print(
-            f"tracetool-lsp: {exc.name or exc} is not installed; "
-            "install the daemon extra: pip install 'tracetool[daemon]'",
+            "tracetool-lsp: " + missing_module_message(exc.name or str(exc)),
             file=sys.stderr,
         )
         return 1

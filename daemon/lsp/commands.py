@@ -10,7 +10,6 @@ RequestFailed (-32803) for the index's state; pygls does not log it as a crash.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +83,20 @@ def command_project(ls: TraceLanguageServer, args: dict[str, Any]) -> Project:
     raise UsageError("several projects in the workspace; pass `uri` of a file in one of them")
 
 
-def command_db(ls: TraceLanguageServer, args: dict[str, Any]) -> sqlite3.Connection:
+def command_daemon(ls: TraceLanguageServer, args: dict[str, Any]) -> Project:
+    """The project of a command, with its daemon answering."""
     project = command_project(ls, args)
-    db = project.db()
-    if db is None:
-        raise TraceToolError(project.missing or "no index; run `tracetool index`")
-    return db
+    if not project.available():
+        raise TraceToolError(project.missing or "the tracetool daemon is not running")
+    return project
+
+
+def daemon_error(exc: TraceToolError) -> CommandError:
+    """A daemon's JSON-RPC error as the command's: bad params and not-found are the caller's."""
+    code = getattr(exc, "code", None)
+    if code in (-32602, -32001):
+        return CommandError(message=str(exc), code=-32602)
+    return as_rpc_error(exc)
 
 
 def register_commands(server: TraceLanguageServer) -> None:
@@ -97,46 +104,41 @@ def register_commands(server: TraceLanguageServer) -> None:
 
     @server.command(SHOW_RECORDINGS)
     def show_recordings(ls: TraceLanguageServer, *args: Any) -> dict[str, Any]:
-        from tracetool.query import function_detail, function_recordings
-
         try:
             arg = command_args(args, "fqid")
-            db = command_db(ls, arg)
+            project = command_daemon(ls, arg)
             fqid = str(arg.get("fqid") or "")
-            detail = function_detail(db, fqid, top=0)
-            rows = function_recordings(db, fqid, limit=int(arg.get("limit") or MAX_RECORDINGS))
+            detail = project.call("source.function", fqid=fqid, top=0)
+            limit = int(arg.get("limit") or MAX_RECORDINGS)
+            rows = project.call("source.recordings", fqid=fqid, limit=limit)
         except TraceToolError as exc:
-            raise as_rpc_error(exc) from None
+            raise daemon_error(exc) from None
         return render.recordings_result(detail, rows)
 
     @server.command(FUNCTION_DETAIL)
     def function_detail_command(ls: TraceLanguageServer, *args: Any) -> dict[str, Any]:
-        from tracetool.query import function_detail
-
         try:
             arg = command_args(args, "fqid")
-            return function_detail(command_db(ls, arg), str(arg.get("fqid") or ""))
+            project = command_daemon(ls, arg)
+            detail: dict[str, Any] = project.call(
+                "source.function", fqid=str(arg.get("fqid") or "")
+            )
+            return detail
         except TraceToolError as exc:
-            raise as_rpc_error(exc) from None
+            raise daemon_error(exc) from None
 
     @server.command(SEQUENCE_DIAGRAM)
     def sequence_diagram(ls: TraceLanguageServer, *args: Any) -> dict[str, Any]:
-        from tracetool.diagram import diagram_of, to_json
-        from tracetool.diagram import render as render_diagram
-        from tracetool.query import recording
-
         try:
             arg = command_args(args, "recording")
             fmt = str(arg.get("format") or "plantuml")
-            if fmt not in ("plantuml", "json"):
-                raise UsageError(f"unknown diagram format {fmt!r} (plantuml, json)")
-            facts = recording(command_db(ls, arg), str(arg.get("recording") or ""))
-            diagram = diagram_of(Path(facts["file"]))
-            text: Any = to_json(diagram) if fmt == "json" else render_diagram(diagram, fmt)
+            if fmt not in ("plantuml", "json", "svg"):
+                raise UsageError(f"unknown diagram format {fmt!r} (plantuml, json, svg)")
+            project = command_daemon(ls, arg)
+            facts = project.call("appmap.recording", appmap=str(arg.get("recording") or ""))
+            text = project.call("appmap.sequenceDiagram", appmap=facts["recording"], format=fmt)
         except TraceToolError as exc:
-            raise as_rpc_error(exc) from None
-        except OSError as exc:
-            raise as_rpc_error(NotFoundError(f"{exc.filename}: {exc.strerror}")) from None
+            raise daemon_error(exc) from None
         return {
             "recording": facts["recording"],
             "name": facts["name"],
@@ -156,7 +158,7 @@ def register_commands(server: TraceLanguageServer) -> None:
                     "root": str(p.root),
                     "trace_dir": str(p.trace_dir),
                     "query_db": str(p.query_db),
-                    "indexed": p.db() is not None,
+                    "indexed": p.available(),
                     "missing": p.missing,
                 }
                 for p in ls.projects.all()

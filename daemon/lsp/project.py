@@ -1,43 +1,42 @@
-"""Projects the language server knows: trace.yml, recordings directory and query.db state.
+"""Projects the language server knows: trace.yml, recordings directory and its daemon.
 
 A project is the directory of a trace.yml, found by walking up from a source file
 (`tracetool.config.find_config_file`). Its recordings directory follows the usual precedence
-(`Settings.trace_dir` from the client > $TRACETOOL_TRACE_DIR > trace.yml), its index is
-`Settings.query_db` or the default query.db of that directory.
+(`Settings.trace_dir` from the client > $TRACETOOL_TRACE_DIR > trace.yml).
 
-`Project.db()` opens the index read-only through `tracetool.query.open_db`, or returns None and
-keeps the `IndexMissingError` message in `missing`. `Project.poll()` compares a cheap stamp
-(size and mtime of query.db and its WAL file) with the last one; when it changed and then
-stayed put for one more poll, the connection and every cached answer are dropped, so the next
-request reads the new index.
-`Project.functions(path)` caches `functions_in_file` per source file until then.
+All data comes from the daemon that serves that directory (`tracetool_daemon.client`): the
+one already running (the VS Code extension's, a user's `tracetool rpc`), else one this server
+starts and stops. `Project.call(method, **params)` calls it; `Project.available()` says whether
+it answers and keeps the reason in `missing` when not. `Project.poll()` compares the daemon's
+`index.status` (recordings processed, last batch) with the last one: when it changed, every
+cached answer is dropped, so the next request sees the new recordings.
+`Project.functions(path)` caches `source.functions` per source file until then.
 
 Nothing here imports pygls; `tracetool_daemon.lsp.server` turns these answers into LSP.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tracetool.errors import TraceToolError
 
-Stamp = tuple[tuple[int, int], ...]
+Stamp = tuple[Any, ...]
 
 
 @dataclass(frozen=True)
 class Settings:
     """What the client may set in `initializationOptions` (camelCase there)."""
 
-    query_db: str | None = None  # queryDb
+    query_db: str | None = None  # queryDb (reported only: the daemon uses its own index)
     trace_dir: str | None = None  # traceDir
     poll_interval: float = 2.0  # pollInterval, seconds; 0 turns polling off
     n_plus_one: int = 10  # nPlusOneThreshold; 0 turns N+1 diagnostics off
     exceptions: bool = True  # exceptionDiagnostics
+    slow_ms: float = 100.0  # slowQueryMs; 0 turns slow-query diagnostics off
 
     @classmethod
     def from_options(cls, options: Any) -> Settings:
@@ -48,6 +47,7 @@ class Settings:
             poll_interval=max(_number(opts, "pollInterval", 2.0), 0.0),
             n_plus_one=max(int(_number(opts, "nPlusOneThreshold", 10)), 0),
             exceptions=bool(opts.get("exceptionDiagnostics", True)),
+            slow_ms=max(_number(opts, "slowQueryMs", 100.0), 0.0),
         )
 
 
@@ -63,18 +63,12 @@ def _number(options: dict[str, Any], key: str, default: float) -> float:
     return default
 
 
-def _stat(path: Path) -> tuple[int, int]:
-    try:
-        st = path.stat()
-    except OSError:
-        return (-1, -1)
-    return (st.st_size, st.st_mtime_ns)
-
-
 class Project:
-    """One trace.yml and its index (module doc)."""
+    """One trace.yml and the daemon serving its recordings (module doc)."""
 
     def __init__(self, config_file: Path, settings: Settings) -> None:
+        from tracetool_daemon.client import DaemonClient
+
         from tracetool.config import ENV_TRACE_DIR, load_config
         from tracetool.query import query_db_path
 
@@ -89,84 +83,83 @@ class Project:
         self.query_db = query_db_path(trace_dir, settings.query_db)
         self.missing: str | None = None
         self.missing_reported = False
-        self._db: sqlite3.Connection | None = None
+        env = dict(os.environ)
+        if option:
+            env[ENV_TRACE_DIR] = str(trace_dir)
+        self.daemon = DaemonClient(self.root, trace_dir, env)
         self._stamp: Stamp | None = None  # the index state answers are based on
-        self._seen: Stamp | None = None  # the state the last poll saw
-        self._functions: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        self._functions: dict[str, list[dict[str, Any]]] = {}
 
-    def stamp(self) -> Stamp:
-        from tracetool import store
+    def call(self, method: str, **params: Any) -> Any:
+        return self.daemon.call(method, **params)
 
-        files = (_stat(self.query_db), _stat(Path(f"{self.query_db}-wal")))
-        shared = store.stamp(self._db) if self._db is not None else None
-        return files if shared is None else (*files, shared)
+    def stamp(self) -> Stamp | None:
+        from tracetool_daemon.client import wait_ready
+
+        try:
+            status = wait_ready(self.daemon)
+        except TraceToolError as exc:
+            self.missing = f"{exc} (project {self.root})"
+            return None
+        self.missing = None
+        return (status.get("numProcessed"), status.get("lastIndexedAt"), status.get("recordings"))
 
     def poll(self, *, settle: bool = True) -> bool:
-        """Drop connection and caches when query.db changed; True if it did.
+        """Drop cached answers when the daemon indexed something; True if it did.
 
-        With `settle`, a change counts once the stamp stayed the same for one more poll, so a
-        running `tracetool index` is not read (and shown) half-way through.
-        """
+        (`settle` is kept for callers: the daemon writes each batch in one transaction, so
+        there is no half-written index to wait out.)"""
         stamp = self.stamp()
-        if stamp == self._stamp:
-            self._seen = stamp
+        if stamp is None or stamp == self._stamp:
             return False
-        if settle and stamp != self._seen:
-            self._seen = stamp
-            return False
-        self._stamp = self._seen = stamp
-        self.close()
-        return True
+        first = self._stamp is None
+        self._stamp = stamp
+        self._functions.clear()
+        return not first
 
     def close(self) -> None:
-        if self._db is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._db.close()
-        self._db = None
         self._functions.clear()
+        self.daemon.close()
 
-    def db(self) -> sqlite3.Connection | None:
-        """The read-only index, or None (with `missing` saying why)."""
+    def available(self) -> bool:
+        """Whether the daemon answers (with `missing` saying why not)."""
         if self._stamp is None:
-            self._stamp = self._seen = self.stamp()
-        if self._db is None:
-            from tracetool.query import open_db
-
+            self._stamp = self.stamp()
+        else:
             try:
-                self._db = open_db(self.trace_dir, self.query_db)
+                self.daemon.ensure()
+                self.missing = None
             except TraceToolError as exc:
                 self.missing = f"{exc} (project {self.root})"
-                return None
-            self.missing = None
+        if self.missing is None:
             self.missing_reported = False
-            from tracetool import store
-
-            if store.stamp(self._db) is not None:  # a shared database: its last index run
-                self._stamp = self._seen = self.stamp()
-        return self._db
+        return self.missing is None
 
     def source_paths(self, file: Path) -> tuple[str, ...]:
         """How the agent may have written `file`: relative to the root, else absolute."""
         resolved = file.resolve()
         out = []
-        with contextlib.suppress(ValueError):
+        try:
             out.append(resolved.relative_to(self.root).as_posix())
+        except ValueError:
+            pass
         out.append(resolved.as_posix())
         return tuple(out)
 
     def functions(self, file: Path) -> list[dict[str, Any]]:
-        """Recorded functions of `file` (cached until the index changes); [] without index."""
-        paths = self.source_paths(file)
-        cached = self._functions.get(paths)
+        """Recorded functions of `file` (cached until the index changes); [] without a daemon."""
+        key = file.resolve().as_posix()
+        cached = self._functions.get(key)
         if cached is not None:
             return cached
-        db = self.db()
-        if db is None:
+        if not self.available():
             return []
-        from tracetool.query import functions_in_file
-
-        rows = functions_in_file(db, paths)
-        self._functions[paths] = rows
+        try:
+            rows: list[dict[str, Any]] = self.call("source.functions", path=key)
+        except TraceToolError as exc:
+            self.missing = f"{exc} (project {self.root})"
+            return []
+        self._functions[key] = rows
         return rows
 
 

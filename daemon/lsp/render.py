@@ -7,9 +7,11 @@ tested without a server. Durations are milliseconds in the rows and rendered wit
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import quote
 
 MAX_SQL = 160
 MAX_MESSAGE = 200
@@ -63,8 +65,18 @@ def lens_title(row: dict[str, Any]) -> str:
     )
 
 
-def hover_markdown(detail: dict[str, Any]) -> str:
-    """Hover text of a recorded function (a `function_detail` row)."""
+def open_link(text: str, recording: str, directory: str | None) -> str:
+    """`text` as a link running the editor's `tracetool.openRecording` (the recording viewer);
+    plain text without a project directory."""
+    if directory is None or not recording:
+        return escape(text)
+    arg = json.dumps([{"directory": directory, "recording": recording, "name": text}])
+    return f"[{escape(text)}](command:tracetool.openRecording?{quote(arg)})"
+
+
+def hover_markdown(detail: dict[str, Any], directory: str | None = None) -> str:
+    """Hover text of a recorded function (a `function_detail` row); with the project
+    `directory`, recordings and tests link into the recording viewer."""
     lines = [
         f"**tracetool** · {code(detail['name'])}",
         "",
@@ -79,9 +91,9 @@ def hover_markdown(detail: dict[str, Any]) -> str:
         lines += ["", "**Top recordings**", ""]
         for rec in recordings:
             status = f" ({rec['test_status']})" if rec.get("test_status") else ""
+            name = open_link(str(rec["name"]), str(rec.get("recording") or ""), directory)
             lines.append(
-                f"- {escape(str(rec['name']))}{escape(status)} — {rec['count']}×"
-                f" · {format_ms(rec.get('total_ms'))}"
+                f"- {name}{escape(status)} — {rec['count']}× · {format_ms(rec.get('total_ms'))}"
             )
     queries = detail.get("queries") or []
     if queries:
@@ -91,6 +103,14 @@ def hover_markdown(detail: dict[str, Any]) -> str:
                 f"- {code(clip(q['sql'], MAX_SQL))} — {q['count']}×"
                 f" · {format_ms(q.get('total_ms'))}"
             )
+    tests = detail.get("tests") or []
+    if tests:
+        lines += ["", "**Tests reaching it**", ""]
+        for t in tests:
+            status = f" ({t['test_status']})" if t.get("test_status") else ""
+            where = f" — {code(str(t['source_location']))}" if t.get("source_location") else ""
+            name = open_link(str(t["name"]), str(t["recording"]), directory)
+            lines.append(f"- {name}{escape(status)}{where}")
     exceptions = detail.get("exceptions") or []
     if exceptions:
         lines += ["", "**Exceptions**", ""]
@@ -126,6 +146,16 @@ def n_plus_one_message(row: dict[str, Any]) -> str:
     return (
         f"N+1 query: {clip(row['sql'], MAX_SQL)} ran {row['max_count']}× within {scope}"
         f" ({where}){more}"
+    )
+
+
+def slow_query_message(row: dict[str, Any]) -> str:
+    """Diagnostic text for a `slow_queries` row."""
+    runs = f"{row['count']} slow run{'s' if row['count'] != 1 else ''}"
+    where = f" in {row['recording']}" if row.get("recording") else ""
+    return (
+        f"Slow query: {clip(row['sql'], MAX_SQL)} took up to {format_ms(row.get('max_ms'))}"
+        f" ({runs}; slowest{where})"
     )
 
 

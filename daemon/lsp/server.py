@@ -7,19 +7,20 @@ For a Python file inside a project with a trace.yml and an index (query.db):
 - hover on a recorded function's decorator or signature lines: counts, total/self/p50/max
   time, top recordings, SQL it issued, exceptions that left it;
 - diagnostics (Information, source "tracetool"): exceptions raised in (or leaving) recorded
-  functions, and N+1 queries (one normalized query issued `nPlusOneThreshold` (10) times or
-  more within one request);
+  functions, N+1 queries (one normalized query issued `nPlusOneThreshold` (10) times or
+  more within one request) and slow queries (`slowQueryMs`, 100 ms or more);
 - workspace commands returning data for the client to show:
   `tracetool.showRecordings {uri?, fqid}` → {function, name, location, count, recordings: [...]},
   `tracetool.sequenceDiagram {recording, uri?, format?: "plantuml"|"json"}` →
   {recording, name, file, format, diagram}, `tracetool.functionDetail {uri?, fqid}` → the hover
   data, `tracetool.refresh` → {projects: [...]} after re-reading every index.
 
-Without an index (or with an outdated one) the server sends one `window/showMessage` per
-project telling the user to run `tracetool index`, and shows nothing else until the index
-appears. It notices new indexes by polling query.db's size and mtime (`pollInterval`, default
-2 s) and on `workspace/didChangeWatchedFiles`; it then asks the client to refresh code lenses and
-republishes diagnostics. All data comes from `tracetool.query`.
+All data comes from the daemon serving the project's recordings (JSON-RPC over HTTP on
+127.0.0.1, `tracetool_daemon.client`): the running one, else one the server starts (and stops
+on exit). The daemon keeps the index up to date; the server polls its `index.status`
+(`pollInterval`, default 2 s, and on `workspace/didChangeWatchedFiles`) and, when recordings were
+indexed, asks the client to refresh code lenses and republishes diagnostics. When the daemon
+cannot be started the server sends one `window/showMessage` per project saying why.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from tracetool_daemon.lsp.project import Project, Projects, Settings
 from tracetool_daemon.lsp.source import Match, SourceFunction, function_at, match, outline
 
 from tracetool import __version__
-from tracetool.errors import NotFoundError
+from tracetool.errors import TraceToolError
 
 log = logging.getLogger("tracetool.lsp")
 
@@ -128,19 +129,23 @@ class TraceLanguageServer(LanguageServer):
         if found is None:
             return []
         project, file, matches = found
-        db = project.db()
-        if db is None or not matches:
+        if not matches or not project.available():
             return []
-        from tracetool.query import function_exceptions, repeated_queries
         from tracetool.query.source import split_location
 
         by_fqid = {m.recorded["fqid"]: m for m in matches}
         settings = self.projects.settings
+        findings = project.call(
+            "source.findings",
+            fqids=list(by_fqid),
+            nPlusOne=settings.n_plus_one,
+            slowMs=settings.slow_ms,
+        )
         lines = self.workspace.get_text_document(uri).lines
         out: list[types.Diagnostic] = []
         if settings.exceptions:
             own_paths = project.source_paths(file)
-            for row in function_exceptions(db, list(by_fqid)):
+            for row in findings["exceptions"]:
                 m = by_fqid[row["function"]]
                 path, line = split_location(row["location"])
                 here = (
@@ -150,10 +155,16 @@ class TraceLanguageServer(LanguageServer):
                 message = render.exception_message(row, m.function.name, here)
                 out.append(diagnostic(rng, message, "exception"))
         if settings.n_plus_one:
-            for row in repeated_queries(db, list(by_fqid), settings.n_plus_one):
+            for row in findings["nPlusOne"]:
                 m = by_fqid[row["function"]]
                 out.append(
                     diagnostic(name_range(m.function), render.n_plus_one_message(row), "n-plus-one")
+                )
+        if settings.slow_ms:
+            for row in findings["slowQueries"]:
+                m = by_fqid[row["function"]]
+                out.append(
+                    diagnostic(name_range(m.function), render.slow_query_message(row), "slow-query")
                 )
         return out
 
@@ -187,12 +198,12 @@ class TraceLanguageServer(LanguageServer):
         The poller lets a change settle (Project.poll); a file-watcher event or the refresh
         command says the index is ready, so it is read at once."""
         changed = [p for p in self.projects.all() if p.poll(settle=settle)]
+        for project in self.projects.all():
+            self.notice_missing(project)
         if not changed and not everything:
             return False
         for project in changed:
-            project.db()  # sets or clears `missing`
-            self.notice_missing(project)
-            log.info("index changed: %s", project.query_db)
+            log.info("index changed: %s", project.trace_dir)
         caps = self.client_capabilities.workspace
         if caps is not None and caps.code_lens is not None and caps.code_lens.refresh_support:
             self.workspace_code_lens_refresh(None)
@@ -260,7 +271,7 @@ def create_server() -> TraceLanguageServer:
         for directory in ls.workspace_dirs():
             project = ls.project_at(directory)
             if project is not None:
-                project.db()  # takes the index's stamp: later changes trigger a refresh
+                project.available()  # takes the index's stamp: later changes trigger a refresh
                 ls.notice_missing(project)
         ls.report_problems()
         dynamic = ls.client_capabilities.workspace
@@ -349,18 +360,16 @@ def create_server() -> TraceLanguageServer:
             return None
         project, _, matches = found
         m = function_at(matches, params.position.line + 1)
-        db = project.db()
-        if m is None or db is None:
+        if m is None or not project.available():
             return None
-        from tracetool.query import function_detail
-
         try:
-            detail = function_detail(db, m.recorded["fqid"])
-        except NotFoundError:
+            detail = project.call("source.function", fqid=m.recorded["fqid"])
+        except TraceToolError:
             return None
         return types.Hover(
             contents=types.MarkupContent(
-                kind=types.MarkupKind.Markdown, value=render.hover_markdown(detail)
+                kind=types.MarkupKind.Markdown,
+                value=render.hover_markdown(detail, str(project.root)),
             ),
             range=name_range(m.function),
         )

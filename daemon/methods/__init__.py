@@ -7,6 +7,6 @@ they check and convert parameters, call one core function (`tracetool.query`, `t
 
 from __future__ import annotations
 
-from tracetool_daemon.methods import assistant, index, query, recordings, system
+from tracetool_daemon.methods import assistant, editor, index, query, recordings, system
 
-__all__ = ["assistant", "index", "query", "recordings", "system"]
+__all__ = ["assistant", "editor", "index", "query", "recordings", "system"]

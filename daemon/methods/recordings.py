@@ -147,7 +147,7 @@ def _data(service: Service, appmap: Any, filter: Any = None, directory: Any = No
     return doc.data
 
 
-DIAGRAM_FORMATS = ("json", "plantuml", "text")
+DIAGRAM_FORMATS = ("json", "plantuml", "text", "svg")
 
 
 def _sequence_diagram(
@@ -158,28 +158,38 @@ def _sequence_diagram(
     diagramOptions: Any = None,
     directory: Any = None,
 ) -> Any:
-    from tracetool.diagram import DiagramOptions, diagram_of, render, to_json
+    from tracetool.diagram import diagram_of, render, to_json
 
     project = service.project(opt_str(directory, "directory"))
     _, path = _indexed_relpath(service, project, appmap)
     fmt = opt_str(format, "format") or "json"
     if fmt not in DIAGRAM_FORMATS:
         raise ParamError(f"format must be one of {', '.join(DIAGRAM_FORMATS)}")
-    opts = diagramOptions if diagramOptions is not None else {}
+    diagram = diagram_of(path, _filter_state(filter), diagram_options(diagramOptions))
+    if fmt == "json":
+        return to_json(diagram)
+    if fmt == "svg":
+        from tracetool.diagram.svg import render_svg
+
+        return render_svg(diagram)
+    return render(diagram, fmt)
+
+
+def diagram_options(value: Any) -> Any:
+    """`diagramOptions` ({loops?, expand?, exclude?}) as `DiagramOptions`."""
+    from tracetool.diagram import DiagramOptions
+
+    opts = value if value is not None else {}
     if not isinstance(opts, dict) or set(opts) - {"loops", "expand", "exclude"}:
         raise ParamError("diagramOptions takes loops (bool), expand and exclude (lists)")
     loops = opts.get("loops", True)
     if not isinstance(loops, bool):
         raise ParamError("diagramOptions.loops must be true or false")
-    options = DiagramOptions(
+    return DiagramOptions(
         expand=tuple(str_list(opts.get("expand"), "diagramOptions.expand")),
         exclude=tuple(str_list(opts.get("exclude"), "diagramOptions.exclude")),
         loops=loops,
     )
-    diagram = diagram_of(path, _filter_state(filter), options)
-    if fmt == "json":
-        return to_json(diagram)
-    return render(diagram, fmt)
 
 
 def _available(*modules: str) -> bool:
@@ -199,7 +209,7 @@ if _available("tracetool.filters"):
 if _available("tracetool.filters", "tracetool.diagram"):
     method(
         "appmap.sequenceDiagram",
-        summary="The recording's sequence diagram as JSON, PlantUML or text.",
-        params="{appmap, filter?, format?: json|plantuml|text, "
+        summary="The recording's sequence diagram as JSON, PlantUML, text or SVG.",
+        params="{appmap, filter?, format?: json|plantuml|text|svg, "
         "diagramOptions?: {loops?, expand?, exclude?}, directory?}",
     )(_sequence_diagram)

@@ -1,18 +1,23 @@
-// tracetool for VS Code: starts `tracetool-lsp` (the tracetool language server) with
-// vscode-languageclient and turns its data commands into views.
+// tracetool for VS Code.
 //
-// The server provides code lenses, hovers and diagnostics by itself. Its workspace commands
-// return data (tracetool.showRecordings, tracetool.sequenceDiagram, tracetool.functionDetail,
-// tracetool.refresh); vscode-languageclient registers them under those ids. This file adds
-// the client side: a lens click opens a quick pick of the function's recordings, and picking
-// one opens its sequence diagram (PlantUML) in an editor.
+// - For each workspace folder with a trace.yml, the daemon that serves its recordings
+//   (daemon.js: the running one, else `tracetool rpc -d FOLDER` started here and stopped on
+//   deactivate). The Recordings view (recordings.js) and the recording viewer (viewer.js +
+//   media/viewer.js) get their data from it over JSON-RPC.
+// - `tracetool-lsp` (the tracetool language server) with vscode-languageclient: code lenses,
+//   hovers and diagnostics. It asks the same daemon (found by its discovery file) for its data.
+//   A lens click opens a quick pick of the function's recordings; picking one opens the viewer.
 //
 // Plain JavaScript, no build step. Install the dependency with `npm install` in this folder.
 
 "use strict";
 
+const fs = require("fs");
 const path = require("path");
 const vscode = require("vscode");
+const { Daemon } = require("./daemon");
+const { RecordingsProvider } = require("./recordings");
+const { openViewer } = require("./viewer");
 const {
   LanguageClient,
   TransportKind,
@@ -21,9 +26,52 @@ const {
 
 let client = null;
 let output = null;
+let projects = []; // [{name, directory, daemon}]
+let recordings = null;
+let pollTimer = null;
+let extensionContext = null;
 
 function settings() {
   return vscode.workspace.getConfiguration("tracetool");
+}
+
+function resolveExecutable(configured) {
+  const folders = vscode.workspace.workspaceFolders;
+  if (configured.includes("/") || configured.includes("\\")) {
+    if (!path.isAbsolute(configured) && folders && folders.length > 0) {
+      return path.join(folders[0].uri.fsPath, configured);
+    }
+  }
+  return configured;
+}
+
+function cliCommand() {
+  return resolveExecutable(settings().get("cliPath") || "tracetool");
+}
+
+// Workspace folders with a trace.yml (the folder itself or its parents up to the filesystem root).
+function findProjects() {
+  const out = [];
+  for (const folder of vscode.workspace.workspaceFolders || []) {
+    let dir = folder.uri.fsPath;
+    while (true) {
+      if (fs.existsSync(path.join(dir, "trace.yml"))) {
+        if (!out.some((p) => p.directory === dir)) {
+          const log = (line) => output && output.appendLine(line);
+          out.push({ name: path.basename(dir), directory: dir, daemon: new Daemon(dir, cliCommand(), log) });
+        }
+        break;
+      }
+      const parent = path.dirname(dir);
+      if (parent === dir) break;
+      dir = parent;
+    }
+  }
+  return out;
+}
+
+function projectOf(directory) {
+  return projects.find((p) => p.directory === directory) || projects[0];
 }
 
 function serverCommand() {
@@ -46,6 +94,7 @@ function initializationOptions() {
     pollInterval: s.get("pollInterval"),
     nPlusOneThreshold: s.get("nPlusOneThreshold"),
     exceptionDiagnostics: s.get("exceptionDiagnostics"),
+    slowQueryMs: s.get("slowQueryMs"),
   };
 }
 
@@ -65,17 +114,62 @@ function formatMs(ms) {
   return `${ms.toFixed(3)} ms`;
 }
 
+function fileProject(uri) {
+  const file = uri && uri.startsWith("file:") ? vscode.Uri.parse(uri).fsPath : null;
+  if (file) {
+    const own = projects
+      .filter((p) => file === p.directory || file.startsWith(p.directory + path.sep))
+      .sort((a, b) => b.directory.length - a.directory.length);
+    if (own.length > 0) return own[0];
+  }
+  return projects[0];
+}
+
 async function openDiagram(uri, recording) {
-  const result = await serverData("tracetool.sequenceDiagram", {
-    uri,
-    recording,
-    format: "plantuml",
+  const project = fileProject(uri);
+  if (!project) throw new Error("no trace.yml in the workspace");
+  openViewer(extensionContext, project, recording, null);
+}
+
+async function openRecording(arg) {
+  if (!arg || !arg.recording) return;
+  const project = projectOf(arg.directory);
+  if (!project) {
+    vscode.window.showErrorMessage("tracetool: no trace.yml in the workspace");
+    return;
+  }
+  openViewer(extensionContext, project, arg.recording, arg.name);
+}
+
+async function filterRecordings() {
+  const text = await vscode.window.showInputBox({
+    title: "Filter recordings",
+    prompt: "Name, path, route or test file contains… (empty: show all)",
+    value: recordings ? recordings.filter : "",
   });
-  const doc = await vscode.workspace.openTextDocument({
-    content: result.diagram,
-    language: "plantuml",
+  if (text === undefined || !recordings) return;
+  recordings.setFilter(text.trim());
+  vscode.commands.executeCommand("setContext", "tracetool.filtered", Boolean(text.trim()));
+  if (treeView) treeView.message = text.trim() ? `Filter: ${text.trim()}` : undefined;
+}
+
+let treeView = null;
+
+function startRecordingsView(context) {
+  projects = findProjects();
+  recordings = new RecordingsProvider(projects);
+  treeView = vscode.window.createTreeView("tracetool.recordings", {
+    treeDataProvider: recordings,
+    showCollapseAll: true,
   });
-  await vscode.window.showTextDocument(doc, { preview: true });
+  const seconds = Number(settings().get("pollInterval")) || 2;
+  pollTimer = setInterval(() => recordings.poll(), seconds * 1000);
+  context.subscriptions.push(treeView, {
+    dispose: () => {
+      clearInterval(pollTimer);
+      for (const p of projects) p.daemon.stop();
+    },
+  });
 }
 
 // A lens click: {uri, fqid} → quick pick of recordings → sequence diagram of the chosen one.
@@ -90,7 +184,7 @@ async function pickRecording(arg) {
     }));
     const picked = await vscode.window.showQuickPick(items, {
       title: `${result.name} — ${result.count} recording(s)`,
-      placeHolder: "Open the sequence diagram of a recording",
+      placeHolder: "Open a recording (sequence diagram, calls, HTTP)",
       matchOnDetail: true,
     });
     if (picked) {
@@ -131,6 +225,8 @@ function makeClient() {
     documentSelector: [{ scheme: "file", language: "python" }],
     initializationOptions: initializationOptions(),
     outputChannel: output,
+    // hovers link recordings to `command:tracetool.openRecording` (the viewer)
+    markdown: { isTrusted: { enabledCommands: ["tracetool.openRecording"] } },
     middleware: {
       // Lenses carry the server's data command; clicking should show something, so they run
       // the client command that presents the data instead.
@@ -161,7 +257,7 @@ async function start() {
     client = null;
     vscode.window.showErrorMessage(
       `tracetool: could not start the language server \`${command}\` (${err.message || err}). ` +
-        "Install it with `pip install 'tracetool[daemon]'` or set `tracetool.serverPath`."
+        "Install the tracetool tool (its binary, or `uv tool install` / `pipx install`; see the README) or set `tracetool.serverPath`."
     );
   }
 }
@@ -180,9 +276,19 @@ async function restart() {
 }
 
 function activate(context) {
+  extensionContext = context;
   output = vscode.window.createOutputChannel("tracetool");
+  startRecordingsView(context);
   context.subscriptions.push(
     output,
+    vscode.commands.registerCommand("tracetool.openRecording", openRecording),
+    vscode.commands.registerCommand("tracetool.filterRecordings", filterRecordings),
+    vscode.commands.registerCommand("tracetool.clearFilter", () => {
+      if (recordings) recordings.setFilter("");
+      if (treeView) treeView.message = undefined;
+      vscode.commands.executeCommand("setContext", "tracetool.filtered", false);
+    }),
+    vscode.commands.registerCommand("tracetool.refreshRecordings", () => recordings && recordings.refresh()),
     vscode.commands.registerCommand("tracetool.pickRecording", pickRecording),
     vscode.commands.registerCommand("tracetool.openSequenceDiagram", openSequenceDiagram),
     vscode.commands.registerCommand("tracetool.restartServer", restart),
@@ -208,7 +314,9 @@ function activate(context) {
 }
 
 function deactivate() {
+  if (pollTimer) clearInterval(pollTimer);
+  for (const p of projects) p.daemon.stop();
   return stop();
 }
 
-module.exports = { activate, deactivate };
+module.exports = { activate, deactivate, api: () => ({ projects, recordings }) };

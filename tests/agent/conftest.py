@@ -71,6 +71,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     recorder = get_recorder()
     leftover = recorder.finish() is not None
     agent_config.set_config(None)
+    _deactivate_integrations()
     assert not leftover, "a test left the remote recording running"
 
 
@@ -115,3 +116,15 @@ def flat(doc: dict) -> list[tuple[int, str]]:
         call = node.call
         out.append((depth, call.get("method_id") or "?"))
     return out
+
+
+def _deactivate_integrations() -> None:
+    """The explicit API (`agent.record`, `start_recording`) installs the integrations for the
+    process; undo that so later tests' servers (wsgiref, http.server) are not patched."""
+    from tracetool.agent import startup
+
+    if startup._integrations:
+        from tracetool.agent import integrations
+
+        integrations.uninstall_all()
+        startup._integrations = False

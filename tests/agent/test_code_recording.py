@@ -179,6 +179,7 @@ def shop(project: Any) -> Any:
           - path: PKG
         labels:
           money: ["PKG.shop.Product.price", "PKG.shop.Product.tax*"]
+        safe_repr: [PKG.shop.Product, PKG.shop.BadRepr]  # (opt-ins: their repr() is shown)
         """
     )
     return project.load("shop")
@@ -343,20 +344,20 @@ def test_generator_activations_do_not_swallow_the_consumer(shop: Any) -> None:
     assert values == ["0", "10", "None"]
 
 
-def test_coroutines_span_their_awaits_and_tasks_get_lanes(shop: Any) -> None:
+def test_coroutines_span_their_awaits_and_tasks_nest_under_their_creator(shop: Any) -> None:
+    # gather() runs each fetch in its own task; the document nests the tasks under the call
+    # that created them (contextvars), serialized in one lane
     doc = record(lambda: asyncio.run(shop.gather_all()))
-    assert sorted(map(str, tree(doc))) == sorted(
-        map(
-            str,
+    assert tree(doc) == [
+        [
+            "shop.gather_all",
             [
-                ["shop.gather_all", []],
                 ["shop.fetch", [["shop.asyncio_sleep", []]]],
                 ["shop.fetch", [["shop.asyncio_sleep", []]]],
             ],
-        )
-    )
-    lanes = {c["thread_id"] for c in calls(doc) if c["method_id"] == "fetch"}
-    assert len(lanes) == 2
+        ]
+    ]
+    assert len({e["thread_id"] for e in doc["events"]}) == 1
     rets = returns_by_call(doc)
     gather = calls(doc)[0]
     assert rets[gather["id"]]["return_value"]["value"] == "[2, 4]"

@@ -107,7 +107,8 @@ def test_threads_get_their_own_lanes(rec: Recorder) -> None:
 
 
 def test_interleaved_tasks_nest_correctly(rec: Recorder) -> None:
-    """gather()ed tasks interleave on one thread; each gets its own lane, so nesting holds."""
+    """gather()ed tasks interleave on one thread; each gets its own lane, linked to the request
+    that created it, so the document nests each task whole under the request."""
 
     async def handler(name: str) -> None:
         call = rec.call_event({"message": [{"name": name}]})
@@ -126,18 +127,19 @@ def test_interleaved_tasks_nest_correctly(rec: Recorder) -> None:
     asyncio.run(main())
     doc = rec.stop()
     assert tree(doc) == [
-        ["http_server_request", [["sql_query", []]]],
-        ["message", [["sql_query", []]]],
-        ["message", [["sql_query", []]]],
+        [
+            "http_server_request",
+            [["message", [["sql_query", []]]], ["message", [["sql_query", []]]], ["sql_query", []]],
+        ]
     ]
-    by_lane: dict[int, list[str]] = {}
-    for e in doc["events"]:
-        if e["event"] == "call" and "sql_query" in e:
-            by_lane.setdefault(e["thread_id"], []).append(e["sql_query"]["sql"])
-    assert sorted(by_lane.values()) == [["select 'a'"], ["select 'after'"], ["select 'b'"]]
+    sqls = [
+        e["sql_query"]["sql"] for e in doc["events"] if e["event"] == "call" and "sql_query" in e
+    ]
+    assert sqls == ["select 'a'", "select 'b'", "select 'after'"]
+    assert {e["thread_id"] for e in doc["events"]} == {1}
 
 
-def test_to_thread_continues_the_task_lane(rec: Recorder) -> None:
+def test_to_thread_nests_under_the_task(rec: Recorder) -> None:
     """A sync function handed to a thread with the task's context nests under the request."""
 
     async def main() -> None:
@@ -309,3 +311,12 @@ def test_scoped_session_follows_threads_started_inside(rec: Recorder) -> None:
         doc = scope.stop().to_dict()
     got = [(e["sql_query"]["sql"], e["thread_id"]) for e in doc["events"] if "sql_query" in e]
     assert got == [("select 'main'", 1), ("select 'thread'", 2)]
+
+
+def test_remote_recordings_are_named(rec: Recorder) -> None:
+    assert rec.start()
+    doc = rec.stop()
+    assert doc is not None and doc["metadata"]["name"].startswith("remote recording 20")
+    assert rec.start(name="checkout")
+    doc = rec.stop()
+    assert doc is not None and doc["metadata"]["name"] == "checkout"

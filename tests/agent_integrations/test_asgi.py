@@ -89,7 +89,11 @@ def test_fastapi_route_template_and_params(recording: Recording) -> None:
     assert request["path_info"] == "/v1/items/5"
     assert request["normalized_path_info"] == "/v1/items/{item_id}"
     assert request["protocol"] == "HTTP/1.1"
-    assert [(p["name"], p["value"]) for p in call["message"]] == [("verbose", "'true'")]
+    # query parameters, then the path parameters (issue 12: AppMap's openapi relies on them)
+    assert [(p["name"], p["value"]) for p in call["message"]] == [
+        ("verbose", "'true'"),
+        ("item_id", "'5'"),
+    ]
     response = recording.return_of(call)["http_server_response"]
     assert response["status_code"] == 200 and response["mime_type"] == "application/json"
 
@@ -113,8 +117,7 @@ def test_fastapi_exception_recorded_with_500(recording: Recording) -> None:
     (call,) = recording.calls("http_server_request")
     ret = recording.return_of(call)
     assert ret["http_server_response"]["status_code"] == 500
-    assert ret["exceptions"][0]["class"] == "builtins.ValueError"
-    assert ret["exceptions"][0]["message"] == "fastapi failure"
+    assert "exceptions" not in ret  # AppMap's schema: exceptions on function returns only
 
 
 def test_starlette_mount_prefix_in_template(recording: Recording) -> None:

@@ -107,7 +107,7 @@ def test_data_and_sequence_diagram(served: tuple[DaemonProcess, Path]) -> None:
     )
     assert uml.startswith("@startuml") and "POST /orders" in uml
     assert error(d, "appmap.data", {"appmap": "orders/list_orders", "filter": 3})["code"] == -32602
-    bad = {"appmap": "orders/list_orders", "format": "svg"}
+    bad = {"appmap": "orders/list_orders", "format": "png"}
     assert error(d, "appmap.sequenceDiagram", bad)["code"] == -32602
 
 

@@ -62,15 +62,17 @@ def _json(matches: list[Any]) -> list[dict[str, Any]]:
 
 
 def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record the recordings `find` opens (it reads each file with Path.read_bytes)."""
+    """Record the recordings `find` opens (it reads each file with the reader's read_file)."""
+    import tracetool.inspect.search as search
+
     seen: list[str] = []
-    original = Path.read_bytes
+    original = search.read_file
 
-    def read_bytes(self: Path) -> bytes:
-        seen.append(self.name)
-        return original(self)
+    def read_file(path: Path, limit: int | None = None) -> bytes | None:
+        seen.append(Path(path).name)
+        return original(path, limit)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(search, "read_file", read_file)
     return seen
 
 

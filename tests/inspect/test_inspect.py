@@ -100,9 +100,12 @@ def test_not_found_exits_1_with_one_line() -> None:
         check=False,
     )
     assert done.returncode == 1
-    assert done.stderr.strip() == (
-        f"tracetool: function:app/models/Nope#x not found in any recording under {RUBY}"
+    # one line, with the closest recorded functions (tracetool.identifiers)
+    assert done.stderr.strip().startswith(
+        f"tracetool: function:app/models/Nope#x not found in any recording under {RUBY}; "
+        "did you mean: function:app/models/"
     )
+    assert done.stderr.count("\n") == 1
     assert done.stdout == ""
 
 

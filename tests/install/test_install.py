@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -48,25 +49,25 @@ def test_detects_a_pip_flask_project(tmp_path: Path) -> None:
             {"requirements.txt": "django\n"},
             "pip",
             "requirements-dev.txt",
-            "-r requirements.txt\ntracetool\n",
+            "-r requirements.txt\ntracetool-agent\n",
         ),
         (
             {"pyproject.toml": "[tool.poetry]\nname='x'\n"},
             "poetry",
             "pyproject.toml",
-            '[tool.poetry.group.dev.dependencies]\ntracetool = "*"\n',
+            '[tool.poetry.group.dev.dependencies]\ntracetool-agent = "*"\n',
         ),
         (
             {"pyproject.toml": "[project]\nname='x'\n", "uv.lock": ""},
             "uv",
             "pyproject.toml",
-            '[dependency-groups]\ndev = ["tracetool"]\n',
+            '[dependency-groups]\ndev = [\n    "tracetool-agent",\n]\n',
         ),
         (
             {"Pipfile": "[packages]\nflask = '*'\n\n[dev-packages]\npytest = '*'\n"},
             "pipenv",
             "Pipfile",
-            '[dev-packages]\ntracetool = "*"\npytest',
+            '[dev-packages]\ntracetool-agent = "*"\npytest',
         ),
     ],
 )
@@ -100,7 +101,14 @@ def test_test_recording_goes_into_existing_pytest_config(tmp_path: Path) -> None
 
 
 def test_cli_end_to_end_non_interactive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    make_project(tmp_path, {"requirements.txt": "flask\n", "shop/__init__.py": "X = 1\n"})
+    make_project(
+        tmp_path,
+        {
+            "requirements.txt": "flask\n",
+            "shop/__init__.py": "def f():\n    return 1\n",
+            "tests/test_shop.py": "from shop import f\n\ndef test_f():\n    assert f() == 1\n",
+        },
+    )
     git_init(tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
@@ -116,7 +124,9 @@ def test_cli_end_to_end_non_interactive(tmp_path: Path, monkeypatch: pytest.Monk
         "create trace.yml",
         "create requirements-dev.txt",
         "create pytest.ini",
+        "create .gitignore",
         "the agent loads",
+        "recorded tests/test_shop.py::test_f into tmp/trace/pytest/",
         "Committed:",
         "Next, record",
     ):
@@ -130,19 +140,27 @@ def test_cli_end_to_end_non_interactive(tmp_path: Path, monkeypatch: pytest.Monk
         check=True,
     ).stdout
     assert "Record runtime behaviour with tracetool" in log
-    for name in ("trace.yml", "requirements-dev.txt", "pytest.ini"):
+    for name in ("trace.yml", "requirements-dev.txt", "pytest.ini", ".gitignore"):
         assert name in log
 
 
 def test_cli_without_terminal_takes_defaults_and_does_not_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    make_project(tmp_path, {"shop/__init__.py": ""})
+    make_project(
+        tmp_path,
+        {
+            "requirements.txt": "",
+            "shop/__init__.py": "",
+            "tests/test_a.py": "def test_a():\n    pass\n",
+        },
+    )
     git_init(tmp_path)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     result = CliRunner().invoke(cli, ["install"])
     assert result.exit_code == 0, result.output
-    assert "Commit the changed files to git? no (not a terminal: default)" in result.output
+    assert "to git? no (not a terminal: default)" in result.output
     status = subprocess.run(
         ["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True, check=True
     ).stdout
@@ -152,7 +170,7 @@ def test_cli_without_terminal_takes_defaults_and_does_not_commit(
 def test_validation_fails_clearly_for_unimportable_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    make_project(tmp_path, {"trace.yml": "packages: [nosuchpkg]\n"})
+    make_project(tmp_path, {"trace.yml": "packages: [nosuchpkg]\n", "requirements.txt": ""})
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["install", "--yes"])
     assert result.exit_code == 1
@@ -160,7 +178,38 @@ def test_validation_fails_clearly_for_unimportable_package(
 
 
 def test_validation_uses_the_projects_python(tmp_path: Path) -> None:
-    make_project(tmp_path, {"trace.yml": "packages: [app]\n", "app/__init__.py": ""})
+    make_project(
+        tmp_path,
+        {
+            "trace.yml": "packages: [app]\n",
+            "requirements.txt": "",
+            "app/__init__.py": "",
+            "test_app.py": "import app\n\ndef test_app():\n    pass\n",
+        },
+    )
     project = install.detect(tmp_path)
     assert project.python == sys.executable
-    assert install.validate(project).ok
+    result = install.validate(project)
+    assert result.ok, result.message
+    assert "recorded test_app.py::test_app" in result.message
+
+
+def test_validation_fails_loudly_when_an_integration_does_not_fit(tmp_path: Path) -> None:
+    """A library the agent hooks (here a local `flask` without the Flask class the hook patches)
+    makes `install`'s validation fail with the integration's one-line reason."""
+    import sys
+
+    from tracetool.install import _load_check, detect
+
+    (tmp_path / "requirements.txt").write_text("flask\n")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "flask").mkdir()
+    (tmp_path / "flask" / "__init__.py").write_text("__version__ = '0.0'\n")
+    (tmp_path / "trace.yml").write_text("name: app\npackages:\n  - path: app\n")
+    project = detect(tmp_path)
+    project = dataclasses.replace(project, python=sys.executable)
+    result = _load_check(project)
+    assert not result.ok
+    assert result.message.startswith("an agent integration does not fit this project: ")
+    assert "flask" in result.message

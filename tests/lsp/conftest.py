@@ -20,7 +20,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,6 +123,7 @@ class Project:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TRACETOOL")}
         env["HOME"] = str(self.home)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["TRACETOOL_INDEX_WORKERS"] = "0"  # a daemon a server starts parses in-process
         return env
 
     def run(self, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
@@ -156,14 +157,24 @@ def make_project(root: Path) -> Project:
 
 
 @pytest.fixture(scope="session")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Project:
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
+    """The recorded project, with one daemon serving it for the session: the servers find it
+    by its discovery file (as in VS Code, where the extension started it) instead of each
+    starting and stopping their own."""
+    from tests.daemon.conftest import DaemonProcess, daemon_env
+
     project = make_project(tmp_path_factory.mktemp("recorded"))
     (project.root / "run.py").write_text(SCRIPT)
     project.run("run.py", TRACETOOL="true")
     recordings = sorted((project.root / "tmp" / "trace").rglob("*.trace.json"))
     assert [p.name for p in recordings] == ["checkout.trace.json", "list_items.trace.json"]
     project.index()
-    return project
+    daemon = DaemonProcess(["rpc", "-d", str(project.root)], project.root, daemon_env(project.home))
+    try:
+        daemon.read_ready()
+        yield project
+    finally:
+        daemon.stop()
 
 
 @pytest.fixture

@@ -1,7 +1,9 @@
-"""Projects of the language server: trace.yml discovery, settings, index stamps (no server)."""
+"""Projects of the language server: trace.yml discovery, settings, the daemon they use."""
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 import pytest
@@ -52,21 +54,34 @@ def test_projects_found_from_files(tree: Path) -> None:
     )
 
 
-def test_missing_index_and_stamp(tree: Path) -> None:
+def test_daemon_started_polled_and_stopped(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No daemon serves the directory: the project starts one, sees new recordings through its
+    index.status, and stops it on close."""
+    from tests.daemon.conftest import recording
+    from tracetool.paths import read_discovery
+
+    monkeypatch.setenv("TRACETOOL_INDEX_WORKERS", "0")
+    (tree / "app" / "recordings").mkdir()
     project = Projects().for_file(tree / "app" / "pkg" / "mod.py")
     assert project is not None
-    assert project.db() is None
-    assert project.missing is not None and "run `tracetool index`" in project.missing
-    assert project.functions(tree / "app" / "pkg" / "mod.py") == []
-    assert project.poll() is False  # nothing changed since db() looked
-    project.query_db.parent.mkdir(parents=True)
-    project.query_db.write_bytes(b"not a database")
-    # a change counts once it has settled: the next poll that sees the same state
-    assert project.poll() is False
-    assert project.poll() is True
-    assert project.poll() is False
-    assert project.db() is None
-    assert project.missing is not None and "unreadable query database" in project.missing
+    try:
+        assert project.available(), project.missing
+        assert project.daemon.proc is not None  # we started it
+        info = read_discovery(project.trace_dir)
+        assert info is not None and info.port == project.daemon.port
+        assert project.functions(tree / "app" / "pkg" / "mod.py") == []
+        assert project.poll() is False
+        (tree / "app" / "recordings" / "a.trace.json").write_text(json.dumps(recording("a")))
+        deadline = time.monotonic() + 20
+        while not project.poll():
+            assert time.monotonic() < deadline, "the new recording was never indexed"
+            time.sleep(0.05)
+        groups = project.call("appmap.groups")["groups"]
+        assert [r["name"] for g in groups for r in g["recordings"]] == ["a"]
+    finally:
+        project.close()
+    assert project.daemon.proc is None
+    assert read_discovery(project.trace_dir) is None
 
 
 def test_settings_override_trace_dir_and_query_db(tree: Path) -> None:
@@ -89,13 +104,3 @@ def test_bad_config_reported_once_then_forgotten(tree: Path) -> None:
     config.write_text("name: fixed\n")
     projects.forget(config)
     assert projects.for_file(tree / "app" / "pkg" / "mod.py") is not None
-
-
-def test_poll_without_settling(tree: Path) -> None:
-    project = Projects().for_file(tree / "app" / "pkg" / "mod.py")
-    assert project is not None
-    project.db()
-    project.query_db.parent.mkdir(parents=True)
-    project.query_db.write_bytes(b"x")
-    assert project.poll(settle=False) is True
-    assert project.poll(settle=False) is False

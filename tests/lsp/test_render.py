@@ -122,3 +122,30 @@ def test_n_plus_one_message() -> None:
     assert render.n_plus_one_message(alone) == (
         "N+1 query: SELECT 1 ran 12× within one recording (a.trace.json)"
     )
+
+
+def test_slow_query_message_and_viewer_links() -> None:
+    row = {"sql": "SELECT *\n  FROM t", "count": 2, "max_ms": 250.0, "recording": "a.trace.json"}
+    assert render.slow_query_message(row) == (
+        "Slow query: SELECT * FROM t took up to 250 ms (2 slow runs; slowest in a.trace.json)"
+    )
+    link = render.open_link("list [items]", "code/list.trace.json", "/p")
+    assert link.startswith("[list \\[items\\]](command:tracetool.openRecording?")
+    assert "%22recording%22%3A%20%22code/list.trace.json%22" in link
+    assert render.open_link("x", "code/x.trace.json", None) == "x"
+    detail = {
+        "name": "f",
+        "count": 1,
+        "recordings": 1,
+        "tests": [
+            {
+                "name": "t1",
+                "recording": "pytest/t1.trace.json",
+                "test_status": "failed",
+                "source_location": "tests/test_a.py:3",
+            },
+        ],
+    }
+    text = render.hover_markdown(detail, "/p")
+    assert "**Tests reaching it**\n\n- [t1](command:tracetool.openRecording?" in text
+    assert "\\(failed\\) — `tests/test_a.py:3`" in text

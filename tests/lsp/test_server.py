@@ -8,8 +8,11 @@ Store, lists its 12 names with one query each (an N+1 pattern) and sees `check(-
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from lsprotocol import types
@@ -125,7 +128,9 @@ async def test_hover_on_recorded_function(recorded: Project, servers: Servers) -
     assert text.startswith("**tracetool** · `shop/store/Store#names`")
     assert "called **1×** in **1 recording** · total " in text
     assert re.search(r"· self \d+\.\d+ ms · p50 \d+\.\d+ ms · max \d+\.\d+ ms", text)
-    assert "**Top recordings**\n\n- list items — 1× · " in text
+    link = "[list items](command:tracetool.openRecording?"
+    assert f"**Top recordings**\n\n- {link}" in text  # opens the recording viewer
+    assert "code/list_items.trace.json" in unquote(text)
     assert "**SQL issued**\n\n- `SELECT name FROM items WHERE id = ?` — 12× · " in text
     assert "Exceptions" not in text
     assert hover.range == types.Range(types.Position(line, 8), types.Position(line, 13))
@@ -133,8 +138,8 @@ async def test_hover_on_recorded_function(recorded: Project, servers: Servers) -
     check = await hover_at(client, uri, line_of(STORE, "@staticmethod"), 6)
     assert check is not None and isinstance(check.contents, types.MarkupContent)
     assert "called **2×** in **2 recordings**" in check.contents.value
-    assert "- checkout — 1× · " in check.contents.value
-    assert "- list items — 1× · " in check.contents.value
+    assert "- [checkout](command:tracetool.openRecording?" in check.contents.value
+    assert "- [list items](command:tracetool.openRecording?" in check.contents.value
     raise_line = line_of(STORE, "raise ValueError") + 1
     assert (
         f"**Exceptions**\n\n- `builtins.ValueError` at `shop/store.py:{raise_line}` — 1× in"
@@ -229,42 +234,52 @@ async def test_sequence_diagram_command(recorded: Project, servers: Servers) -> 
 
     with pytest.raises(JsonRpcException, match="no such recording"):
         await command(client, "tracetool.sequenceDiagram", {"recording": "nothing like it"})
-    with pytest.raises(JsonRpcException, match="unknown diagram format 'svg'"):
-        await command(client, "tracetool.sequenceDiagram", "list items", "svg")
+    as_svg = await command(client, "tracetool.sequenceDiagram", "list items", "svg")
+    assert as_svg["diagram"].startswith("<svg") and ">Database</text>" in as_svg["diagram"]
+    with pytest.raises(JsonRpcException, match="unknown diagram format 'png'"):
+        await command(client, "tracetool.sequenceDiagram", "list items", "png")
 
 
-async def test_missing_index_message_then_poll_refresh(
+def lens_title(lenses: dict[tuple[int, int], types.CodeLens], at: tuple[int, int]) -> str:
+    command = lenses[at].command
+    assert command is not None
+    return command.title
+
+
+def index_now(project: Project, path: Path) -> None:
+    """Have the running daemon (found by its discovery file) index `path` at once."""
+    project.run(
+        "-m",
+        "tracetool",
+        "rpc-client",
+        "index.files",
+        json.dumps({"paths": [str(path)], "wait": True}),
+    )
+
+
+async def test_unindexed_project_indexed_by_the_daemon_then_polled(
     unindexed: Project, servers: Servers
 ) -> None:
+    """No `tracetool index` ran: the daemon the server starts indexes the recordings, and a new
+    recording reaches the lenses through the poll of its index.status."""
+    checkout = unindexed.root / "tmp" / "trace" / "code" / "checkout.trace.json"
+    aside = checkout.read_bytes()
+    checkout.unlink()
     client = await servers.start(unindexed)
-    message = await wait_until(lambda: client.messages)
-    assert len(message) == 1
-    assert message[0].type == types.MessageType.Warning
-    assert message[0].message.startswith("tracetool: no query database at ")
-    assert "run `tracetool index`" in message[0].message
-    assert str(unindexed.root) in message[0].message
-
     uri = open_document(client, unindexed.store)
-    assert await lenses_of(client, uri) == {}
-    assert await hover_at(client, uri, line_of(STORE, "def names"), 9) is None
-    with pytest.raises(JsonRpcException, match="run `tracetool index`"):
-        await command(client, "tracetool.showRecordings", f"{STORE_FQID}#names")
-    assert len(client.messages) == 1  # told once, not per request
-
-    unindexed.index()
-    # the server polls query.db and, once it has settled, asks the client to refresh its lenses
+    init = (line_of(STORE, "def __init__"), 4)
+    lenses = await lenses_of(client, uri)
+    assert lens_title(lenses, init).startswith("▶ called 1× in 1 recording ·")
+    assert client.messages == []  # nothing to tell: the daemon indexed the project
+    checkout.write_bytes(aside)
     await wait_until(lambda: client.lens_refreshes)  # type: ignore[attr-defined]
     await wait_until(lambda: client.diagnostics.get(uri))
-    # a slow machine may let a poll settle between two of the indexer's writes; the next
-    # change is picked up by the following polls
-    lenses: dict[tuple[int, int], types.CodeLens] = {}
     for _ in range(100):
         lenses = await lenses_of(client, uri)
-        if len(lenses) == 5:
+        if lens_title(lenses, init).startswith("▶ called 2×"):
             break
         await asyncio.sleep(0.1)
-    assert len(lenses) == 5
-    assert len(client.messages) == 1
+    assert lens_title(lenses, init).startswith("▶ called 2× in 2 recordings ·")
 
 
 async def test_watched_files_refresh_without_polling(unindexed: Project, servers: Servers) -> None:
@@ -272,8 +287,7 @@ async def test_watched_files_refresh_without_polling(unindexed: Project, servers
     checkout = unindexed.root / "tmp" / "trace" / "code" / "checkout.trace.json"
     aside = checkout.read_bytes()
     checkout.unlink()
-    unindexed.index()
-    client = await servers.start(unindexed, pollInterval=0)
+    client = await servers.start(unindexed, pollInterval=0)  # its daemon indexes the rest
     uri = open_document(client, unindexed.store)
     init = (line_of(STORE, "def __init__"), 4)
 
@@ -284,7 +298,7 @@ async def test_watched_files_refresh_without_polling(unindexed: Project, servers
 
     assert title(await lenses_of(client, uri)).startswith("▶ called 1× in 1 recording ·")
     checkout.write_bytes(aside)
-    unindexed.index()
+    index_now(unindexed, checkout)
     # answers are cached until the server learns that the index changed
     assert title(await lenses_of(client, uri)).startswith("▶ called 1× in 1 recording ·")
     client.workspace_did_change_watched_files(

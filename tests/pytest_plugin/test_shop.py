@@ -3,6 +3,7 @@ started as a real server with ``TRACETOOL=true``, and in-process mode on its own
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import queue
@@ -60,12 +61,15 @@ def test_places_an_order():
 
 @pytest.fixture
 def shop_server(tmp_path: Path) -> Iterator[str]:
-    sys.path.insert(0, str(SHOP))
-    try:
-        from shop.pricing_stub import PricingStub
-    finally:
-        sys.path.remove(str(SHOP))
-    stub = PricingStub().start()
+    # the stub module alone: importing the `shop` package would load the whole app (Flask,
+    # requests) into this test process, where it outlives the test
+    spec = importlib.util.spec_from_file_location(
+        "_shop_pricing_stub", SHOP / "shop" / "pricing_stub.py"
+    )
+    assert spec is not None and spec.loader is not None
+    stub_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stub_module)
+    stub = stub_module.PricingStub().start()
     env = {
         **os.environ,
         "TRACETOOL": "true",

@@ -247,23 +247,3 @@ def test_front_ends_read_the_store(pg_server: Any, tmp_path: Path) -> None:
             query_tools.call_tool(name, arguments, trace_dir=str(trace), query_db=url) == expected
         )
         assert query_tools.call_tool(name, {**arguments, "query_db": url}) == expected
-
-
-def test_language_server_sees_another_machines_index(pg_server: Any, tmp_path: Path) -> None:
-    """The LSP's project polls the shared database's last index run, not a local file."""
-    from tracetool_daemon.lsp.project import Project, Settings
-
-    url = pg_server.create_database("lsp")
-    one = _shop_part(tmp_path / "m1" / "trace", MACHINE_1)
-    _wait([_index_cli(one, url)])
-    (tmp_path / "trace.yml").write_text("name: shop\ntrace_dir: m1/trace\n")
-    project = Project(tmp_path / "trace.yml", Settings(query_db=url))
-    db = project.db()
-    assert db is not None and len(find(db, "appmaps")) == 2
-    assert not project.poll(settle=False)
-    two = _shop_part(tmp_path / "m2" / "trace", [r for r in SHOP if r not in MACHINE_1])
-    _wait([_index_cli(two, url)])  # "another machine"
-    assert project.poll(settle=False)
-    db = project.db()
-    assert db is not None and len(find(db, "appmaps")) == len(SHOP)
-    project.close()

@@ -7,7 +7,9 @@ header values, nested parameter properties/items, receivers, return values, log 
 exception messages, `path_info` with and without a route template, client URLs (userinfo,
 path and query), metadata failure messages and git credentials — plus format variants that
 normalization must repair first (eventUpdates carrying secrets, calls that never return,
-returns without `parent_id`, legacy `status`, array `path_info`, headers as pairs).
+returns without `parent_id`, legacy `status`, array `path_info`) and captured data in
+unexpected shapes (issue 19, `_odd_but_valid`). The document is one AppMap's validator accepts
+once normalized; `odd_shapes_recording(seed)` puts the unexpected shapes where they break it.
 
 Secrets are random and carry digits, so none of their 6-character substrings occurs in the
 schema by chance, and a path segment holding one is value-like (the spec keeps purely alphabetic
@@ -156,6 +158,118 @@ def _fn(b: _Builder, index: int, thread: int = 1, **fields: Any) -> int:
     return b.fn(cls, method, path, line, thread, **fields)
 
 
+def _odd_but_valid(b: _Builder, s: _Secrets, db: str, rng: random.Random) -> None:
+    """Captured data in unexpected shapes, placed where AppMap's validator still accepts the
+    document (issue 19): a list field holding an object, a bare return value, an exceptions
+    object, unknown keys (of events, parameters, requests, SQL queries, exceptions), structured
+    values and header values, the legacy `authorization`, SQLite double-quoted strings and text
+    in `sql_query` that is not SQL."""
+    key, pw, email, word = s.api_key(), s.password(), s.email(), s.alnum(14)
+    tail, other = s.alnum(10), s.alnum(12)
+    # on a function call AppMap's schema defines neither `message`, `exceptions` nor
+    # `return_value`: any shape validates there
+    odd = _fn(
+        b,
+        1,
+        2,
+        message={"q": word, email: [key]},
+        exceptions={"class": "AuthError", "message": f"bad {pw}"},
+        return_value=f"token={key}",
+        note=f"debug {tail}",  # an event key no agent defines
+        extra={"cause": {"pw": pw}, "list": [other]},
+        parameters=[
+            {"name": "a", "class": "str", "value": "v", "repr": pw, key: email},
+            b.param("nested", "[...]", "list", items=[b.param("0", "x", repr_of=word)]),
+            b.param("blob", f"{key}"[:90], "str", labels=["secret"]),
+        ],
+    )
+    b.ret(
+        odd,
+        2,
+        return_value=b.param(None, [tail, {"k": other}], "list"),
+        exceptions=[
+            {
+                "class": "E",
+                "message": f"no {word}",
+                "object_id": b.oid(),
+                "cause": f"caused by {pw}",
+            }
+        ],
+    )
+    http = b.call(
+        2,
+        http_server_request={
+            "request_method": "GET",
+            "path_info": f"/odd/{tail}",
+            "normalized_path_info": "/odd/{id}",
+            "authorization": f"Bearer {key}",
+            "query_string": f"t={other}",
+            "headers": {"X-Multi": [word, email]},
+        },
+        message=[b.param("q", {"deep": [pw]}, "dict")],
+        parameters={"pw": {"class": "str", "value": pw}},  # not a field of this event kind
+    )
+    for sql in (
+        f'SELECT * FROM users WHERE email = "{email}" AND token IN ("{key}", "{other}")',
+        f'INSERT INTO "t" ("a", "b") VALUES ("{word}", "{tail}")',
+        f'SELECT "{pw}" FROM users',  # a string or a column: unreliable, tokenized whole
+    ):
+        q = b.call(2, sql_query={"database_type": "sqlite", "sql": sql, "binds": [pw, key]})
+        b.ret(q, 2)
+    for sql in (f"AUTH {word}", f"SET my.api_key = {key}", f"{tail} not sql {other}"):
+        q = b.call(2, sql_query={"database_type": db, "sql": sql}, receiver=f"conn {pw}")
+        b.ret(q, 2)
+    b.ret(http, 2, http_server_response={"status_code": 200, "headers": {"X-T": word}})
+
+
+def odd_shapes_recording(seed: int) -> tuple[dict[str, Any], list[str]]:
+    """Captured fields in the shapes issue 19 names, where they belong (so AppMap's validator
+    rejects the input): `parameters` / `message` objects, a bare-string `return_value`, an
+    `exceptions` object, a `receiver` list, headers as pairs and as a string, strings among
+    nested `properties`, a string `sql_query`, a string `http_client_request`."""
+    rng = random.Random(seed)
+    s = _Secrets(rng)
+    b = _Builder()
+    key, pw, email, word, tail = s.api_key(), s.password(), s.email(), s.alnum(14), s.alnum(10)
+    call = _fn(
+        b,
+        0,
+        parameters={"password": {"class": "str", "value": pw}, email: key},
+        receiver=[word, {"k": tail}],
+    )
+    b.ret(call, return_value=f"{key}", exceptions={"class": "E", "message": f"bad {pw}"})
+    nested = _fn(
+        b, 2, parameters=[b.param("p", "{...}", "dict", properties=[word, {"value": tail}])]
+    )
+    b.ret(nested, return_value=42)
+    http = b.call(
+        http_server_request={
+            "request_method": "POST",
+            "path_info": f"/login/{word}",
+            "headers": [["Authorization", f"Bearer {key}"], f"Cookie: sid={tail}", ["X"]],
+        },
+        message={"password": pw, "email": email},
+    )
+    client = b.call(http_client_request=f"POST https://svc:{pw}@api.io/{tail}", message=[])
+    b.ret(client, http_client_response={"status_code": 200, "headers": f"Set-Cookie: {word}"})
+    q = b.call(sql_query=f"SELECT * FROM u WHERE pw = '{pw}' AND k = '{key}'")
+    b.ret(q)
+    b.ret(http, http_server_response={"status_code": 200, "headers": {"A": {"nested": email}}})
+    doc = {
+        "version": "1.12",
+        "metadata": {
+            "name": "odd shapes",
+            "client": {"name": "tracetool", "url": "https://example.invalid/tracetool"},
+            "recorder": {"name": "pytest", "type": "tests"},
+            "exception": {"class": "E", "message": {"text": f"failed {pw}"}},
+            "test_failure": f"assert {key}",
+        },
+        "classMap": class_map(),
+        "events": b.events,
+    }
+    return doc, s.all
+
+
 def planted_recording(seed: int) -> tuple[dict[str, Any], list[str]]:
     """A trace document with secrets planted everywhere captured data lives (module doc)."""
     rng = random.Random(seed)
@@ -195,7 +309,7 @@ def planted_recording(seed: int) -> tuple[dict[str, Any], list[str]]:
                         "cards",
                         "[...]",
                         "list",
-                        items=[b.param(None, card), b.param(None, int(card), "int")],
+                        items=[b.param("0", card), b.param("1", int(card), "int")],
                     ),
                 ],
             ),
@@ -241,7 +355,7 @@ def planted_recording(seed: int) -> tuple[dict[str, Any], list[str]]:
             "request_method": "POST",
             "url": f"https://svc:{pw_url}@api.partner.io/v1/cards/{card}/charges/{user_id}"
             f"?api_key={api}#{reset}",
-            "headers": [["Authorization", f"Basic {basic}"], ["Idempotency-Key", reset]],
+            "headers": {"Authorization": f"Basic {basic}", "Idempotency-Key": [reset, reset]},
         },
         message=[b.param("amount", "1999"), b.param("token", jwt)],
     )
@@ -278,6 +392,7 @@ def planted_recording(seed: int) -> tuple[dict[str, Any], list[str]]:
             "path_info": f"/reset/{reset}/confirm/{email}?u={user_id}#{api}",
             "headers": {"Referer": f"https://mail.site.io/open?t={jwt}"},
         },
+        message=[],
     )
     mine = _fn(b, 2, 2, parameters=[b.param("u", user_id)])
     b.events.append(
@@ -293,10 +408,14 @@ def planted_recording(seed: int) -> tuple[dict[str, Any], list[str]]:
     b.next_id += 1
     b.ret(plain, 2, http_server_response={"status_code": 200})
     legacy = b.call(
-        3, http_server_request={"request_method": "GET", "path_info": ["/files", f"{card}"]}
+        3,
+        http_server_request={"request_method": "GET", "path_info": ["/files", f"{card}"]},
+        message=[],
     )
     b.ret(legacy, 3, http_server_response={"status": 404})
     del mine
+
+    _odd_but_valid(b, s, db, rng)
 
     # an event update replacing a call with one that carries another secret
     target = next(e for e in b.events if e.get("method_id") == "login")
@@ -318,6 +437,8 @@ def planted_recording(seed: int) -> tuple[dict[str, Any], list[str]]:
             "git": {
                 "repository": f"https://deploy:{s.alnum(20)}@git.site.io/shop.git",
                 "branch": "main",
+                "commit": "f" * 40,
+                "status": [],
             },
             "test_status": "failed",
             "test_failure": {

@@ -167,3 +167,103 @@ def test_deeply_nested_parameter_is_walked_completely_without_recursion() -> Non
     assert len(seen) == 10001
     assert seen[:3] == ["v4999", "v4998", "v4997"]  # pre-order: properties before items
     assert seen[-1] == "i4999"
+
+
+# --- fail closed: every shape of a captured field is offered (issue 19) --------------------------
+
+
+def test_a_captured_field_of_an_unexpected_shape_is_offered_whole() -> None:
+    events = [
+        {"event": "call", "parameters": {"pw": {"class": "str", "value": "p1"}}},
+        {"event": "call", "message": {"q": "m1"}, "receiver": ["r1"]},
+        {"event": "return", "return_value": "rv1", "exceptions": {"class": "E", "message": "e1"}},
+        {"event": "return", "return_value": 42, "exceptions": ["e2", None]},
+        {"event": "call", "http_server_request": "GET /x?t=s1"},
+        {"event": "call", "http_client_request": {"url": "u", "headers": "Cookie: c1"}},
+        {"event": "return", "http_client_response": {"headers": [["A", "a"], "B: b1", ["C"]]}},
+        {"event": "call", "sql_query": "SELECT 1"},
+    ]
+    found = [kv for event in events for kv in captured_values(event)]
+    assert found == [
+        ("other", {"pw": {"class": "str", "value": "p1"}}),
+        ("other", {"q": "m1"}),
+        ("value", ["r1"]),
+        ("value", "rv1"),
+        ("other", {"class": "E", "message": "e1"}),
+        ("value", 42),
+        ("message", "e2"),
+        ("other", "GET /x?t=s1"),
+        ("url", "u"),
+        ("other", "Cookie: c1"),
+        ("header", "a"),
+        ("other", "B: b1"),
+        ("other", ["C"]),
+        ("sql", "SELECT 1"),
+    ]
+
+
+def test_unknown_keys_and_mistyped_schema_keys_are_offered() -> None:
+    event = {
+        "event": "call",
+        "id": 1,
+        "note": "n1",  # unknown event key: its value (the key is a field name of the format)
+        "method_id": {"x": "s1"},  # a schema key of the wrong type
+        "receiver": {"class": {"c": "s2"}, "value": "v", "alice@x.io": "s3", "labels": ["l"]},
+        "http_server_request": {"path_info": "/p", "authorization": "Bearer s4", "qs": "s5"},
+        "sql_query": {"sql": "q", "database_type": "pg", "params": ["s6"]},
+        "exceptions": [{"class": "E", "message": "m", "trace": "s7"}],
+    }
+    found = captured_values(event)
+    assert found == [
+        ("other", "n1"),
+        ("other", {"x": "s1"}),
+        ("other", {"c": "s2"}),
+        ("value", "v"),
+        ("entry", {"alice@x.io": "s3"}),
+        ("path", "/p"),
+        ("header", "Bearer s4"),
+        ("entry", {"qs": "s5"}),
+        ("sql", "q"),
+        ("entry", {"params": ["s6"]}),
+        ("message", "m"),
+        ("entry", {"trace": "s7"}),
+    ]
+
+
+def test_entry_replacements_replace_the_key_too() -> None:
+    event = {"receiver": {"class": "C", "value": "v", "alice@x.io": "s3"}}
+
+    def mask(kind: str, value: Any, context: Any) -> Any:
+        if kind == captured.ENTRY:
+            return {"<k>": "<v>"}
+        return value
+
+    rewrite_event(event, mask)
+    assert event["receiver"] == {"class": "C", "value": "v", "<k>": "<v>"}
+
+
+def test_metadata_messages_of_any_shape_are_offered() -> None:
+    metadata = {"exception": "boom s1", "test_failure": {"message": ["s2"], "extra": "s3"}}
+    seen: list[Any] = []
+    rewrite_metadata(metadata, lambda kind, value, context: seen.append((kind, value)) or value)
+    assert seen == [("message", "boom s1"), ("message", ["s2"]), ("entry", {"extra": "s3"})]
+
+
+def test_text_in_a_numeric_schema_key_is_offered() -> None:
+    event = {
+        "event": "return",
+        "elapsed": "s1",
+        "return_value": {"class": "str", "value": "v", "object_id": "s2", "size": "s3"},
+        "http_server_response": {"status_code": "200 s4"},
+        "exceptions": [{"class": "E", "message": "m", "object_id": "s5", "lineno": "s6"}],
+    }
+    assert [v for _k, v in captured_values(event)] == [
+        "s1",
+        "v",
+        "s2",
+        "s3",
+        "200 s4",
+        "m",
+        "s5",
+        "s6",
+    ]

@@ -281,3 +281,30 @@ def test_recursive_on_a_directory_without_recordings_warns(tt, tmp_path) -> None
     run = tt("sanitize", "--recursive", tmp_path / "empty")
     assert run.code == 0
     assert "no recordings to process" in run.err
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fields_of_unexpected_shapes_through_sanitize_trim_and_sequence_diagram(
+    tt, tmp_path, seed: int
+) -> None:
+    """Issue 19: sanitize masks them (values tokenized, exit 0); trim and sequence-diagram read
+    them without an internal error (a string `sql_query` used to crash the diagram)."""
+    from tests.transform.planted import odd_shapes_recording
+
+    data, secrets = odd_shapes_recording(seed)
+    diagram_in = write_doc(tmp_path / "in" / "odd.appmap.json", data)
+    for fmt in ("json", "plantuml"):
+        run = tt("sequence-diagram", diagram_in, "-f", fmt, "--output-dir", tmp_path / "d")
+        assert run.code == 0 and "internal error" not in run.err, run.err
+    trimmed = write_doc(tmp_path / "t" / "odd.appmap.json", data)
+    run = tt("trim", trimmed, "--max-length", "8")
+    assert run.code == 0 and "internal error" not in run.err, run.err
+    assert read_doc(trimmed)["events"][1]["return_value"] == secrets[0][:7] + "…"
+    path = write_doc(tmp_path / "s" / "odd.appmap.json", data)
+    run = tt("sanitize", path)
+    assert run.code == 0, run.err
+    assert "0 distinct values" not in run.out
+    text = path.read_text()
+    assert not any(secret in text for secret in secrets)
+    run = tt("sequence-diagram", path, "-f", "json", "--output-dir", tmp_path / "d2")
+    assert run.code == 0, run.err

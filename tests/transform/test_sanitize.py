@@ -225,6 +225,40 @@ def test_rule6_sql_parameterized_and_unreliable_sql_tokenized(builder) -> None:
     assert report.counts["sql_parameterized"] == 1 and report.counts["sql_tokenized"] == 2
 
 
+@needs_sql
+@pytest.mark.parametrize(
+    ("database_type", "sql", "expected"),
+    [
+        # issue 19: SQLite reads "…" in a value position as a string
+        (
+            "sqlite",
+            'SELECT * FROM u WHERE email = "alice@example.com"',
+            "SELECT * FROM u WHERE email = ?",
+        ),
+        ("sqlite", 'SELECT "alice@example.com" FROM u', "<sql:v1>"),  # string or column?
+        # text that is not SQL is not "reliably parameterized"
+        ("redis", "AUTH sup3rpassw0rd", "<sql:v1>"),
+        ("postgres", "SET my.api_key = sk_live_abc123", "<sql:v1>"),
+        ("postgres", "garbage k3y-zz9 here", "<sql:v1>"),
+    ],
+)
+def test_rule6_sqlite_strings_and_text_that_is_not_sql(
+    builder, database_type: str, sql: str, expected: str
+) -> None:
+    q = builder.call(sql_query={"database_type": database_type, "sql": sql})
+    builder.ret(q)
+    out, _report = _run(builder.doc())
+    assert out["events"][0]["sql_query"]["sql"] == expected
+
+
+@needs_sql
+def test_rule6_a_bare_string_sql_query_is_sql(builder) -> None:
+    q = builder.call(sql_query="SELECT * FROM u WHERE pw = 'hunter2'")
+    builder.ret(q)
+    out, _report = _run(builder.doc())
+    assert out["events"][0]["sql_query"] == "SELECT * FROM u WHERE pw = ?"
+
+
 # --- rule 7: URLs and paths -------------------------------------------------------------------
 
 
@@ -300,6 +334,13 @@ def _allow_doc(builder) -> dict[str, Any]:
     return builder.doc()
 
 
+def _marker(doc: dict[str, Any]) -> dict[str, Any]:
+    """The sanitized marker without its digest (checked by the tests below)."""
+    marker = dict(doc["metadata"]["sanitized"])
+    assert isinstance(marker.pop("digest"), str)
+    return marker
+
+
 def test_rule10_same_version_same_options_skipped(builder) -> None:
     first, _ = _run(_allow_doc(builder), "alpha")
     out, report = sanitize_bytes(orjson.dumps(first), SanitizeOptions(frozenset({"alpha"})))
@@ -309,19 +350,11 @@ def test_rule10_same_version_same_options_skipped(builder) -> None:
 def test_rule10_reapplication_tightens_and_warns(builder) -> None:
     first, _ = _run(_allow_doc(builder), "alpha", "beta")
     assert [p["value"] for p in first["events"][0]["parameters"]] == ["alpha", "beta", "<v1>"]
-    assert first["metadata"]["sanitized"] == {
-        "version": __version__,
-        "allow": ["alpha", "beta"],
-        "tokens": 1,
-    }
+    assert _marker(first) == {"version": __version__, "allow": ["alpha", "beta"], "tokens": 1}
     # second run: drops beta (tightens), newly allows gamma (already masked: stays, warning)
     second, report = _run(first, "alpha", "gamma")
     assert [p["value"] for p in second["events"][0]["parameters"]] == ["alpha", "<v2>", "<v1>"]
-    assert second["metadata"]["sanitized"] == {
-        "version": __version__,
-        "allow": ["alpha"],
-        "tokens": 2,
-    }
+    assert _marker(second) == {"version": __version__, "allow": ["alpha"], "tokens": 2}
     assert report.values_tokenized == 1
     assert (
         len(report.warnings) == 1
@@ -331,6 +364,30 @@ def test_rule10_reapplication_tightens_and_warns(builder) -> None:
     # the marker now holds what every run allowed: rerunning with {alpha} is a no-op skip
     out, again = sanitize_bytes(orjson.dumps(second), SanitizeOptions(frozenset({"alpha"})))
     assert out is None and again.status == "skipped"
+
+
+def test_rule10_a_marked_file_that_still_holds_values_is_sanitized_again(builder) -> None:
+    """Issue 19: a marker is trusted only while the file is as sanitize left it."""
+    first, _ = _run(_allow_doc(builder))
+    # a marker copied onto a recording that was never sanitized
+    forged = _allow_doc(builder)
+    forged["metadata"]["sanitized"] = first["metadata"]["sanitized"]
+    out, report = sanitize_bytes(orjson.dumps(forged), SanitizeOptions())
+    assert out is not None and report.status == "sanitized"
+    assert "not as sanitize left it" in report.warnings[0]
+    values = [p["value"] for p in orjson.loads(out)["events"][0]["parameters"]]
+    assert values == ["<v1>", "<v2>", "<v3>"]
+    # a sanitized file edited afterwards: the new value is masked, the tokens stay
+    first["events"][0]["parameters"][1]["value"] = "s3cr3t-added"
+    out, report = sanitize_bytes(orjson.dumps(first), SanitizeOptions())
+    assert out is not None and b"s3cr3t" not in out and report.values_tokenized == 1
+    # a marker without a digest (hand-written) is not trusted either
+    del first["metadata"]["sanitized"]["digest"]
+    out, report = sanitize_bytes(orjson.dumps(first), SanitizeOptions())
+    assert out is not None and b"s3cr3t" not in out
+    # and the result of a run is skipped by the next one: the digest matches
+    again, report = sanitize_bytes(out, SanitizeOptions())
+    assert again is None and report.status == "skipped"
 
 
 def test_rule10_other_version_reapplies_keeping_tokens(builder) -> None:

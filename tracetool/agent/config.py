@@ -64,6 +64,9 @@ def set_config(config: Config | None) -> None:
     global _config
     with _lock:
         _config = config
+    from tracetool.agent import values
+
+    values.configure(None if config is None else config.safe_repr)
 
 
 def trace_dir() -> Path:

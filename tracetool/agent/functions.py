@@ -283,6 +283,12 @@ def build_class_map(
         if info.classes:
             owners.append((parts[-1], "package"))
             owners.extend((c, "class") for c in info.classes)
+        elif len(parts) == 1 or info.path.endswith("__init__.py"):
+            # a package's __init__ (the app-factory `create_app`) or a top-level module: the
+            # functions sit in a class named like it *inside* its package node — never a
+            # class-typed root, never a second node beside the package of its submodules
+            owners.append((parts[-1], "package"))
+            owners.append((parts[-1], "class"))
         else:
             owners.append((parts[-1], "class"))
         for name, kind in owners:

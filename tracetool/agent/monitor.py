@@ -16,8 +16,13 @@ Events per function kind:
   it — so the consumer's calls between two items never nest inside the generator. For async
   generators only value yields close an activation; awaits inside them do not.
 
-Idle cost (agent enabled, nothing recording): each callback checks one attribute and returns.
-Code that is not configured never gets an event. Callbacks never raise into the app, and the
+Idle cost (agent enabled, nothing recording): a callback that runs while no session is open
+returns `sys.monitoring.DISABLE`, so the interpreter stops reporting that code location; when a
+session starts again (the recorder's listener: idle → active) the agent calls
+`sys.monitoring.restart_events()` once — only if it disabled something since the last restart.
+(PY_UNWIND and PY_THROW cannot be disabled; their callbacks drop foreign code with one lookup.)
+`restart_events()` also re-enables what other tools disabled (coverage's `sysmon` core), which
+only costs them the re-disabling. Code that is not configured never gets an event. Callbacks never raise into the app, and the
 interpreter does not call them re-entrantly, so the agent's own `repr` calls are not recorded.
 """
 
@@ -52,7 +57,9 @@ class MonitoringBackend:
         self.infos: dict[int, FunctionInfo] = {}
         self._codes: list[CodeType] = []  # keeps registered code objects (and their ids) alive
         self.tool_id = self._claim_tool_id()
+        self.idle = _IdleSwitch()
         self._register_callbacks()
+        recorder.add_listener(self.idle)
 
     # -- set-up -----------------------------------------------------------------------------
     @staticmethod
@@ -77,6 +84,7 @@ class MonitoringBackend:
         wrapped_type = _async_gen_wrapped_type()
         referents = gc.get_referents
         current_node = _STACK.get  # the innermost open call of this thread/task
+        idle = self.idle
 
         def find(code: CodeType, frame: Any) -> list | None:
             node = current_node()
@@ -90,7 +98,8 @@ class MonitoringBackend:
 
         def on_start(code: CodeType, offset: int) -> Any:
             if not rec.active:
-                return None
+                idle.disabled = True
+                return disable
             info = infos.get(id(code))
             if info is None:
                 return disable
@@ -100,10 +109,13 @@ class MonitoringBackend:
                 pass
             return None
 
-        def on_return(code: CodeType, offset: int, value: Any) -> None:
+        def on_return(code: CodeType, offset: int, value: Any) -> Any:
             top = current_node()
             if top is None or top[CALL_ID] is None:
-                return  # nothing of ours is open in this context
+                if not rec.active:
+                    idle.disabled = True
+                    return disable
+                return None  # nothing of ours is open in this context
             frame = getframe(1)
             node = top if (top[CODE] is code and top[FRAME] is frame) else find(code, frame)
             if node is not None:
@@ -111,6 +123,7 @@ class MonitoringBackend:
                     rec.leave(node, value)
                 except Exception:
                     pass
+            return None
 
         def on_unwind(code: CodeType, offset: int, exc: BaseException) -> None:
             # a global event: every frame an exception leaves, so reject foreign code first
@@ -125,27 +138,37 @@ class MonitoringBackend:
                 except Exception:
                     pass
 
-        def on_resume(code: CodeType, offset: int) -> None:
+        def on_resume(code: CodeType, offset: int) -> Any:
             if not rec.active:
-                return
+                idle.disabled = True
+                return disable
             info = infos.get(id(code))
             if info is None or info.kind not in _SEGMENTED:
-                return  # PY_THROW is global: coroutines (cancellation) and foreign code
+                return None  # PY_THROW is global: coroutines (cancellation) and foreign code
             frame = getframe(1)
             if find(code, frame) is not None:
-                return  # an async generator resuming after an await: its activation is open
+                return None  # an async generator resuming after an await: its activation is open
             try:
+                held = rec.held_frame(frame)
+                if held is not None:
+                    rec.unhold(held)  # a generator context manager's tear-down: same call
+                    return
                 rec.enter(info, frame, None, code)
             except Exception:
                 pass
+            return None
 
         def on_throw(code: CodeType, offset: int, exc: BaseException) -> None:
-            on_resume(code, offset)
+            if rec.active:  # (PY_THROW cannot be disabled)
+                on_resume(code, offset)
 
-        def on_yield(code: CodeType, offset: int, value: Any) -> None:
+        def on_yield(code: CodeType, offset: int, value: Any) -> Any:
             top = current_node()
             if top is None or top[CALL_ID] is None:
-                return
+                if not rec.active:
+                    idle.disabled = True
+                    return disable
+                return None
             info = infos.get(id(code))
             if info is not None and info.kind == ASYNC_GENERATOR:
                 if type(value) is not wrapped_type:
@@ -156,9 +179,11 @@ class MonitoringBackend:
             node = top if (top[CODE] is code and top[FRAME] is frame) else find(code, frame)
             if node is not None:
                 try:
-                    rec.leave(node, value)
+                    if not rec.hold(node):
+                        rec.leave(node, value)
                 except Exception:
                     pass
+            return None
 
         tool = self.tool_id
         mon.register_callback(tool, ev.PY_START, on_start)
@@ -190,6 +215,7 @@ class MonitoringBackend:
 
     def close(self) -> None:
         """Stop all events (tests)."""
+        self.idle.closed = True
         for code in self._codes:
             MON.set_local_events(self.tool_id, code, 0)
         self._codes.clear()
@@ -206,6 +232,33 @@ class MonitoringBackend:
         ):
             mon.register_callback(self.tool_id, event, None)
         mon.free_tool_id(self.tool_id)
+
+
+class _IdleSwitch:
+    """The recorder listener that restarts the events disabled while idle (see module doc).
+
+    `disabled` is set by a callback that returned DISABLE; `on` follows `Recorder.active`.
+    """
+
+    __slots__ = ("_on", "closed", "disabled", "restarts")
+
+    def __init__(self) -> None:
+        self._on = False
+        self.disabled = False
+        self.closed = False
+        self.restarts = 0  # (tests)
+
+    @property
+    def on(self) -> bool:
+        return self._on
+
+    @on.setter
+    def on(self, value: bool) -> None:
+        if value and not self._on and self.disabled and not self.closed:
+            self.disabled = False
+            self.restarts += 1
+            MON.restart_events()
+        self._on = value
 
 
 def _async_gen_wrapped_type() -> type:

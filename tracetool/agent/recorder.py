@@ -42,9 +42,9 @@ import sys
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
-from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from tracetool.agent.clock import real_perf_counter
 from tracetool.agent.sessions import ScopedRecording, Session, scoped_recording
 from tracetool.agent.values import encode
 
@@ -95,6 +95,21 @@ def _anchor(parent: Any, lane: int, task: Any) -> list:
 
 _STACK: ContextVar[Any] = ContextVar("tracetool_stack", default=None)
 _SCOPE: ContextVar[tuple[Session, ...]] = ContextVar("tracetool_scope", default=())
+# Set while a generator-based context manager enters (`hold_generator`): [caller's top, held node]
+_HOLD: ContextVar[Any] = ContextVar("tracetool_hold", default=None)
+MAX_LINK = 16  # ancestor calls remembered for a new lane (see `Recorder._top`)
+
+
+def _ancestors(node: Any) -> tuple[int, ...]:
+    """The call ids open in `node`'s chain, innermost first (a new lane's candidate parents)."""
+    out: list[int] = []
+    depth = 0
+    while node is not None and depth < 4 * MAX_LINK and len(out) < MAX_LINK:
+        if node[CALL_ID] is not None:
+            out.append(node[CALL_ID])
+        node = node[PARENT]
+        depth += 1
+    return tuple(out)
 
 
 _thread_start_patched = False
@@ -157,10 +172,12 @@ class Recorder:
         self._remote: Session | None = None
         self._process: Session | None = None
         self._globals: tuple[Session, ...] = ()
+        self._ambient: tuple[Session, ...] = ()  # test-runner sessions (`start_ambient`)
         self._scoped = 0
         self._ids = itertools.count(1)
         self._lanes = itertools.count(1)
         self._open: dict[int, list] = {}
+        self._held: dict[int, list] = {}  # frame id -> held generator node (sys.monitoring)
         # True while any session is open: the instrumentation's idle check
         self.active = False
         self._listeners: list[Any] = []  # objects whose `.on` mirrors `active`
@@ -172,7 +189,9 @@ class Recorder:
 
     # -- sessions ---------------------------------------------------------------------------
     def _refresh(self) -> None:
-        self._globals = tuple(s for s in (self._process, self._remote) if s is not None)
+        self._globals = (
+            tuple(s for s in (self._process, self._remote) if s is not None) + self._ambient
+        )
         self.active = bool(self._globals) or self._scoped > 0
         for listener in self._listeners:
             listener.on = self.active
@@ -184,7 +203,14 @@ class Recorder:
         recorder_type: str = "remote",
         name: str | None = None,
     ) -> bool:
-        """Start the remote session; False if one already runs (atomic)."""
+        """Start the remote session; False if one already runs (atomic). Unnamed, it is named
+        `remote recording <start time>` (every document has a `metadata.name`)."""
+        if name is None:
+            import time
+
+            from tracetool.agent.clock import wall_time
+
+            name = time.strftime("remote recording %Y-%m-%d %H:%M:%S", time.localtime(wall_time()))
         with self._lock:
             if self._remote is not None:
                 return False
@@ -252,6 +278,28 @@ class Recorder:
         _SCOPE.set((*_SCOPE.get(), session))
         return ScopedRecording(self, session)
 
+    def start_ambient(
+        self,
+        name: str | None = None,
+        *,
+        recorder_name: str = "pytest",
+        recorder_type: str = "tests",
+    ) -> AmbientRecording:
+        """Record everything the process runs until `.stop()`: every thread and task, like the
+        process session. For a test runner: whatever runs while a test runs belongs to it —
+        a live server's thread started by a session fixture, a ThreadPoolExecutor's workers —
+        and `pause()`/`resume()` let a fixture's set-up go to its own recording instead."""
+        session = Session(name, recorder_name, recorder_type)
+        handle = AmbientRecording(self, session)
+        handle.resume()
+        return handle
+
+    def _set_ambient(self, session: Session, on: bool) -> None:
+        with self._lock:
+            rest = tuple(s for s in self._ambient if s is not session)
+            self._ambient = (*rest, session) if on else rest
+            self._refresh()
+
     def _end_scoped(self, session: Session) -> None:
         current = _SCOPE.get()
         if session in current:
@@ -270,19 +318,37 @@ class Recorder:
         scope = _SCOPE.get()
         return self._globals + scope if scope else self._globals
 
-    def _top(self) -> list:
-        """The current lane's innermost node, creating the lane anchor when needed."""
+    def _top(self, targets: tuple[Session, ...]) -> list:
+        """The current lane's innermost node, creating the lane anchor when needed.
+
+        A lane is an asyncio task, or a thread. A task inherits a snapshot of its creator's
+        stack and a worker thread may run with a context copied from a task (`to_thread`,
+        `run_in_threadpool`, anyio worker threads): such a context gets its own lane, linked
+        to the calls open where it was created (`Session.links`), and the finished document
+        nests the lane's calls under the innermost of those calls that spans them
+        (`tracetool.agent.recording.fold_lanes`). Links follow context variables, never OS
+        threads: a pool worker or server thread serving many requests links each one apart.
+        """
         top = _STACK.get()
         loop = _get_running_loop()
         if loop is None:
-            if top is None:
-                top = _anchor(None, next(self._lanes), None)
-                _STACK.set(top)
+            if top is None or top[TASK] is not None:
+                top = self._new_lane(top, None, targets)
             return top
         task = _current_task(loop)
         if top is None or (task is not None and top[TASK] is not task):
-            top = _anchor(top, next(self._lanes), task)
-            _STACK.set(top)
+            top = self._new_lane(top, task, targets)
+        return top
+
+    def _new_lane(self, parent: Any, task: Any, targets: tuple[Session, ...]) -> list:
+        lane = next(self._lanes)
+        top = _anchor(parent, lane, task)
+        _STACK.set(top)
+        if parent is not None:
+            ancestors = _ancestors(parent)
+            if ancestors:
+                for session in targets:
+                    session.links[lane] = ancestors
         return top
 
     @staticmethod
@@ -304,7 +370,7 @@ class Recorder:
         targets = self._globals + scope if scope else self._globals
         if not targets:
             return None
-        top = self._top()
+        top = self._top(targets)
         call_id = next(self._ids)
         lane = top[LANE]
         if not self._append_call(targets, (CALL, call_id, lane, fields)):
@@ -326,9 +392,34 @@ class Recorder:
         for session in node[TARGETS]:
             session.events.append(event)
 
+    def cancel_call(self, call_id: int | None) -> None:
+        """Take back the call event `call_id` (and pop it): an integration call that cannot get
+        a valid return. Looked for at the end of each session's current chunk; one already
+        frozen gets an empty return instead."""
+        if call_id is None:
+            return
+        node = self._open.pop(call_id, None)
+        if node is None:
+            return
+        _pop(node)
+        for session in node[TARGETS]:
+            events = session.events
+            for i in range(len(events) - 1, max(-1, len(events) - 1025), -1):
+                event = events[i]
+                if event[0] == CALL and event[1] == call_id:
+                    del events[i]
+                    break
+            else:
+                events.append((RETURN, next(self._ids), node[LANE], call_id, 0.0, {}))
+
     # -- code recording ---------------------------------------------------------------------
     def enter(
-        self, info: FunctionInfo, frame: Any = None, args: tuple | None = None, code: Any = None
+        self,
+        info: FunctionInfo,
+        frame: Any = None,
+        args: tuple | None = None,
+        code: Any = None,
+        perf_counter: Callable[[], float] = real_perf_counter(),  # bound once: see agent.clock
     ) -> list | None:
         """Record a call of `info` (arguments from `args`, else from `frame`); its node or None."""
         t0 = perf_counter()
@@ -340,8 +431,8 @@ class Recorder:
             targets[0].dropped += 1  # at its cap: skip the work (the common case of one session)
             return None
         top = _STACK.get()
-        if top is None or _get_running_loop() is not None:
-            top = self._top()
+        if top is None or top[TASK] is not None or _get_running_loop() is not None:
+            top = self._top(targets)
         if info.shallow:
             caller = top[INFO]
             if caller is not None and caller.package == info.package:
@@ -393,13 +484,17 @@ class Recorder:
         _STACK.set(node)
         return node
 
-    def resume(self, node: list) -> None:
-        """Open a new activation of a suspended generator `node` (same function and arguments)."""
+    def resume(self, node: list, perf_counter: Callable[[], float] = real_perf_counter()) -> None:
+        """Open a new activation of a suspended generator `node` (same function and arguments);
+        a held one (`hold`) continues its single call instead."""
         first = node[EVENT]
+        if node[DONE] is None:
+            self.unhold(node)
+            return
         if not node[DONE] or first is None:
             return
         t0 = perf_counter()
-        top = self._top()
+        top = self._top(node[TARGETS])
         call_id = next(self._ids)
         event = (FCALL, call_id, top[LANE], first[3], first[4], first[5])
         if not self._append_call(node[TARGETS], event):
@@ -411,7 +506,67 @@ class Recorder:
         node[START] = t1 = perf_counter()
         node[INSTR] = t1 - t0
 
-    def leave(self, node: list, value: Any) -> None:
+    # -- generator context managers: one call from `__enter__` to `__exit__` ------------------
+    @staticmethod
+    def hold_generator() -> Any:
+        """Called by a generator context manager's `__enter__` before it starts its generator:
+        the generator's first yield then keeps its call open (`hold`) instead of returning, so
+        set-up, the `with` body's wait and tear-down are ONE call (a FastAPI `yield`
+        dependency, a `@contextmanager` helper). Returns the token for `release_hold`."""
+        return _HOLD.set([_STACK.get(), None])
+
+    def release_hold(self, token: Any) -> Any:
+        """End `hold_generator`'s window; the held node (or None)."""
+        held = _HOLD.get()
+        _HOLD.reset(token)
+        node = held[1] if held is not None else None
+        if node is not None and node[FRAME] is not None:
+            self._held[id(node[FRAME])] = node
+        return node
+
+    def hold(self, node: list) -> bool:
+        """At a generator's yield: keep `node` open if it is the generator that the current
+        `hold_generator` window started (its suspension is not a return)."""
+        held = _HOLD.get()
+        if held is None or held[1] is not None or node[DONE]:
+            return False
+        parent, caller = node[PARENT], held[0]
+        if parent is not caller and not (
+            parent is not None and parent[CALL_ID] is None and parent[PARENT] is caller
+        ):
+            return False  # a generator that the context manager's generator itself drives
+        held[1] = node
+        _pop(node)
+        node[DONE] = None  # held: `resume` continues it, `leave` ends it
+        # The `with` body (a FastAPI handler) runs next in this lane but is not called by the
+        # generator: the held call and its set-up move to a lane of their own, linked like a
+        # task, so the document nests the body under its real caller, not under the generator.
+        lane, mark = next(self._lanes), next(self._ids)
+        ancestors = _ancestors(node[PARENT])
+        for session in node[TARGETS]:
+            session.moves[node[CALL_ID]] = (node[LANE], mark, lane)
+            if ancestors:
+                session.links[lane] = ancestors
+        node[LANE] = lane
+        return True
+
+    def unhold(self, node: list) -> None:
+        """The held generator `node` resumes (its `__exit__`): back on this context's stack."""
+        node[PARENT] = _STACK.get()
+        node[DONE] = False
+        _STACK.set(node)
+
+    def held_frame(self, frame: Any) -> list | None:
+        """The held node of the generator running `frame` (sys.monitoring), removed."""
+        return self._held.pop(id(frame), None) if self._held else None
+
+    def forget_held(self, node: Any) -> None:
+        if node is not None and node[FRAME] is not None:
+            self._held.pop(id(node[FRAME]), None)
+
+    def leave(
+        self, node: list, value: Any, perf_counter: Callable[[], float] = real_perf_counter()
+    ) -> None:
         """Record the return of `node` with `value`."""
         t0 = perf_counter()
         _pop(node)
@@ -434,7 +589,12 @@ class Recorder:
         for session in node[TARGETS]:
             session.events.append(event)
 
-    def leave_exception(self, node: list, exc: BaseException) -> None:
+    def leave_exception(
+        self,
+        node: list,
+        exc: BaseException,
+        perf_counter: Callable[[], float] = real_perf_counter(),
+    ) -> None:
         """Record that `node` ended by raising `exc`."""
         t0 = perf_counter()
         _pop(node)
@@ -457,6 +617,24 @@ class Recorder:
         )
         for session in node[TARGETS]:
             session.events.append(event)
+
+
+class AmbientRecording(ScopedRecording):
+    """A running ambient session (`Recorder.start_ambient`)."""
+
+    def pause(self) -> None:
+        """Stop receiving events for now (the session stays open)."""
+        self._recorder._set_ambient(self._session, False)
+
+    def resume(self) -> None:
+        if self.recording is None:
+            self._recorder._set_ambient(self._session, True)
+
+    def stop(self) -> Recording:
+        if self.recording is None:
+            self.pause()
+            self.recording = self._session.finish()
+        return self.recording
 
 
 _recorder = Recorder()

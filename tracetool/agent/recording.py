@@ -24,7 +24,7 @@ from tracetool.agent import values
 from tracetool.agent.config import active_config
 from tracetool.agent.functions import REGISTRY, build_class_map, relative_path
 from tracetool.agent.metadata import base_metadata
-from tracetool.agent.recorder import CALL, FCALL, RETURN
+from tracetool.agent.recorder import CALL, FCALL, FRETURN, RETURN
 from tracetool.trace.document import FORMAT_VERSION, atomic_write_stream, dumps, gc_paused
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def exception_chain(exc: BaseException) -> list[dict[str, Any]]:
         seen.add(id(current))
         entry: dict[str, Any] = {
             "class": values.class_name(current),
-            "message": _message(current),
+            "message": values.exception_message(current),
             "object_id": id(current),
         }
         tb = current.__traceback__
@@ -61,14 +61,6 @@ def exception_chain(exc: BaseException) -> list[dict[str, Any]]:
             cause = current.__context__
         current = cause
     return out
-
-
-def _message(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except Exception as err:
-        return f"<str() failed ({type(err).__name__})>"
-    return values.cap(text, 1000)
 
 
 def _encoder() -> Callable[[tuple], bytes | None]:
@@ -154,6 +146,161 @@ def _encoder() -> Callable[[tuple], bytes | None]:
     return encode
 
 
+_NEVER = 1 << 62  # the return id of a call still open when the recording stopped
+
+
+def fold_lanes(
+    chunks: list[tuple],
+    links: dict[int, tuple[int, ...]],
+    moves: dict[int, tuple[int, int, int]] | None = None,
+) -> list[tuple]:
+    """Nest linked lanes under the calls that spawned them; the events as one chunk list.
+
+    AppMap nests calls per `thread_id`, so an asyncio task (a BaseHTTPMiddleware's `call_next`,
+    a task group's child) or a worker thread running with a task's context (`to_thread`,
+    `run_in_threadpool`) would be a separate root. `links[lane]` names the calls that were open
+    where the lane was created, innermost first. Each top-level call of such a lane moves, with
+    everything below it, into the lane of the innermost linked call whose span contains it (a
+    task that outlives its creator's call goes to an enclosing one, or stays where it is), as a
+    child of that call, ordered among its other children by start. Overlapping siblings are
+    thus serialized; spans and timings are unchanged.
+
+    `moves[call]` = (lane, until, new lane): a held generator call (`Recorder.hold`) and the
+    events of its set-up (ids below `until` in its lane) go to the new lane first.
+    """
+    events = [ev for chunk in chunks for ev in chunk]
+    ends: dict[int, int] = {}
+    calls: set[int] = set()
+    lanes: dict[int, list[tuple]] = {}
+    for ev in events:
+        kind = ev[0]
+        if kind == CALL or kind == FCALL:
+            calls.add(ev[1])
+        else:
+            ends[ev[3]] = ev[1]
+        seq = lanes.get(ev[2])
+        if seq is None:
+            seq = lanes[ev[2]] = []
+        seq.append(ev)
+    if moves:
+        _apply_moves(lanes, moves)
+    blocks: dict[int, list[list[tuple]]] = {}  # host call id -> moved blocks
+    for lane, seq in lanes.items():
+        ancestors = links.get(lane)
+        if not ancestors:
+            continue
+        kept: list[tuple] = []
+        block: list[tuple] | None = None
+        root = 0
+        stack: list[int] = []
+        for ev in seq:
+            kind = ev[0]
+            if kind == CALL or kind == FCALL:
+                if not stack:
+                    end = ends.get(ev[1], _NEVER)
+                    host = next(
+                        (
+                            a
+                            for a in ancestors
+                            if a in calls and a < ev[1] and ends.get(a, _NEVER) >= end
+                        ),
+                        None,
+                    )
+                    block = None
+                    if host is not None:
+                        block = []
+                        blocks.setdefault(host, []).append(block)
+                    root = ev[1]
+                stack.append(ev[1])
+            (kept if block is None else block).append(ev)
+            if kind == RETURN or kind == FRETURN:
+                if ev[3] in stack:
+                    while stack and stack.pop() != ev[3]:
+                        pass
+                if not stack and ev[3] == root:
+                    block = None
+        lanes[lane] = kept
+    if not blocks:
+        return list(chunks)
+    for pending in blocks.values():
+        pending.sort(key=lambda b: b[0][1])
+    if moves:
+        _wrap_in_held(blocks, ends, moves)
+    out: list[tuple] = []
+
+    def flush(host: int, before: int, lane: int) -> None:
+        pending = blocks.get(host)
+        while pending and pending[0][0][1] < before:
+            emit(pending.pop(0), lane)
+
+    def emit(seq: list[tuple], lane: int) -> None:
+        stack: list[int] = []
+        for ev in seq:
+            kind = ev[0]
+            if kind == CALL or kind == FCALL:
+                if stack:
+                    flush(stack[-1], ev[1], lane)
+                stack.append(ev[1])
+            else:
+                flush(ev[3], _NEVER, lane)
+                if ev[3] in stack:
+                    while stack and stack.pop() != ev[3]:
+                        pass
+            out.append(ev if ev[2] == lane else (ev[0], ev[1], lane, *ev[3:]))
+        for host in reversed(stack):
+            flush(host, _NEVER, lane)
+
+    for lane, seq in lanes.items():
+        if seq:
+            emit(seq, lane)
+    for pending in blocks.values():  # (a host that was never written: cannot happen; be safe)
+        for block in pending:
+            emit(block, block[0][2])
+    return [tuple(out[i : i + 4096]) for i in range(0, len(out), 4096)]
+
+
+def _wrap_in_held(
+    blocks: dict[int, list[list[tuple]]], ends: dict[int, int], moves: dict[int, Any]
+) -> None:
+    """A held generator's call spans its `with` body: blocks beside it that it spans (the
+    handler a FastAPI dependency wrapped, when both ended inside the middleware) go inside it."""
+    for host, pending in list(blocks.items()):
+        keep: list[list[tuple]] = []
+        for block in pending:
+            end = ends.get(block[0][1], _NEVER)
+            wrapper = next(
+                (
+                    k
+                    for k in reversed(keep)
+                    if k[0][1] in moves and ends.get(k[0][1], _NEVER) >= end
+                ),
+                None,
+            )
+            if wrapper is None:
+                keep.append(block)
+            else:
+                blocks.setdefault(wrapper[0][1], []).append(block)
+        blocks[host] = keep
+    for pending in blocks.values():
+        pending.sort(key=lambda b: b[0][1])
+
+
+def _apply_moves(lanes: dict[int, list[tuple]], moves: dict[int, tuple[int, int, int]]) -> None:
+    for call_id, (lane, until, new) in sorted(moves.items()):
+        seq = lanes.get(lane)
+        if not seq:
+            continue
+        start = next((i for i, ev in enumerate(seq) if ev[1] == call_id), None)
+        if start is None:
+            continue
+        end = start
+        while end < len(seq) and seq[end][1] < until:
+            end += 1
+        moved = seq[start:end]
+        del seq[start:end]
+        lanes[new] = moved + lanes.get(new, [])
+
+
 def _dumps(obj: Any) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
 
@@ -161,9 +308,18 @@ def _dumps(obj: Any) -> bytes:
 class Recording:
     """A finished recording (see module doc)."""
 
-    def __init__(self, metadata: dict[str, Any], chunks: list[tuple]) -> None:
+    def __init__(
+        self,
+        metadata: dict[str, Any],
+        chunks: list[tuple],
+        links: dict[int, tuple[int, ...]] | None = None,
+        moves: dict[int, tuple[int, int, int]] | None = None,
+    ) -> None:
         self.metadata = metadata
         self._chunks = chunks
+        # folded into the chunks when first written (`fold_lanes`)
+        self._links = links
+        self._moves = moves
         self._class_map: list[dict[str, Any]] | None = None
 
     @classmethod
@@ -176,7 +332,7 @@ class Recording:
                 "max_events": limit,
                 "dropped_calls": session.dropped,
             }
-        return cls(md, chunks)
+        return cls(md, chunks, session.links or None, session.moves or None)
 
     @property
     def event_count(self) -> int:
@@ -203,6 +359,10 @@ class Recording:
             {"version": FORMAT_VERSION, "metadata": self.metadata, "classMap": self.class_map}
         )
         yield head[:-1] + b',"events":['
+        if self._links or self._moves:
+            with gc_paused():
+                self._chunks = fold_lanes(self._chunks, self._links or {}, self._moves)
+            self._links = self._moves = None
         encode = _encoder()
         first = True
         for chunk in self._chunks:

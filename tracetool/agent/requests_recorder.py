@@ -11,8 +11,9 @@ frameworks and language metadata, and is saved as
 `<trace_dir>/requests/<time>_<METHOD>_<route>.trace.json` (file-safe; the time prefix keeps one
 file per request and sorts them in order).
 
-Not started when the request runs inside a scoped recording already (a test recorded by the
-pytest plugin calling the app in-process): the test's document holds the request then.
+Not started when the request runs inside a scoped recording already, or while a test runner's
+ambient recording runs (a test recorded by the pytest plugin calling the app in-process, or
+driving a live server in a thread): the test's document holds the request then.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 from typing import Any, Optional
+
+from tracetool.agent.clock import wall_time
 
 ENV = "TRACETOOL_RECORD_REQUESTS"
 
@@ -36,9 +39,10 @@ def start() -> Optional[Any]:
         return None
     from tracetool.agent import recorder
 
-    if recorder._SCOPE.get():
+    rec = recorder.get_recorder()
+    if recorder._SCOPE.get() or rec._ambient:
         return None
-    return recorder.get_recorder().start_scoped(recorder_name="requests", recorder_type="requests")
+    return rec.start_scoped(recorder_name="requests", recorder_type="requests")
 
 
 def finish(
@@ -48,7 +52,7 @@ def finish(
     recording = scope.stop()
     name = f"{method.upper()} {route or path}"
     recording.metadata["name"] = name
-    now = time.time()
+    now = wall_time()  # (the real clock: a frozen one would give every file one name)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(now)) + f"{now % 1:.6f}"[1:]
     try:
         return recording.save(f"{stamp}_{name}", subdir="requests")  # type: ignore[no-any-return]

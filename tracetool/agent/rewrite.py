@@ -113,6 +113,11 @@ class Hooks:
             local.busy = False
 
     def suspend(self, node: list, value: Any) -> Any:
+        try:
+            if self._rec.hold(node):
+                return value  # a generator context manager's set-up: its call stays open
+        except Exception:
+            pass
         self.ret(node, value)
         return value
 

@@ -50,7 +50,9 @@ class Session:
         "dropped",
         "events",
         "limit",
+        "links",
         "metadata",
+        "moves",
         "name",
         "recorder_name",
         "recorder_type",
@@ -69,6 +71,11 @@ class Session:
         self.room = min(CHUNK, self.limit)
         self.dropped = 0
         self.metadata: dict[str, Any] = {}
+        # lane -> call ids open where that lane (a task, a context-copying thread) was created,
+        # innermost first: the finished document nests the lane under one of them
+        self.links: dict[int, tuple[int, ...]] = {}
+        # held generator call id -> (its lane, first id after its set-up, the lane it moves to)
+        self.moves: dict[int, tuple[int, int, int]] = {}
 
     def overflow(self, event: tuple) -> bool:
         """The chunk is full: freeze it and append `event` to a new one, or drop it at the cap."""

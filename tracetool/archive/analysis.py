@@ -97,7 +97,8 @@ def analyze_document(doc: Any, relpath: str, sha256: str, cf: CompareFilter) -> 
     from tracetool.index.sidecar import fingerprints
 
     state = cf.state(_language(doc.metadata))
-    diagram = to_json(build_diagram(doc, DiagramOptions(loops=True), state))
+    # client requests by normalized route: ephemeral loopback ports are not a change
+    diagram = to_json(build_diagram(doc, DiagramOptions(loops=True, client_routes=True), state))
     digest = recording_digest([a.get("subtreeDigest", "") for a in diagram["rootActions"]])
     data = extract(doc, relpath)
     locations = {fqid: row[6] for fqid, row in data.items.items() if row[0] == "function"}

@@ -50,7 +50,7 @@ OPENAPI_PATH = f"{ANALYSIS_DIR}/openapi.yml"
 FORMAT = "tracetool-archive"
 FORMAT_VERSION = "1"
 # Bumped when the derived files change shape: a base made by another version is not reused.
-ANALYSIS_VERSION = "1"
+ANALYSIS_VERSION = "2"
 
 KIND_RECORDING = "recording"
 KIND_DIAGRAM = "diagram"

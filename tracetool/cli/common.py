@@ -95,6 +95,26 @@ def _configure_logging() -> None:
         logger.propagate = False
 
 
+# import name -> the distribution that provides it, for the ones whose names differ
+_DISTRIBUTIONS = {"PIL": "pillow", "yaml": "pyyaml", "simdjson": "pysimdjson"}
+
+
+def missing_module_message(module: str) -> str:
+    """One line naming the package to install when a command's library is missing."""
+    top = module.split(".", 1)[0]
+    if top in ("tracetool", "tracetool_daemon", "pytest_tracetool"):
+        return (
+            f"this tracetool installation is incomplete ({module} is missing): reinstall it "
+            "(pipx install --force tracetool, or uv tool install --reinstall tracetool)"
+        )
+    dist = _DISTRIBUTIONS.get(top, top)
+    return (
+        f"the Python package {dist} is not installed in tracetool's environment: "
+        f"install it there (pipx inject tracetool {dist}, uv tool install tracetool --with "
+        f"{dist}, or pip install {dist}), or reinstall tracetool"
+    )
+
+
 def fail(message: str, code: int = 1) -> None:
     """Print one error line and exit."""
     click.echo(f"tracetool: {message}", err=True)
@@ -151,6 +171,10 @@ def run_cli(group: click.Group, argv: list[str] | None = None) -> Any:
         # Output piped into `head` and closed early: not an error worth a traceback.
         sys.stderr.close()
         sys.exit(0)
+    except ModuleNotFoundError as exc:
+        if is_verbose():
+            traceback.print_exc()
+        fail(missing_module_message(exc.name or str(exc)), 1)
     except Exception as exc:
         if is_verbose():
             traceback.print_exc()

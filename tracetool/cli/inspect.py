@@ -29,14 +29,17 @@ def command(
     \b
     CODE_OBJECT is <type>:<identifier>, for example
       function:app/models/User#save   function:app/models/User.find (static)
+      function:catalog.views.renew    (dotted Python names work too)
       class:app/models/User           package:app/models
-      route:GET /users/:id            query:SELECT * FROM users WHERE id = ?
+      route:GET /users/:id            (matches /users/{pk}, /users/<int:pk>)
+      query:SELECT * FROM users WHERE id = ?
       table:users                     database:
     """
     from tracetool.cli.render import print_json, warn
     from tracetool.config import resolve_trace_dir
     from tracetool.errors import NotFoundError
     from tracetool.inspect import find, parse_code_object, report
+    from tracetool.inspect.search import not_found_message
 
     ref = parse_code_object(code_object)
     directory = resolve_trace_dir(trace_dir)
@@ -44,7 +47,7 @@ def command(
         raise NotFoundError(f"{directory}: no such directory (pass --trace-dir)")
     matches = find(ref, directory, warn=warn, query_db=query_db)
     if not matches:
-        raise NotFoundError(f"{ref.text} not found in any recording under {directory}")
+        raise NotFoundError(not_found_message(ref, directory, query_db))
     if not interactive:
         print_json(report(ref, directory, matches))
         return

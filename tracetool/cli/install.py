@@ -33,17 +33,24 @@ def command(assume_yes: bool) -> None:
     Run it in the top-level folder of your project. It shows what it found
     (project type, directory, git remote, Python), then, with your go-ahead:
       1. writes trace.yml naming the packages to record,
-      2. adds tracetool as a *development* dependency (never a production one),
-      3. turns recording on for tests (pytest: trace_record = true),
-      4. checks that the agent loads in the project's Python,
-      5. offers to commit the changed files.
+      2. adds the agent (tracetool-agent) as a *development* dependency where
+         the project keeps them (requirements-dev/-test files, poetry / uv /
+         pdm groups, Pipfile); Django projects also get pytest-django,
+      3. turns recording on for tests (pytest: trace_record = true, and
+         DJANGO_SETTINGS_MODULE; Django: a TEST_RUNNER for manage.py test),
+      4. ignores trace_dir in .gitignore,
+      5. refreshes the lock file with the project's tool (uv / poetry / pdm /
+         pipenv lock) when that tool is installed,
+      6. checks that the agent loads and records ONE test (fails loudly if
+         nothing was recorded),
+      7. offers to commit the changed files (never after a failure).
     Without a terminal it takes the defaults and does not commit.
     """
     from tracetool import install
     from tracetool.cli.render import print_table
 
     interactive = sys.stdin.isatty()
-    project = install.detect(Path.cwd())
+    project = install.detect(Path.cwd())  # not a project: one error line, nothing written
     print_table(
         ["", ""],
         [
@@ -52,6 +59,7 @@ def command(assume_yes: bool) -> None:
             ("Git remote", project.git_remote),
             ("Python", f"{project.python_version} ({project.python})"),
             ("Web frameworks", ", ".join(project.frameworks) or "none found"),
+            ("Django settings", project.django_settings or "(not Django)"),
             ("Packages to record", ", ".join(project.packages) or "none found (edit trace.yml)"),
         ],
         title="tracetool install",
@@ -70,25 +78,48 @@ def command(assume_yes: bool) -> None:
         if not _ask("Make these changes?", True, assume_yes, interactive):
             raise click.Abort()
         install.apply(plan)
-    lock = install.lock_command(project)
     changed = [e.path for e in plan.edits]
+    lock_ok = True
+    lock = install.lock_command(project)
     if (
         lock
         and plan.edits
         and _ask(f"Refresh the lock file with `{' '.join(lock)}`?", True, assume_yes, interactive)
     ):
-        subprocess.run(lock, cwd=project.root, check=False)
-        if project.lock_file is not None:
-            changed.append(project.lock_file)
+        click.echo(f"  running {' '.join(lock)} ...")
+        done = subprocess.run(lock, cwd=project.root, capture_output=True, text=True, check=False)
+        if done.returncode == 0:
+            if project.lock_file is not None:
+                changed.append(project.lock_file)
+        else:
+            lock_ok = False
+            tail = (done.stdout + done.stderr).strip().splitlines()[-6:]
+            click.echo(f"✗ `{' '.join(lock)}` failed (exit {done.returncode}):", err=True)
+            for line in tail:
+                click.echo(f"    {line}", err=True)
+    elif project.lock_file is not None and plan.edits and lock is None:
+        click.echo(
+            f"  {project.lock_file.name} was not refreshed: {project.type} is not installed; "
+            f"run `{project.type} lock` yourself"
+        )
+    click.echo("Validating: the agent loads, and one test runs with recording ...")
     result = install.validate(project)
-    click.echo(("✓ " if result.ok else "✗ ") + result.message)
+    click.echo(("✓ " if result.ok else "✗ ") + result.message, err=not result.ok)
+    ok = result.ok and lock_ok
     in_git = (project.root / ".git").exists()
-    if (
+    if changed and in_git and not ok:
+        click.echo("Not committing: fix the problem above, then run `tracetool install` again.")
+    elif (
         changed
         and in_git
-        and _ask("Commit the changed files to git?", False, assume_yes, interactive)
+        and _ask(
+            "Commit the changed files (manifest, lock file, trace.yml, ...) to git?",
+            False,
+            assume_yes,
+            interactive,
+        )
     ):
-        paths = [str(p.relative_to(project.root)) for p in changed]
+        paths = sorted({str(p.relative_to(project.root)) for p in changed})
         subprocess.run(["git", "add", "--", *paths], cwd=project.root, check=True)
         subprocess.run(
             ["git", "commit", "-q", "-m", "Record runtime behaviour with tracetool", "--", *paths],
@@ -96,11 +127,13 @@ def command(assume_yes: bool) -> None:
             check=True,
         )
         click.echo("Committed: " + ", ".join(paths))
-    if not result.ok:
+    if not ok:
         raise SystemExit(1)
+    runner = "  python manage.py test            # one recording per test in tmp/trace/unittest/\n"
     click.echo(
         "\ntracetool is installed. Next, record:\n"
-        "  pytest                         # one recording per test in tmp/trace/pytest/\n"
-        "  TRACETOOL=true <run your app>  # then POST/DELETE /_trace/record around what you do\n"
+        f"  pytest                           # one recording per test in {project.trace_dir}/pytest/\n"
+        + (runner if project.django_settings else "")
+        + "  TRACETOOL=true <run your app>    # then POST/DELETE /_trace/record around what you do\n"
         "  tracetool index && tracetool query endpoints"
     )

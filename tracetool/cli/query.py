@@ -136,7 +136,14 @@ def endpoints_cmd(
     """One row per route: count, status mix, p50/p95/max duration, SQL per request."""
     from tracetool.query import endpoints
 
-    rows = endpoints(_open(trace_dir, query_db), _filters(limit=limit, **f))
+    db = _open(trace_dir, query_db)
+    filters = _filters(limit=limit, **f)
+    rows = endpoints(db, filters)
+    if not rows:
+        from tracetool.query.find import hints
+
+        for line in hints(db, filters):
+            click.echo(line, err=True)
 
     def statuses(value: Any) -> str:
         return " ".join(f"{k}×{v}" for k, v in (value or {}).items())
@@ -233,8 +240,14 @@ def find_cmd(
 
     kind = normalize_type(type_)
     db = _open(trace_dir, query_db)
-    rows = find(db, kind, _filters(limit=limit, text=text, **f))
+    filters = _filters(limit=limit, text=text, **f)
+    rows = find(db, kind, filters)
     _emit(rows, as_json, _FIND_COLUMNS[kind], kind.capitalize())
+    if not rows:
+        from tracetool.query.find import hints
+
+        for line in hints(db, filters):
+            click.echo(line, err=True)
 
 
 @command.command("tree")

@@ -23,7 +23,7 @@ from tracetool.cli.common import common_options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_DAEMON_HINT = "install the daemon extra: pip install 'tracetool[daemon]'"
+_DAEMON_HINT = "install the package mcp in tracetool's environment, or reinstall tracetool"
 
 
 def _db_options(f: F) -> F:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -27,6 +28,13 @@ from tracetool.cli.common import common_options
     default=True,
     show_default=True,
     help="Collect repeated calls under a Loop.",
+)
+@click.option(
+    "--collapse/--no-collapse",
+    default=True,
+    show_default=True,
+    help="PNG: hide calls a lifeline makes to itself below the first level (queries, requests "
+    "and calls to other lifelines stay), so a request fits one page.",
 )
 @click.option(
     "-f",
@@ -61,6 +69,7 @@ def command(
     output_dir: Path | None,
     show_browser: bool,
     loops: bool,
+    collapse: bool,
     fmt: str,
     filter_: str | None,
     exclude: tuple[str, ...],
@@ -84,7 +93,18 @@ def command(
         filter=state,
         options=DiagramOptions(expand=expand, exclude=exclude, loops=loops),
         show_browser=show_browser,
+        collapse=collapse,
     )
-    for result in write_diagrams(list(appmap), request):
+    errors: list[str] = []
+    for result in write_diagrams(list(appmap), request, errors):
         for out in result.outputs:
             click.echo(f"{out} ({result.actions} actions, {result.actors} actors)")
+        if result.hidden:
+            click.echo(
+                f"  {result.hidden} nested calls within a lifeline hidden; "
+                "--no-collapse shows every call"
+            )
+    for line in errors:
+        warn(line)
+    if errors:
+        sys.exit(1)

@@ -8,6 +8,11 @@ Contract (reference/appmap.md §3.3):
   children of that code object on their own lifelines instead (`class:app/models/User`);
   `exclude` drops a code object and everything under it. An event belongs to its nearest
   included code object; events with none are left out and their children move up.
+- Actor names: a package lifeline is named by the shortest suffix of its path no other lifeline
+  shares (`app/users` and `admin/users`, never `users` twice; AppMap repeats the last
+  component — a deliberate difference, only where names would collide). A Python module is one
+  lifeline: the class holding a module's functions (`class:app/users`) joins the package of the
+  same id (`package:app/users`) holding its classes, when that package is a lifeline.
 - Actor order: `http:HTTP server requests` 0; other actors 1000, 2000, … in order of first
   appearance (an actor inside an already ordered code object shares its order); external services
   (sorted) and then `database:Database` come last, at (number of included objects + i + 1) × 1000.
@@ -53,6 +58,10 @@ class DiagramOptions:
     expand: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     loops: bool = True
+    # Client requests by their normalized route (`tracetool.route_model.client_route`: values
+    # as placeholders, loopback ports dropped) instead of AppMap's raw URL: what `archive` and
+    # `compare` use, so runs that differ only in ephemeral ports have equal digests.
+    client_routes: bool = False
 
 
 def build_diagram(
@@ -94,7 +103,7 @@ def _build(bound: Bound, options: DiagramOptions, kept: set[int] | None) -> Diag
     actors = _Actors(included)
     roots: list[Action] = []
     cos = bound.code_objects
-    factory = _Factory()
+    factory = _Factory(options.client_routes)
 
     stack: list[tuple[CallNode, Action | None]] = [(n, None) for n in reversed(bound.roots)]
     # this loop runs once per call: bound methods and the actor cache are looked up once
@@ -142,15 +151,21 @@ def _live_code_objects(bound: Bound, kept: set[int] | None) -> set[int]:
 
 
 def _included(bound: Bound, live: set[int], options: DiagramOptions) -> dict[int, CodeObject]:
-    expand, exclude = set(options.expand), set(options.exclude)
+    # any spelling of a code object (`package:app.models` is `package:app/models`)
+    expand, exclude = _fqid_keys(options.expand), _fqid_keys(options.exclude)
     included: dict[int, CodeObject] = {}
     stack = [r for r in reversed(bound.cmap.roots) if id(r) in live]
     while stack:
         co = stack.pop()
-        if co.fqid in exclude:
+        if exclude and _fqid_key(co.fqid) in exclude:
             continue
-        expanded = co.fqid in expand
-        if co.parent is not None and co.parent.fqid in expand and not expanded:
+        expanded = bool(expand) and _fqid_key(co.fqid) in expand
+        if (
+            co.parent is not None
+            and expand
+            and _fqid_key(co.parent.fqid) in expand
+            and not expanded
+        ):
             included[id(co)] = co
         elif co.type in ACTOR_TYPES and not expanded:
             if co.type != "package" or any(
@@ -162,9 +177,24 @@ def _included(bound: Bound, live: set[int], options: DiagramOptions) -> dict[int
     return included
 
 
+def _fqid_key(fqid: str) -> str:
+    from tracetool.identifiers import loose
+
+    kind, _, ident = fqid.partition(":")
+    return f"{kind}:{loose(ident)}" if kind in ("package", "class", "function") else fqid
+
+
+def _fqid_keys(fqids: tuple[str, ...]) -> set[str]:
+    return {_fqid_key(f) for f in fqids}
+
+
 class _Actors:
     def __init__(self, included: dict[int, CodeObject]) -> None:
         self.included = included
+        # One module = one lifeline: Python's classMap puts a module's functions in a class
+        # named after the module (`class app/users`) and its classes in a package of the same
+        # id (`package app/users`); the functions join that package's lifeline.
+        self.modules = {co.id: co for co in included.values() if co.type == "package"}
         self.by_fqid: dict[str, Actor] = {}
         self.created: list[Actor] = []
         self.nearest: dict[int, Actor | None] = {}
@@ -179,7 +209,11 @@ class _Actors:
         if key in self.nearest:
             return self.nearest[key]
         obj: CodeObject | None = co
+        modules = self.modules
         while obj is not None and id(obj) not in self.included:
+            if obj.type == "class" and modules and obj.id in modules:
+                obj = modules[obj.id]
+                break
             obj = obj.parent
         actor = None if obj is None else self._actor(obj)
         self.nearest[key] = actor
@@ -206,7 +240,30 @@ class _Actors:
         return order
 
     def sorted(self) -> list[Actor]:
+        unique_names(self.created)
         return sorted(self.created, key=lambda a: a.order)
+
+
+def unique_names(actors: list[Actor]) -> None:
+    """Name package lifelines by the shortest suffix of their path that no other one shares.
+
+    `package:app/users` and `package:app/admin/users` become `app/users` and `admin/users`
+    (not `users` twice); a name that is already unique stays the last component, as AppMap
+    names it. Deterministic: it depends only on the set of package actors in the diagram.
+    """
+    packages = [a for a in actors if a.id.startswith("package:")]
+    if len(packages) < 2:
+        return
+    parts = {a.id: a.id[len("package:") :].split("/") for a in packages}
+    if len({p[-1] for p in parts.values()}) == len(packages):
+        return  # the usual case: every last component differs
+    for actor in packages:
+        mine = parts[actor.id]
+        for k in range(1, len(mine) + 1):
+            suffix = mine[-k:]
+            if not any(o != actor.id and other[-k:] == suffix for o, other in parts.items()):
+                break
+        actor.name = "/".join(suffix)
 
 
 class _Factory:
@@ -217,7 +274,8 @@ class _Factory:
     made once per (code object, return shape) and shared by every such action.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, client_routes: bool = False) -> None:
+        self.client_routes = client_routes
         self.functions: dict[tuple[int, bool], tuple[dict[str, Any], str]] = {}
         self.returns: dict[Any, dict[str, Any] | None] = {}
         self.templates: dict[tuple[int, Any], tuple[str, Any, Any, list[str] | None]] = {}
@@ -250,7 +308,8 @@ class _Factory:
     ) -> Action:
         ret_dict: dict[str, Any] = ret if ret is not None else {}
         if "sql_query" in call and (sql := dg.sql_text(call)):
-            db = (call.get("sql_query") or {}).get("database_type")
+            q = call.get("sql_query")
+            db = q.get("database_type") if isinstance(q, dict) else None
             key = (sql, db)
             digest = self.sql.get(key)
             if digest is None:
@@ -263,9 +322,10 @@ class _Factory:
             a.route = dg.appmap_route(call) or ""
             a.status = dg.response_status(ret, "http_server_response")
         elif "http_client_request" in call and ret_dict.get("http_client_response"):
-            a = Action(CLIENT_RPC, dg.digest(dg.stable_properties(call, ret, co.id)))
+            props = self._http_props(call, ret, co)
+            a = Action(CLIENT_RPC, dg.digest(props))
             a.caller = caller
-            a.route = dg.appmap_route(call) or ""
+            a.route = props["route"]
             a.status = dg.response_status(ret, "http_client_response")
         else:
             a = self._function(call, ret, co)
@@ -309,7 +369,7 @@ class _Factory:
 
     def _function(self, call: dict[str, Any], ret: dict[str, Any] | None, co: CodeObject) -> Action:
         if "http_server_request" in call or "http_client_request" in call:
-            props = dg.stable_properties(call, ret, co.id)
+            props = self._http_props(call, ret, co)
             digest = dg.digest(props)
         else:
             key = (id(co), bool((ret or {}).get("exceptions")))
@@ -329,6 +389,18 @@ class _Factory:
             labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
         a.labels = labels
         return a
+
+    def _http_props(
+        self, call: dict[str, Any], ret: dict[str, Any] | None, co: CodeObject
+    ) -> dict[str, Any]:
+        props = dg.stable_properties(call, ret, co.id)
+        request = call.get("http_client_request")
+        if self.client_routes and isinstance(request, dict) and props["route"]:
+            from tracetool.route_model import client_route
+
+            method = str(request.get("request_method") or "")
+            props["route"] = client_route(method, str(request.get("url") or ""))
+        return props
 
     def _return_value(self, ret: dict[str, Any] | None) -> dict[str, Any] | None:
         if ret is None:

@@ -12,8 +12,8 @@ Contract (reference/appmap.md §1.10, §3.3):
   reproduce, so SQL digests deliberately differ and carry their own algorithm name,
   `SQL_ALGORITHM` = "tracetool-sql-canonical-v1", over `{event_type: "sql", sql_normalized}`.
   The canonical form v1 is `tracetool.sql.normalize` (sqlglot tokenizer: literals → `?`, comments
-  dropped, whitespace collapsed), then every bind placeholder (`$1`, `?1`, `:name`, `%s`,
-  `%(name)s`, `@p1`) written `?`, then runs of `?, ?, …` collapsed to one `?` (as AppMap
+  dropped, whitespace collapsed, every bind placeholder — `$1`, `?1`, `:name`, `%s`,
+  `%(name)s`, `@p1`, with a glued cast — written `?`), then runs of `?, ?, …` collapsed to one `?` (as AppMap
   collapses runs of variables), keywords upper-cased. Plain numbers and '…' strings are masked
   with a regex before tokenizing (same result, one tokenizer run per statement shape). A statement whose text ends in `...`
   (truncated by the agent) has digest "truncatedQuery", as in AppMap.
@@ -34,7 +34,6 @@ STABLE_ALGORITHM = "event-stable-properties-v2"
 SQL_ALGORITHM = "tracetool-sql-canonical-v1"
 TRUNCATED_QUERY = "truncatedQuery"
 
-_PLACEHOLDER = re.compile(r"\$\d+|\?\d+|%\(\w+\)s|%s|(?<![:\w]):[A-Za-z_]\w*|@[A-Za-z_]\w*")
 _RUN = re.compile(r"\?(?:\s*,\s*\?)+")
 _WORD = re.compile(r'"[^"]*"|`[^`]*`|\[[^\]]*\]|\b[A-Za-z_]+\b')
 _KEYWORDS = frozenset(
@@ -69,8 +68,7 @@ def canonical_sql(sql: str, database_type: str | None = None) -> str:
 def _canonical(sql: str, database_type: str | None) -> str:
     from tracetool import sql as sqlmod
 
-    text = sqlmod.normalize(sql, database_type)
-    text = _PLACEHOLDER.sub("?", text)
+    text = sqlmod.normalize(sql, database_type)  # placeholders of every paramstyle are `?`
     text = _RUN.sub("?", text)
 
     def upper(m: re.Match[str]) -> str:
@@ -82,7 +80,10 @@ def _canonical(sql: str, database_type: str | None) -> str:
 
 def sql_text(call: dict[str, Any]) -> str:
     """AppMap's `sqlQuery`: `normalized_sql` if the agent wrote one, else `sql`."""
-    q = call.get("sql_query") or {}
+    q = call.get("sql_query")
+    if isinstance(q, str):  # a bare-string sql_query (tolerated) is the SQL itself
+        return q
+    q = q if isinstance(q, dict) else {}
     value = q.get("normalized_sql") or q.get("sql") or ""
     return value if isinstance(value, str) else str(value)
 

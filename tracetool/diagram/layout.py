@@ -12,6 +12,8 @@ Contract:
   framed across the columns their actions touch. Labels are cut to 50 characters as in PlantUML;
   static functions are underlined, elapsed times follow in gray, exceptions and HTTP errors are
   red; diff actions are green (added), red and struck through (removed) or amber (changed).
+- A call's label and a loop's tag carry `ref` (the action's first event id) and `loop`, so an
+  interactive renderer can link them to the call (source line) and to the loop toggle.
 - Work is linear in the number of actions; nothing recurses.
 """
 
@@ -87,6 +89,8 @@ class Text:
     size: int = FONT
     underline: bool = False
     strike: bool = False
+    ref: int | None = None  # the action's first event id (calls) — interactive SVG links it
+    loop: bool = False  # a loop's tag (interactive SVG lets it collapse / expand loops)
 
 
 @dataclass
@@ -198,6 +202,7 @@ class _Painter:
         static = action.node_type == FUNCTION and action.static
         strike = action.diff_mode == DELETE
         timing = elapsed_ms(action.elapsed) if action.elapsed else None
+        ref = action.event_ids[0] if action.event_ids else None
         bar_x = None
         if x2 is not None and _has_response(action):
             level = self.active.get(callee.id, 0) if callee else 0
@@ -212,14 +217,14 @@ class _Painter:
             self.prims.append(Line(x2, y, right, y, color))
             self.prims.append(Line(right, y, right, y + 8, color))
             self.prims.append(Line(right, y + 8, x2 + 5, y + 8, color, arrow=True))
-            self._label_at(right + 6, y - FONT + 2, label, timing, color, static, strike)
+            self._label_at(right + 6, y - FONT + 2, label, timing, color, static, strike, ref)
             self.y += ROW
             return bar_x
         start = x1 if x1 is not None else 4.0
         end = x2 - 5 if start < x2 else x2 + 5
         self.prims.append(Line(start, y + 6, end, y + 6, color, arrow=True))
         left = min(start, x2)
-        self._label_at(left + 10, y + 6 - FONT - 4, label, timing, color, static, strike)
+        self._label_at(left + 10, y + 6 - FONT - 4, label, timing, color, static, strike, ref)
         if action.former_name and action.diff_mode == CHANGE and action.former_name != label:
             self.prims.append(
                 Text(left + 10, y + 8, f"before: {action.former_name[:40]}", MUTED, SMALL)
@@ -236,8 +241,11 @@ class _Painter:
         color: str,
         underline: bool,
         strike: bool,
+        ref: int | None = None,
     ) -> None:
-        self.prims.append(Text(x, y, label, color, FONT, underline=underline, strike=strike))
+        self.prims.append(
+            Text(x, y, label, color, FONT, underline=underline, strike=strike, ref=ref)
+        )
         if timing:
             w = self.measure(label, FONT)
             self.prims.append(Text(x + w + 8, y + 1, timing, MUTED, SMALL))
@@ -285,7 +293,8 @@ class _Painter:
             tag += f"  {elapsed_ms(action.elapsed)}"
         w = self.measure(tag, SMALL) + 12
         self.prims.append(Rect(left, top + 2, w, 16, color, LOOP_FILL))
-        self.prims.append(Text(left + 6, top + 4, tag, color, SMALL))
+        first = next((a.event_ids[0] for a, _ in action.walk() if a.event_ids), None)
+        self.prims.append(Text(left + 6, top + 4, tag, color, SMALL, ref=first, loop=True))
 
 
 def _has_response(action: Action) -> bool:

@@ -7,8 +7,8 @@ Contract:
   cut at row boundaries into pages — `name.png`, `name-2.png`, … — each with the actor names
   on top and bottom, so thousands of actions stay readable and memory stays bounded (one page
   of pixels at a time). Pages are palette images (a dozen colours), which keeps encoding fast.
-- Needs the `png` extra (`pip install 'tracetool[png]'`); without Pillow it raises
-  `ConfigError` naming the extra. Text uses Pillow's built-in scalable font, so no system font
+- Needs Pillow (a base dependency of the tool); without it it raises
+  `ConfigError` naming the package. Text uses Pillow's built-in scalable font, so no system font
   is needed.
 """
 
@@ -45,7 +45,8 @@ def _pil() -> Any:
         from PIL import Image, ImageDraw, ImageFont
     except ImportError:
         raise ConfigError(
-            "PNG output needs Pillow: pip install 'tracetool[png]' (or use -f plantuml / json)"
+            "PNG output needs the Python package pillow in tracetool's environment "
+            "(pip install pillow there, or reinstall tracetool); or use -f plantuml / json"
         ) from None
     return Image, ImageDraw, ImageFont
 

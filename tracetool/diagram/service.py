@@ -21,16 +21,18 @@ from tracetool.diagram import diff as diffmod
 from tracetool.diagram import plantuml, text
 from tracetool.diagram.builder import DiagramOptions, build_diagram
 from tracetool.diagram.model import Diagram, from_json, to_json
-from tracetool.errors import NotFoundError, TraceFormatError, UsageError
+from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError, UsageError
 from tracetool.filters import FilterState
 from tracetool.slim import load_slim
 from tracetool.trace.document import (
     TraceDocument,
     atomic_write_bytes,
+    dumps_deep,
     gc_paused,
     is_trace_file,
     recording_stem,
 )
+from tracetool.trace.reader import describe, find_trace_files, guarded, read_file, skip_lines
 
 EXTENSIONS = {"json": ".sequence.json", "plantuml": ".sequence.uml", "png": ".sequence.png"}
 DIAGRAM_SUFFIX = ".sequence.json"
@@ -67,7 +69,13 @@ def render(diagram: Diagram, fmt: str, **kwargs: Any) -> str:
 
 def render_bytes(diagram: Diagram, fmt: str, **kwargs: Any) -> bytes:
     if fmt == "json":
-        return orjson.dumps(to_json(diagram), option=orjson.OPT_INDENT_2)
+        obj = to_json(diagram)
+        try:
+            return orjson.dumps(obj, option=orjson.OPT_INDENT_2)
+        except orjson.JSONEncodeError:
+            # nested deeper than orjson writes (a call chain hundreds of levels deep): compact
+            # JSON, written iteratively (indented, its size would grow with the square of depth)
+            return dumps_deep(obj)
     if fmt == "plantuml":
         return plantuml.render(diagram, **kwargs).encode()
     if fmt == "text":
@@ -82,6 +90,8 @@ class DiagramRequest:
     filter: FilterState | None = None
     options: DiagramOptions = field(default_factory=DiagramOptions)
     show_browser: bool = False
+    # PNG: hide deep calls within one lifeline (`tracetool.diagram.collapse`)
+    collapse: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,15 +100,14 @@ class WrittenDiagram:
     outputs: tuple[Path, ...]
     actions: int
     actors: int
+    hidden: int = 0  # actions hidden by `collapse`
 
 
-def _expand(paths: list[Path]) -> list[Path]:
+def _expand(paths: list[Path], skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            from tracetool.trace.document import find_trace_files
-
-            found = find_trace_files(p)
+            found = find_trace_files(p, skipped)
             if not found:
                 raise NotFoundError(f"{p}: no recordings (*.trace.json, *.appmap.json) found")
             out.extend(found)
@@ -109,36 +118,67 @@ def _expand(paths: list[Path]) -> list[Path]:
     return out
 
 
-def write_diagrams(paths: list[Path], request: DiagramRequest) -> list[WrittenDiagram]:
-    """Diagram every recording (module doc); returns what was written, in input order."""
+def write_diagrams(
+    paths: list[Path], request: DiagramRequest, errors: list[str] | None = None
+) -> list[WrittenDiagram]:
+    """Diagram every recording (module doc); returns what was written, in input order.
+
+    With `errors`, a recording that cannot be diagrammed adds one line there and the others
+    go on; without it, the first such error is raised.
+    """
     if request.format not in EXTENSIONS:
         raise UsageError(f"unknown format {request.format!r} (png, plantuml, json)")
     written: list[WrittenDiagram] = []
-    for path in _expand(paths):
-        # One pause for the whole file: the GC would otherwise rescan the growing heap of
-        # event dicts again and again (several times the work itself on big recordings).
-        with gc_paused():
+    skipped: list[tuple[Path, str]] | None = None if errors is None else []
+    files = _expand(paths, skipped)
+    if errors is not None and skipped:
+        errors.extend(skip_lines(skipped))
+    for path in files:
+        try:
+            written.extend(_write_one(path, request))
+        except TraceToolError as exc:
+            if errors is None:
+                raise
+            errors.append(f"skipped {exc}")
+    return written
+
+
+def _write_one(path: Path, request: DiagramRequest) -> list[WrittenDiagram]:
+    written: list[WrittenDiagram] = []
+    # One pause for the whole file: the GC would otherwise rescan the growing heap of
+    # event dicts again and again (several times the work itself on big recordings).
+    with gc_paused():
+        with guarded(path):
             diagram = diagram_of(path, request.filter, request.options)
-            directory = request.output_dir if request.output_dir is not None else path.parent
-            base = directory / (recording_stem(path) + EXTENSIONS[request.format])
-            if request.format == "png":
-                from tracetool.diagram.png import render_png
+            hidden = 0
+            if request.collapse and request.format == "png":
+                from tracetool.diagram.collapse import collapse
 
-                outputs = render_png(diagram, base)
-            else:
-                atomic_write_bytes(base, render_bytes(diagram, request.format))
-                outputs = [base]
-            if request.show_browser:
-                from tracetool.diagram.svg import render_html
+                hidden = collapse(diagram)
+        directory = request.output_dir if request.output_dir is not None else path.parent
+        base = directory / (recording_stem(path) + EXTENSIONS[request.format])
+        if request.format == "png":
+            from tracetool.diagram.png import render_png
 
-                page = directory / (recording_stem(path) + ".sequence.html")
-                atomic_write_bytes(page, render_html(diagram, path.name).encode())
-                outputs.append(page)
-                open_in_browser(page)
-            written.append(WrittenDiagram(path, tuple(outputs), len(diagram), len(diagram.actors)))
-            # Free the diagram while the GC is still paused: re-enabling it with ~10^5 live
-            # actions starts a full collection over them (0.1 s on a 60 MB recording).
-            del diagram
+            outputs = render_png(diagram, base)
+        else:
+            with guarded(path):
+                payload = render_bytes(diagram, request.format)
+            atomic_write_bytes(base, payload)
+            outputs = [base]
+        if request.show_browser:
+            from tracetool.diagram.svg import render_html
+
+            page = directory / (recording_stem(path) + ".sequence.html")
+            atomic_write_bytes(page, render_html(diagram, path.name).encode())
+            outputs.append(page)
+            open_in_browser(page)
+        written.append(
+            WrittenDiagram(path, tuple(outputs), len(diagram), len(diagram.actors), hidden)
+        )
+        # Free the diagram while the GC is still paused: re-enabling it with ~10^5 live
+        # actions starts a full collection over them (0.1 s on a 60 MB recording).
+        del diagram
     return written
 
 
@@ -156,14 +196,18 @@ def load_diagram(path: Path) -> Diagram:
     """A diagram from a sequence.json file, or built from a recording."""
     if not path.exists():
         raise NotFoundError(f"{path}: no such file")
+    with guarded(path):
+        return _load_diagram(path)
+
+
+def _load_diagram(path: Path) -> Diagram:
     if is_trace_file(path):
         return diagram_of(path)
+    raw = read_file(path)
     try:
-        obj = orjson.loads(path.read_bytes())
+        obj = orjson.loads(raw)  # type: ignore[arg-type]
     except orjson.JSONDecodeError as exc:
-        raise TraceFormatError(f"{path}: not valid JSON ({exc})") from None
-    except OSError as exc:
-        raise TraceFormatError(f"{path}: cannot read ({exc.strerror})") from None
+        raise TraceFormatError(f"{path}: {describe(exc)}") from None
     if isinstance(obj, dict) and "rootActions" not in obj and "events" in obj:
         from tracetool.trace.document import from_data
 

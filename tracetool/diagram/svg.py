@@ -4,6 +4,11 @@ Contract: `render_svg(diagram)` paints `tracetool.diagram.layout` primitives int
 document (actor boxes at the top and bottom, lifelines, rows); `render_html(diagram, title)`
 wraps it in a self-contained HTML page with sticky actor names. Text is escaped; nothing is
 fetched when the page opens.
+
+With `interactive=True` (the editors' recording viewer) the SVG is the same picture with hooks
+for a page script, and still no script of its own: a call's label is
+`<text class="call" data-event="ID">` (its first event id), a loop's tag
+`<text class="loop" data-event="ID">`, an actor's box `<g class="actor" data-actor="ACTOR ID">`.
 """
 
 from __future__ import annotations
@@ -41,12 +46,14 @@ def _measure() -> Measure:
         return approximate_measure
 
 
-def render_svg(diagram: Diagram, measure: Measure | None = None) -> str:
+def render_svg(
+    diagram: Diagram, measure: Measure | None = None, *, interactive: bool = False
+) -> str:
     lay = layout(diagram, measure or _measure())
-    return paint_svg(lay)
+    return paint_svg(lay, interactive=interactive)
 
 
-def paint_svg(lay: Layout) -> str:
+def paint_svg(lay: Layout, *, interactive: bool = False) -> str:
     height = lay.header * 2 + lay.height
     out: list[str] = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{lay.width}" height="{height}" '
@@ -64,22 +71,26 @@ def paint_svg(lay: Layout) -> str:
         )
     out.append(f'<g transform="translate(0,{body_top})">')
     for p in lay.primitives:
-        out.append(_svg(p))
+        out.append(_svg(p, interactive))
     out.append("</g>")
     for y in (6, body_top + lay.height + 6):
         for actor, x in lay.columns:
             w = max(len(actor.name) * FONT * 0.62 + 20, 70)
+            if interactive:
+                out.append(f'<g class="actor" data-actor="{escape(actor.id)}">')
             out.append(
                 f'<rect x="{x - w / 2:.1f}" y="{y}" width="{w:.1f}" height="28" rx="4" '
                 f'fill="{ACTOR_FILL}" stroke="{ACTOR_LINE}"/>'
                 f'<text x="{x:.1f}" y="{y + 18}" text-anchor="middle" font-weight="bold">'
                 f"{escape(actor.name)}</text>"
             )
+            if interactive:
+                out.append("</g>")
     out.append("</svg>")
     return "\n".join(out)
 
 
-def _svg(p: Line | Rect | Text) -> str:
+def _svg(p: Line | Rect | Text, interactive: bool = False) -> str:
     if isinstance(p, Line):
         extra = ' stroke-dasharray="5 4"' if p.dashed else ""
         if p.arrow:
@@ -100,6 +111,8 @@ def _svg(p: Line | Rect | Text) -> str:
     if p.strike:
         deco.append("line-through")
     style = f' text-decoration="{" ".join(deco)}"' if deco else ""
+    if interactive and p.ref is not None:
+        style += f' class="{"loop" if p.loop else "call"}" data-event="{p.ref}"'
     return (
         f'<text x="{p.x:.1f}" y="{p.y + p.size:.1f}" font-size="{p.size}" fill="{p.color}"'
         f"{style}>{escape(p.text)}</text>"

@@ -33,7 +33,10 @@ def _glob(pattern: str) -> re.Pattern[str]:
 
 
 def code_object_matches(obj: CodeObject, pattern: str) -> bool:
-    """Whether one code object matches one pattern (fqid, label:glob, /regex/, prefix*)."""
+    """Whether one code object matches one pattern (fqid, label:glob, /regex/, prefix*).
+
+    An fqid matches in any spelling of the same code object (`_same_code_object`).
+    """
     if pattern == obj.fqid:
         return True
     if pattern.startswith("label:"):
@@ -46,6 +49,32 @@ def code_object_matches(obj: CodeObject, pattern: str) -> bool:
             raise UsageError(f"filter pattern {pattern}: not a valid regular expression") from None
     if pattern.endswith("*"):
         return obj.fqid.lower().startswith(pattern[:-1].lower())
+    kind, sep, ident = pattern.partition(":")
+    if sep and kind == obj.type:
+        return _same_code_object(kind, ident, obj.id)
+    return False
+
+
+def _same_code_object(kind: str, ident: str, recorded: str) -> bool:
+    """Forgiving equality of a typed identifier and a recorded id (`tracetool.identifiers`,
+    `tracetool.route_model`, `tracetool.sql`): `function:a.b.C.m` is `function:a/b/C#m`,
+    `route:GET /b/:id` is `route:GET /b/<int:pk>`, `query:` keywords in any case."""
+    if kind in ("function", "class", "package"):
+        from tracetool.identifiers import loose
+
+        return loose(ident) == loose(recorded)
+    if kind == "route":
+        from tracetool import route_model
+
+        try:
+            a, b = route_model.parse_route(ident), route_model.parse_route(recorded)
+        except UsageError:
+            return False
+        return route_model.same_route(a, b)
+    if kind == "query":
+        from tracetool import sql
+
+        return sql.same_query(ident, recorded)
     return False
 
 

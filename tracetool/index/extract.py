@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracetool import routes, sql
+from tracetool import route_model, sql
 from tracetool.index.canonical import Canonical, bound_class_map
 from tracetool.trace import ClassMap, TraceDocument, build_call_tree
 from tracetool.trace import events as ev
@@ -81,11 +81,8 @@ def _text(value: Any, cap: int = MAX_TEXT) -> str:
 
 
 def route_template(call: ev.Event) -> str:
-    """The `{param}` route template of an HTTP server request call."""
-    template = ev.normalized_path_info(call)
-    if not template:
-        template = routes.normalize_path(ev.path_info(call) or "/")
-    return routes.to_openapi(template)
+    """The `{param}` route template of an HTTP server request call (`tracetool.route_model`)."""
+    return route_model.server_template(call)
 
 
 def _log_message(call: ev.Event) -> str | None:
@@ -272,8 +269,9 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
             template = route_template(call)
             status = ev.status_code(node.ret)
             request = [event_id, method, template, _text(ev.path_info(call)), status, ms, 0, 0.0]
+            request.append(route_model.shape(template))
             out.requests.append(request)
-            route_key = routes.route_key(method, template)
+            route_key = route_model.route_id(method, template)
             items.setdefault(f"route:{route_key}", _plain_row("route", route_key, method))
             fts_routes.setdefault(route_key, None)
             if counted:

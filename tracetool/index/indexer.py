@@ -23,6 +23,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -41,6 +42,7 @@ from tracetool.index.writer import Known, Writer
 from tracetool.paths import query_db_path
 from tracetool.trace import TRACE_SUFFIXES, find_trace_files
 from tracetool.trace.document import SKIP_DIRS
+from tracetool.trace.reader import describe, diagnose, not_regular
 
 # Parsing a JSON document into Python objects costs several times its size in memory.
 MEMORY_PER_BYTE = 8
@@ -306,12 +308,21 @@ def _update(
 ) -> tuple[int, int]:
     known = writer.known()
     on_disk: dict[str, tuple[Path, int, int]] = {}
-    candidates = find_trace_files(root) if scope is None else _in_scope(root, scope, known)
+    unusable: list[tuple[Path, str]] = []
+    if scope is None:
+        candidates = find_trace_files(root, unusable)
+    else:
+        candidates = _in_scope(root, scope, known)
+    for path, reason in unusable:
+        run.skipped.append(Skip(_relpath(path, root), reason))
     for path in candidates:
         try:
             st = path.stat()
         except OSError:
             continue  # vanished between listing and stat
+        if not stat.S_ISREG(st.st_mode):  # a FIFO is never opened: reading it would block
+            run.skipped.append(Skip(_relpath(path, root), str(not_regular("", st.st_mode))[2:]))
+            continue
         on_disk[_relpath(path, root)] = (path, st.st_size, st.st_mtime_ns)
 
     if scope is None:
@@ -343,7 +354,7 @@ def _update(
     if progress is not None:
         progress(0, total)
     for done, result in enumerate(_run_tasks(tasks, workers, executor), start=1):
-        _apply(result, query_db, writer, fresh, known, missing, run, report)
+        _apply(result, query_db, writer, fresh, known, missing, run, report, root)
         writer.maybe_commit()
         if progress is not None:
             progress(done, total)
@@ -394,12 +405,21 @@ def _apply(
     missing: dict[str, Known],
     run: _Run,
     report: FileReport | None,
+    root: Path | None = None,
 ) -> None:
     rel = result.relpath
     old = known.get(rel)
     outcome: str
     if isinstance(result, Indexed):
-        writer.put(result, replace_id=old.id if old else None, fresh=fresh)
+        try:
+            writer.put(result, replace_id=old.id if old else None, fresh=fresh)
+        except Exception as exc:  # a value the database refuses: skip this recording only
+            sidecar.remove(sidecar.sidecar_path(query_db, rel))
+            defect = diagnose(root / rel) if root is not None else None
+            run.skipped.append(Skip(rel, defect or describe(exc)))
+            if report is not None:
+                report(rel, "skipped")
+            return
         (run.updated if old else run.added).append(rel)
         outcome = "updated" if old else "added"
     elif isinstance(result, Same):

@@ -19,15 +19,17 @@ Tables (all durations in milliseconds, timestamps in epoch seconds):
   counts (events, requests, queries, calls, exceptions, items), elapsed_ms, diagram_digest, and
   its source (`tracetool.index.source`): origin (`<host>:<recordings directory>`, unique with
   path: writers sharing a database each own their origin's rows), repository, source_branch,
-  source_commit, ci_run.
+  source_commit, ci_run (version 3).
 - `code_objects`: every fqid seen (function, class, route, query, table, external route) with
   its attributes — class id and name, method, location, labels for functions; operation,
   tables and database type for queries; `recordings` = how many recordings touch it. Rows
   below refer to code objects by id, so their text is stored once.
   `query_tables` maps query code objects to table names; `recording_code_objects` says which
   recording touches which code object (the basis of `related`).
-- `http_requests`: HTTP server requests — method, route (template `{param}` form), path,
-  status, duration_ms, sql_count, sql_ms.
+- `http_requests`: HTTP server requests — method, route (template `{param}` form,
+  `tracetool.route_model.server_template`), path, status, duration_ms, sql_count, sql_ms, and
+  route_shape (`route_model.shape`: every parameter `{}`; route lookups compare this).
+  Version 2 added route_shape and the route model (guessed parameters named, e.g. `{user_id}`).
 - `sql_queries`: one row per SQL call — its query code object, duration_ms, calling function
   (caller_id) and enclosing HTTP request (request_event_id).
 - `function_calls`: per recording and function — count, total_ms (recursion counted once),
@@ -48,7 +50,7 @@ from pathlib import Path
 
 from tracetool.errors import IndexMissingError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -122,7 +124,8 @@ CREATE TABLE IF NOT EXISTS http_requests (
   status INTEGER,
   duration_ms REAL,
   sql_count INTEGER NOT NULL DEFAULT 0,
-  sql_ms REAL NOT NULL DEFAULT 0
+  sql_ms REAL NOT NULL DEFAULT 0,
+  route_shape TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS sql_queries (
   id INTEGER PRIMARY KEY,
@@ -184,6 +187,7 @@ CREATE INDEX IF NOT EXISTS http_requests_recording
   ON http_requests (recording_id, event_id, method, route, status, duration_ms, sql_count);
 CREATE INDEX IF NOT EXISTS http_requests_route
   ON http_requests (route, method, status, duration_ms, sql_count);
+CREATE INDEX IF NOT EXISTS http_requests_shape ON http_requests (route_shape, method);
 CREATE INDEX IF NOT EXISTS http_requests_status ON http_requests (status);
 CREATE INDEX IF NOT EXISTS http_requests_duration ON http_requests (duration_ms);
 CREATE INDEX IF NOT EXISTS sql_queries_recording ON sql_queries (recording_id, request_event_id);

@@ -28,7 +28,7 @@ import orjson
 
 from tracetool.trace.atomic import atomic_write_bytes
 
-SIDECAR_VERSION = "1"
+SIDECAR_VERSION = "2"
 
 
 def sidecar_root(query_db: Path) -> Path:
@@ -59,7 +59,13 @@ def fingerprints(sha256: str, canonical: dict[str, list[Any]]) -> list[dict[str,
 
 def write(path: Path, sidecar: dict[str, Any]) -> None:
     """Write atomically with respect to readers (temp file + rename; no fsync: it is a cache)."""
-    atomic_write_bytes(path, orjson.dumps(sidecar), fsync=False)
+    try:
+        payload = orjson.dumps(sidecar)
+    except orjson.JSONEncodeError:  # metadata or classMap nested deeper than orjson writes
+        from tracetool.trace.document import dumps_deep
+
+        payload = dumps_deep(sidecar)
+    atomic_write_bytes(path, payload, fsync=False)
 
 
 def read(path: Path) -> dict[str, Any] | None:

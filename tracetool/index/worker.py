@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any, Union
 
 from tracetool import __version__
-from tracetool.errors import TraceToolError
+from tracetool.errors import NotFoundError, TraceToolError
 from tracetool.index import sidecar
 from tracetool.index.extract import Extract, extract
 from tracetool.trace import gc_paused, parse
+from tracetool.trace.reader import describe, diagnose, open_regular
 
 # name -> "module:function(TraceDocument) -> str | None". Wired by the lead to tracetool.diagram.
 DIGEST_HOOKS: dict[str, str] = {
@@ -117,11 +118,15 @@ def process(task: Task) -> Result:
                 rel,
                 f"too large to index in memory ({_mb(before.st_size)} > {_mb(task.max_bytes)})",
             )
-        with open(task.path, "rb") as handle:
+        with open_regular(task.path) as handle:
             raw = handle.read()
         after = os.stat(task.path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotFoundError):
         return Skipped(rel, "deleted while indexing")
+    except TraceToolError as exc:
+        return Skipped(rel, str(exc).replace(f"{task.path}: ", "", 1))
+    except MemoryError:
+        return Skipped(rel, f"too large to index in memory ({_mb(before.st_size)})")
     except OSError as exc:
         return Skipped(rel, f"cannot read ({exc.strerror})")
     if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or len(
@@ -150,10 +155,8 @@ def process(task: Task) -> Result:
         return Skipped(rel, reason)
     except MemoryError:
         return Skipped(rel, f"too large to index in memory ({_mb(after.st_size)})")
-    except RecursionError:
-        return Skipped(rel, "nested too deeply to parse")
     except Exception as exc:  # one odd file must not stop the whole run
-        return Skipped(rel, f"could not be indexed ({type(exc).__name__}: {exc})")
+        return Skipped(rel, diagnose(task.path) or describe(exc))
     try:
         sidecar.write(
             Path(task.sidecar),

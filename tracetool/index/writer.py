@@ -157,8 +157,25 @@ class Writer:
         self.conn.execute("DELETE FROM recordings_fts WHERE rowid = ?", (rid,))
 
     def put(self, result: Indexed, *, replace_id: int | None = None, fresh: bool = False) -> int:
-        """Insert a recording (or replace the one with `replace_id`); returns its id."""
+        """Insert a recording (or replace the one with `replace_id`); returns its id.
+
+        All or nothing per recording: a value the database refuses (a null event id, a list
+        where text belongs) undoes this recording's rows and raises; the batch goes on.
+        """
         self._begin()
+        codes = dict(self._codes)
+        self.conn.execute("SAVEPOINT put_recording")
+        try:
+            rid = self._put(result, replace_id, fresh)
+        except BaseException:
+            self.conn.execute("ROLLBACK TO put_recording")
+            self.conn.execute("RELEASE put_recording")
+            self._codes = codes
+            raise
+        self.conn.execute("RELEASE put_recording")
+        return rid
+
+    def _put(self, result: Indexed, replace_id: int | None, fresh: bool) -> int:
         data = result.data
         rec: dict[str, Any] = dict(data.recording)
         rec.update(
@@ -194,7 +211,7 @@ class Writer:
         )
         conn.executemany(
             "INSERT INTO http_requests (recording_id, event_id, method, route, path, status, "
-            "duration_ms, sql_count, sql_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "duration_ms, sql_count, sql_ms, route_shape) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(rid, *row) for row in data.requests],
         )
         conn.executemany(

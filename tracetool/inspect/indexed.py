@@ -20,8 +20,9 @@ since are always read, so nothing is missed. Lookups per type (their SQL errs on
 - database / http: recordings with any SQL query / HTTP server request;
 - table: recordings with a query on a table named ``<name>`` or ``<schema>.<name>``;
 - query: recordings touching ``query:<normalized SQL>``;
-- route: recordings with a request of that method whose route template or `to_openapi(path)`
-  equals the route (the scan compares `to_openapi` of the raw path when the agent gave none).
+- function, class, package: compared by `tracetool.identifiers.loose` (any of `/ . # ::`).
+- route: recordings with a request of that method whose `route_shape` equals the route's
+  (`tracetool.route_model`, the one model the index and the scan share).
 """
 
 from __future__ import annotations
@@ -99,21 +100,29 @@ def _ids(db: sqlite3.Connection, sql: str, params: tuple[object, ...] = ()) -> s
 
 def _candidates(db: sqlite3.Connection, ref: CodeObjectRef) -> set[int]:
     t, ident = ref.type, ref.identifier
+    if t in ("function", "class", "package"):
+        # Forgiving spellings (`tracetool.identifiers.loose`): `a.b.C.m` finds `a/b/C#m`.
+        from tracetool.identifiers import loose
+
+        db.create_function("loose", 1, loose, deterministic=True)
+        key = loose(ident)
+        below = key + "."
     if t == "function":
-        return _ids(db, _TOUCHING + "co.fqid = ?", (f"function:{ident}",))
+        return _ids(
+            db, _TOUCHING + "co.type = 'function' AND loose(substr(co.fqid, 10)) = ?", (key,)
+        )
     if t == "class":
-        nested = f"class:{ident}::"
         return _ids(
             db,
-            _TOUCHING + "co.type = 'class' AND (co.fqid = ? OR substr(co.fqid, 1, ?) = ?)",
-            (f"class:{ident}", len(nested), nested),
+            _TOUCHING + "co.type = 'class' AND (loose(substr(co.fqid, 7)) = ? "
+            "OR substr(loose(substr(co.fqid, 7)), 1, ?) = ?)",
+            (key, len(below), below),
         )
     if t == "package":
-        prefix = "function:" + ident.rstrip("/")
         return _ids(
             db,
-            _TOUCHING + "co.type = 'function' AND substr(co.fqid, 1, ?) = ?",
-            (len(prefix), prefix),
+            _TOUCHING + "co.type = 'function' AND substr(loose(substr(co.fqid, 10)), 1, ?) = ?",
+            (len(below), below),
         )
     if t == "database":
         return _ids(db, "SELECT DISTINCT recording_id FROM sql_queries")
@@ -131,23 +140,21 @@ def _candidates(db: sqlite3.Connection, ref: CodeObjectRef) -> set[int]:
     if t == "query":
         from tracetool import sql
 
-        return _ids(db, _TOUCHING + "co.fqid = ?", ("query:" + sql.normalize(ident),))
+        # keywords in any case (`select … where` finds `SELECT … WHERE`)
+        return _ids(
+            db,
+            _TOUCHING + "co.type = 'query' AND lower(co.fqid) = lower(?)",
+            ("query:" + sql.normalize(ident),),
+        )
     # route
-    from tracetool.index.extract import MAX_TEXT
-    from tracetool.routes import to_openapi
+    from tracetool import route_model
 
-    method, path = ident.split(None, 1)
-    route = to_openapi(path.strip())
-    out: set[int] = set()
+    method, template = route_model.parse_route(ident)
     rows = db.execute(
-        "SELECT DISTINCT recording_id, route, path FROM http_requests WHERE method = ?",
-        (method.upper(),),
+        "SELECT DISTINCT recording_id FROM http_requests WHERE route_shape = ? AND method = ?",
+        (route_model.shape(template), method),
     )
-    for rid, template, raw in rows:
-        # A path cut short in the index cannot be compared: read that recording.
-        if template == route or to_openapi(raw) == route or len(raw) > MAX_TEXT:
-            out.add(int(rid))
-    return out
+    return {int(rid) for (rid,) in rows}
 
 
 __all__ = ["Selection", "select"]

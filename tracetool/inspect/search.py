@@ -11,8 +11,8 @@ Contract:
   a class nested in it); a call to a function in the package or a package below it; a SQL query;
   a SQL query naming the table (`tracetool.sql.analyze(...).tables`, case-insensitive, schema
   optional); a SQL query whose `tracetool.sql.normalize` equals that of the identifier; an HTTP
-  server request with the same method and path, both sides compared as
-  `tracetool.routes.to_openapi` templates.
+  server request of the same route (`tracetool.route_model`: method and `shape`, so
+  `GET /book/:id` finds `/book/<int:pk>`).
 - `find(ref, trace_dir, query_db=None)` reads the recordings below `trace_dir` that can match:
   when query.db exists for `trace_dir` (or `query_db` is given), only those the index says may
   contain the code object, plus any file the index lacks or holds with another size/mtime
@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracetool.errors import TraceFormatError, UsageError
+from tracetool.errors import TraceToolError, UsageError
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject
-from tracetool.trace.document import find_trace_files, parse
-from tracetool.trace.tree import CallNode, build_call_tree, iter_preorder
+from tracetool.trace.document import parse
+from tracetool.trace.reader import find_trace_files, guarded, read_file, skip_lines
+from tracetool.trace.tree import CallNode, build_call_tree, iter_postorder, iter_preorder
 
 TYPES = (
     "function",
@@ -88,8 +89,15 @@ def parse_code_object(text: str) -> CodeObjectRef:
     ident = ident.strip()
     if kind in ("function", "class", "package", "table", "query", "route") and not ident:
         raise UsageError(f"code object {text!r}: the {kind} identifier is missing")
-    if kind == "route" and len(ident.split(None, 1)) != 2:
-        raise UsageError(f"code object {text!r}: a route is '<METHOD> <path>', e.g. GET /users/:id")
+    if kind == "route":
+        from tracetool import route_model
+
+        try:
+            route_model.parse_route(ident)
+        except UsageError:
+            raise UsageError(
+                f"code object {text!r}: a route is '<METHOD> <path>', e.g. route:GET /users/:id"
+            ) from None
     return CodeObjectRef(kind, ident)
 
 
@@ -108,17 +116,20 @@ class Match:
 
 class _Matcher:
     def __init__(self, ref: CodeObjectRef) -> None:
+        from tracetool.identifiers import loose
+
         self.ref = ref
         self.ident = ref.identifier
+        self.key = loose(self.ident)  # forgiving spelling: `a.b.C.m` is `a/b/C#m`
         if ref.type == "query":
             from tracetool import sql
 
-            self.query = sql.normalize(self.ident)
+            self.query = sql.normalize(self.ident).casefold()
         if ref.type == "route":
-            from tracetool.routes import to_openapi
+            from tracetool import route_model
 
-            method, path = self.ident.split(None, 1)
-            self.route = (method.upper(), to_openapi(path.strip()))
+            method, template = route_model.parse_route(self.ident)
+            self.route = (method, route_model.shape(template))
 
     def might_match(self, raw: bytes) -> bool:
         """A cheap test on the file bytes, to skip recordings that cannot match."""
@@ -132,21 +143,27 @@ class _Matcher:
         last = self.ident.replace("#", "/").replace(".", "/").replace("::", "/").split("/")[-1]
         return last.encode() in raw
 
+    def _code_match(self, co: CodeObject) -> bool:
+        """Whether a function code object is the function, or in the class or package."""
+        from tracetool.identifiers import loose
+
+        t, key = self.ref.type, self.key
+        if t == "function":
+            return co.id == self.ident or loose(co.id) == key
+        if t == "class":
+            return any(a.type == "class" and loose(a.id) == key for a in co.ancestors())
+        # a package, or a package below it; a module function's module reads as a package too
+        below = key + "."
+        return any(
+            a.type in ("package", "class") and (loose(a.id) == key or loose(a.id).startswith(below))
+            for a in co.ancestors()
+        )
+
     def matches(self, node: CallNode, co: CodeObject) -> bool:
         t = self.ref.type
         call = node.call
-        if t == "function":
-            return co.type == "function" and co.id == self.ident
-        if t == "class":
-            return co.type == "function" and any(
-                a.type == "class" and a.id == self.ident for a in co.ancestors()
-            )
-        if t == "package":
-            prefix = self.ident.rstrip("/") + "/"
-            return co.type == "function" and any(
-                a.type == "package" and (a.id == self.ident or a.id.startswith(prefix))
-                for a in co.ancestors()
-            )
+        if t in ("function", "class", "package"):
+            return co.type == "function" and self._code_match(co)
         if t in ("database", "table", "query"):
             if "sql_query" not in call:
                 return False
@@ -156,16 +173,16 @@ class _Matcher:
 
             info = sql.analyze(ev.sql_text(call), ev.database_type(call))
             if t == "query":
-                return info.normalized == self.query
+                return info.normalized.casefold() == self.query
             want = self.ident.lower()
             return any(tb == want or tb.endswith("." + want) for tb in info.tables)
         if t == "route":
             if "http_server_request" not in call:
                 return False
-            from tracetool.routes import to_openapi
+            from tracetool import route_model
 
-            path = ev.normalized_path_info(call) or ev.path_info(call)
-            return (ev.request_method(call), to_openapi(path)) == self.route
+            method, template = route_model.server_route(call)
+            return (method, route_model.shape(template)) == self.route
         if t == "http":
             return "http_server_request" in call
         return co.type == t and (co.id == self.ident or co.fqid == self.ref.text)
@@ -214,25 +231,72 @@ def _return_value(node: CallNode) -> str:
 
 
 def _http_request(node: CallNode) -> str:
-    from tracetool.routes import to_openapi
+    from tracetool import route_model
 
-    path = ev.normalized_path_info(node.call) or ev.path_info(node.call)
     status = ev.status_code(node.ret)
-    text = f"{ev.request_method(node.call)} {to_openapi(path) if path else path}"
+    text = route_model.route_id(*route_model.server_route(node.call))
     return f"{text} ({status})" if status is not None else text
 
 
-def _context(node: CallNode, cos: dict[int, CodeObject], recording: str) -> dict[str, list[str]]:
+class _Notable:
+    """The nodes a match's context lists (HTTP requests, SQL, labeled functions), indexed once
+    per recording so that each match visits only those of its ancestors and subtrees: a call
+    chain 100,000 deep costs one pass, not one pass per match."""
+
+    def __init__(self, roots: list[CallNode], cos: dict[int, CodeObject]) -> None:
+        self.up: dict[int, CallNode | None] = {}  # nearest notable proper ancestor
+        self.below: set[int] = set()  # nodes with a notable proper descendant
+        self.notable: set[int] = set()
+        for node, _ in iter_preorder(roots):
+            call = node.call
+            if (
+                "sql_query" in call
+                or "http_server_request" in call
+                or _labeled(cos[id(node)], node)
+            ):
+                self.notable.add(id(node))
+            parent = node.parent
+            if parent is None:
+                self.up[id(node)] = None
+            else:
+                self.up[id(node)] = parent if id(parent) in self.notable else self.up[id(parent)]
+        for node in iter_postorder(roots):
+            if any(id(c) in self.notable or id(c) in self.below for c in node.children):
+                self.below.add(id(node))
+
+    def ancestors(self, node: CallNode) -> list[CallNode]:
+        out = []
+        found = self.up.get(id(node))
+        while found is not None:
+            out.append(found)
+            found = self.up.get(id(found))
+        return out
+
+    def descendants(self, node: CallNode) -> list[CallNode]:
+        out: list[CallNode] = []
+        stack = list(reversed(node.children))
+        while stack:
+            child = stack.pop()
+            if id(child) in self.notable:
+                out.append(child)
+            if id(child) in self.below:
+                stack.extend(reversed(child.children))
+        return out
+
+
+def _context(
+    node: CallNode, cos: dict[int, CodeObject], recording: str, notable: _Notable
+) -> dict[str, list[str]]:
     from tracetool import sql
 
     co = cos[id(node)]
     parent = node.parent
-    ancestors = list(node.ancestors())
+    ancestors = notable.ancestors(node)
     http = [a for a in [node, *ancestors] if "http_server_request" in a.call]
     queries: list[str] = []
     tables: set[str] = set()
     descendants: list[str] = []
-    for d in [node, *node.descendants()]:
+    for d in [node, *notable.descendants(node)]:
         if "sql_query" in d.call:
             info = sql.analyze(ev.sql_text(d.call), ev.database_type(d.call))
             queries.append(info.normalized)
@@ -298,7 +362,12 @@ def find(
     matcher = _Matcher(ref)
     selection = select(ref, trace_dir, query_db) if use_index else None
     matches: list[Match] = []
-    for path in find_trace_files(trace_dir):
+    unusable: list[tuple[Path, str]] = []
+    files = find_trace_files(trace_dir, unusable)
+    if warn:
+        for line in skip_lines(unusable):
+            warn(line)
+    for path in files:
         try:
             recording = path.relative_to(trace_dir).as_posix()
         except ValueError:
@@ -306,26 +375,122 @@ def find(
         if selection is not None and not selection.must_read(recording, path):
             continue
         try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            if warn:
-                warn(f"{path}: cannot read ({exc.strerror})")
-            continue
-        if not matcher.might_match(raw):
-            continue
-        try:
-            doc = parse(raw, str(path))
-        except TraceFormatError as exc:
+            found = _find_in(path, recording, matcher)
+        except TraceToolError as exc:
             if warn:
                 warn(str(exc))
             continue
+        matches.extend(found)
+    return matches
+
+
+def _find_in(path: Path, recording: str, matcher: _Matcher) -> list[Match]:
+    """The matches of one recording; any defect of its content is one TraceToolError."""
+    raw = read_file(path)
+    assert raw is not None
+    if not matcher.might_match(raw):
+        return []
+    matches: list[Match] = []
+    with guarded(path):
+        doc = parse(raw, str(path))
         tree = build_call_tree(doc.events)
         cmap = ClassMap.from_json(doc.class_map)
         cos = {id(n): cmap.code_object_for(n.call) for n, _ in iter_preorder(tree.roots)}
+        notable: _Notable | None = None
         for node, _ in iter_preorder(tree.roots):
             if matcher.matches(node, cos[id(node)]):
-                matches.append(Match(recording, node.id, _context(node, cos, recording)))
+                if notable is None:
+                    notable = _Notable(tree.roots, cos)
+                context = _context(node, cos, recording, notable)
+                matches.append(Match(recording, node.id, context))
     return matches
+
+
+# ---------------------------------------------------------------- not found
+
+
+_SUGGEST_SCAN_FILES = 200
+
+
+def known_identifiers(
+    ref: CodeObjectRef, trace_dir: Path, query_db: Path | str | None = None
+) -> list[str]:
+    """Identifiers of `ref`'s type that the recordings hold (for "did you mean").
+
+    From the index when there is one, else from the class maps of the first recordings.
+    """
+    from tracetool.errors import IndexMissingError
+    from tracetool.index.schema import open_reader
+    from tracetool.paths import query_db_path
+
+    wanted = "function" if ref.type == "package" else ref.type
+    path = Path(query_db).expanduser() if query_db else query_db_path(trace_dir)
+    try:
+        db = open_reader(path)
+    except IndexMissingError:
+        db = None
+    if db is not None:
+        try:
+            rows = db.execute("SELECT fqid FROM code_objects WHERE type = ?", (wanted,))
+            fqids = [str(r[0]) for r in rows]
+        except Exception:
+            fqids = []
+        finally:
+            db.close()
+    else:
+        seen: dict[str, None] = {}
+        for n, file in enumerate(find_trace_files(trace_dir)):
+            if n >= _SUGGEST_SCAN_FILES:
+                break
+            try:
+                raw = read_file(file)
+                with guarded(file):
+                    doc = parse(raw or b"", str(file))
+                    cmap = ClassMap.from_json(doc.class_map)
+                    for co in cmap:
+                        if co.type == wanted:
+                            seen.setdefault(co.fqid, None)
+                    if wanted in ("route", "query"):
+                        from tracetool import route_model, sql
+
+                        for event in doc.events:
+                            if event.get("event") != "call":
+                                continue
+                            if wanted == "route" and "http_server_request" in event:
+                                seen.setdefault(
+                                    "route:"
+                                    + route_model.route_id(*route_model.server_route(event)),
+                                    None,
+                                )
+                            elif wanted == "query" and "sql_query" in event:
+                                text = sql.normalize(ev.sql_text(event), ev.database_type(event))
+                                seen.setdefault("query:" + text, None)
+            except TraceToolError:
+                continue
+        fqids = list(seen)
+    out = [f[len(wanted) + 1 :] for f in fqids if f.startswith(wanted + ":")]
+    if ref.type == "package":  # the packages (and modules) of the functions
+        from tracetool.identifiers import loose
+
+        packages: dict[str, None] = {}
+        for ident in out:
+            parts = ident.replace("#", ".").split("/")
+            for i in range(1, len(parts)):
+                packages.setdefault("/".join(parts[:i]), None)
+            module = ident.rpartition(".")[0] if "#" not in ident else ""
+            if module:
+                packages.setdefault(module, None)
+        out = [p for p in packages if loose(p)]
+    return out
+
+
+def not_found_message(ref: CodeObjectRef, trace_dir: Path, query_db: Any = None) -> str:
+    """`<ref> not found in any recording under <dir>; did you mean: …?` (up to 5)."""
+    from tracetool.identifiers import did_you_mean
+
+    known = known_identifiers(ref, trace_dir, query_db)
+    hint = did_you_mean(ref.text, [f"{ref.type}:{k}" for k in known])
+    return f"{ref.text} not found in any recording under {trace_dir}{hint}"
 
 
 def apply_filters(matches: Iterable[Match], filters: Iterable[tuple[str, str]]) -> list[Match]:
@@ -367,6 +532,8 @@ __all__ = [
     "Match",
     "apply_filters",
     "find",
+    "known_identifiers",
+    "not_found_message",
     "parse_code_object",
     "report",
     "summarize",

@@ -4,12 +4,14 @@ The steps are pure functions over the project directory so the CLI can show each
 before it writes anything:
 
 - `detect(root)` → `Project`: type (pip, poetry, uv, pdm, pipenv), manifest and lock file, web
-  frameworks, git remote, Python runtime, candidate packages to record.
+  frameworks, Django settings module, git remote, Python runtime, candidate packages to record.
+  A directory that is not a Python project raises `ConfigError` before anything is written.
 - `plan(project)` → `Plan`: the edits, each a `FileEdit(path, before, after, why)`:
   trace.yml (only if absent), tracetool as a *development* dependency (never a production one),
   and the test configuration (`trace_record = true` for pytest) so the agent runs during tests.
 - `apply(plan)` writes the edits atomically; `validate(project)` runs the project's Python with
-  `TRACETOOL=true` to prove the agent loads and the configured packages import.
+  `TRACETOOL=true` to prove the agent loads and the configured packages import, then runs ONE
+  test with recording and fails loudly if no recording was written.
 """
 
 from __future__ import annotations
@@ -22,9 +24,26 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tracetool.errors import ConfigError
 from tracetool.trace.document import atomic_write_bytes
 
-DEV_REQUIREMENT = "tracetool"
+# The app's environment gets only the agent distribution (packages/agent): never the tool, whose
+# server dependencies (pydantic, starlette, ...) could clash with the app's pins.
+DEV_REQUIREMENT = "tracetool-agent"
+DJANGO_REQUIREMENT = "pytest-django"
+# files where projects keep development requirements, most specific first
+_DEV_REQUIREMENT_FILES = (
+    "requirements-dev.txt",
+    "requirements-test.txt",
+    "requirements_dev.txt",
+    "requirements_test.txt",
+    "dev-requirements.txt",
+    "test-requirements.txt",
+    "requirements/dev.txt",
+    "requirements/test.txt",
+    "requirements/development.txt",
+)
+_PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "Pipfile", "manage.py")
 _SKIP = {"tests", "test", "docs", "build", "dist", "node_modules", "venv", "examples", "scripts"}
 _FRAMEWORKS = ("flask", "django", "fastapi", "starlette")
 
@@ -40,6 +59,8 @@ class Project:
     python: str
     python_version: str
     packages: tuple[str, ...]
+    django_settings: str | None = None
+    trace_dir: str = "tmp/trace"
 
 
 @dataclass(frozen=True)
@@ -87,8 +108,41 @@ def _read(path: Path) -> str:
         return ""
 
 
+def _is_project(root: Path) -> bool:
+    return any((root / n).exists() for n in _PROJECT_FILES) or any(root.glob("requirements*.txt"))
+
+
+def django_settings_module(root: Path) -> str | None:
+    """The settings module manage.py names (else the one `*/settings.py`), or None: not Django."""
+    manage = root / "manage.py"
+    if not manage.exists():
+        return None
+    match = re.search(r"DJANGO_SETTINGS_MODULE['\"]\s*,\s*['\"]([\w.]+)['\"]", _read(manage))
+    if match:
+        return match.group(1)
+    found = sorted(root.glob("*/settings.py")) + sorted(root.glob("*/settings/__init__.py"))
+    if not found:
+        return None
+    rel = found[0].relative_to(root).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _configured_trace_dir(root: Path) -> str:
+    match = re.search(
+        r"^trace_dir:\s*['\"]?([^'\"#\n]+?)['\"]?\s*(#.*)?$", _read(root / "trace.yml"), re.M
+    )
+    return match.group(1).strip() if match else "tmp/trace"
+
+
 def detect(root: Path) -> Project:
     root = root.resolve()
+    if not _is_project(root):
+        raise ConfigError(
+            f"{root} is not a Python project (no pyproject.toml, setup.py, setup.cfg, "
+            "requirements*.txt, Pipfile or manage.py): run `tracetool install` in the top-level "
+            "folder of your project; nothing was written"
+        )
     pyproject = root / "pyproject.toml"
     text = _read(pyproject)
     lock: Path | None = None
@@ -106,7 +160,7 @@ def detect(root: Path) -> Project:
         manifest = next(
             (
                 root / n
-                for n in ("requirements-dev.txt", "requirements.txt", "pyproject.toml")
+                for n in (*_DEV_REQUIREMENT_FILES, "requirements.txt", "pyproject.toml")
                 if (root / n).exists()
             ),
             None,
@@ -118,11 +172,14 @@ def detect(root: Path) -> Project:
         for p in (
             pyproject,
             root / "requirements.txt",
-            root / "requirements-dev.txt",
+            *(root / n for n in _DEV_REQUIREMENT_FILES),
             root / "Pipfile",
         )
     )
     frameworks = tuple(f for f in _FRAMEWORKS if re.search(rf"(^|[^a-z]){f}([^a-z]|$)", deps_text))
+    settings = django_settings_module(root)
+    if settings and "django" not in frameworks:
+        frameworks = ("django", *frameworks)
     python = project_python(root)
     version = _run([python, "-c", "import platform; print(platform.python_version())"], root)
     return Project(
@@ -135,6 +192,8 @@ def detect(root: Path) -> Project:
         python=python,
         python_version=version or "unknown",
         packages=tuple(find_packages(root)),
+        django_settings=settings,
+        trace_dir=_configured_trace_dir(root),
     )
 
 
@@ -161,69 +220,144 @@ def find_packages(root: Path) -> list[str]:
 
 
 def trace_yml(project: Project) -> str:
-    lines = [f"name: {project.root.name}", "trace_dir: tmp/trace", "packages:"]
+    lines = [f"name: {project.root.name}", f"trace_dir: {project.trace_dir}", "packages:"]
     packages = project.packages or ("app",)
     lines += [f"  - path: {p}" for p in packages]
     return "\n".join(lines) + "\n"
 
 
-def _add_dev_dependency(project: Project) -> FileEdit | None:
-    root = project.root
-    pyproject = root / "pyproject.toml"
-    if project.type == "pipenv":
-        before = _read(root / "Pipfile")
-        if re.search(r"^tracetool\s*=", before, re.M):
-            return None
-        if "[dev-packages]" in before:
-            after = before.replace("[dev-packages]\n", '[dev-packages]\ntracetool = "*"\n', 1)
-        else:
-            after = before.rstrip("\n") + '\n\n[dev-packages]\ntracetool = "*"\n'
-        return FileEdit(root / "Pipfile", before, after, "tracetool as a development package")
-    if project.type == "poetry":
-        before = _read(pyproject)
-        if re.search(r"^tracetool\s*=", before, re.M):
-            return None
-        header = "[tool.poetry.group.dev.dependencies]"
-        if header in before:
-            after = before.replace(header + "\n", f'{header}\ntracetool = "*"\n', 1)
-        else:
-            after = before.rstrip("\n") + f'\n\n{header}\ntracetool = "*"\n'
-        return FileEdit(pyproject, before, after, "tracetool in the dev dependency group")
-    dev_req = root / "requirements-dev.txt"
-    if project.type == "pip" and (dev_req.exists() or not pyproject.exists()):
-        before_text = _read(dev_req) if dev_req.exists() else None
-        existing = before_text or ""
-        if re.search(r"^tracetool\b", existing, re.M):
-            return None
-        prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
-        if not existing and (root / "requirements.txt").exists():
-            prefix = "-r requirements.txt\n"
-        return FileEdit(
-            dev_req,
-            before_text,
-            prefix + DEV_REQUIREMENT + "\n",
-            "tracetool as a development requirement",
-        )
-    # PEP 735 dependency groups in pyproject.toml (uv, pdm, pip >= 25.1)
-    before = _read(pyproject)
-    if re.search(r"[\"']tracetool[\"'\s<>=~!;\[]", before):
+def _requirements(project: Project) -> list[str]:
+    reqs = [DEV_REQUIREMENT]
+    if project.django_settings:
+        reqs.append(DJANGO_REQUIREMENT)
+    return reqs
+
+
+def _has_requirement(text: str, name: str) -> bool:
+    return (
+        re.search(rf"(^|[\"'\s])({re.escape(name)})\s*([\"'<>=~!;\[,]|$)", text, re.M) is not None
+    )
+
+
+def _pyproject_is_project(text: str) -> bool:
+    """Whether pyproject.toml declares a project (not only tool settings such as ruff's)."""
+    return (
+        re.search(r"^\[(project|tool\.poetry|dependency-groups|tool\.pdm)\]", text, re.M)
+        is not None
+    )
+
+
+def _append_requirements(path: Path, names: list[str], include_main: bool) -> FileEdit | None:
+    before = _read(path) if path.exists() else None
+    existing = before or ""
+    missing = [n for n in names if not re.search(rf"^{re.escape(n)}\b", existing, re.M | re.I)]
+    if not missing:
         return None
-    match = re.search(r"^\[dependency-groups\]\s*\n", before, re.M)
+    prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
+    if before is None and include_main:
+        prefix = "-r requirements.txt\n"
+    why = "development requirements: " + ", ".join(missing)
+    return FileEdit(path, before, prefix + "\n".join(missing) + "\n", why)
+
+
+def _toml_table_append(before: str, header: str, lines: list[str]) -> str:
+    """Add `lines` at the top of TOML table `header`, creating the table at the end if absent."""
+    match = re.search(rf"^{re.escape(header)}[ \t]*\n", before, re.M)
+    if match:
+        return (
+            before[: match.end()] + "".join(line + "\n" for line in lines) + before[match.end() :]
+        )
+    return before.rstrip("\n") + f"\n\n{header}\n" + "".join(line + "\n" for line in lines)
+
+
+def _dependency_group_append(before: str, names: list[str]) -> str:
+    """PEP 735 `[dependency-groups] dev = [...]` (uv, pdm, pip >= 25.1)."""
+    items = "".join(f'\n    "{n}",' for n in names)
+    match = re.search(r"^\[dependency-groups\][ \t]*\n", before, re.M)
     if match:
         dev = re.search(r"^dev\s*=\s*\[", before[match.end() :], re.M)
         if dev:
             at = match.end() + dev.end()
-            after = before[:at] + '\n    "tracetool",' + before[at:]
-        else:
-            after = before[: match.end()] + 'dev = ["tracetool"]\n' + before[match.end() :]
-    else:
-        after = before.rstrip("\n") + '\n\n[dependency-groups]\ndev = ["tracetool"]\n'
-    return FileEdit(pyproject, before, after, "tracetool in the dev dependency group")
+            return before[:at] + items + before[at:]
+        return before[: match.end()] + f"dev = [{items}\n]\n" + before[match.end() :]
+    return before.rstrip("\n") + f"\n\n[dependency-groups]\ndev = [{items}\n]\n"
+
+
+def _add_dev_dependency(project: Project) -> FileEdit | None:
+    """The agent (and pytest-django for Django) where this project keeps its dev dependencies."""
+    root = project.root
+    names = _requirements(project)
+    pyproject = root / "pyproject.toml"
+    if project.type == "pipenv":
+        before = _read(root / "Pipfile")
+        missing = [n for n in names if not re.search(rf"^{re.escape(n)}\s*=", before, re.M)]
+        if not missing:
+            return None
+        after = _toml_table_append(before, "[dev-packages]", [f'{n} = "*"' for n in missing])
+        return FileEdit(
+            root / "Pipfile", before, after, "development packages: " + ", ".join(missing)
+        )
+    text = _read(pyproject)
+    if project.type == "poetry":
+        missing = [n for n in names if not _has_requirement(text, n)]
+        if not missing:
+            return None
+        header = "[tool.poetry.group.dev.dependencies]"
+        if "[tool.poetry.dev-dependencies]" in text:  # the pre-1.2 spelling the project uses
+            header = "[tool.poetry.dev-dependencies]"
+        after = _toml_table_append(text, header, [f'{n} = "*"' for n in missing])
+        return FileEdit(pyproject, text, after, "dev dependency group: " + ", ".join(missing))
+    if project.type == "pdm" and "[tool.pdm.dev-dependencies]" in text:
+        missing = [n for n in names if not _has_requirement(text, n)]
+        if not missing:
+            return None
+        after = _dependency_list_append(text, "[tool.pdm.dev-dependencies]", missing)
+        return FileEdit(pyproject, text, after, "pdm dev dependencies: " + ", ".join(missing))
+    if project.type == "pip":
+        # requirements files win: a pyproject.toml beside them may hold only tool settings
+        dev_file = next((root / n for n in _DEV_REQUIREMENT_FILES if (root / n).exists()), None)
+        has_requirements = (root / "requirements.txt").exists()
+        if dev_file is not None or has_requirements or not _pyproject_is_project(text):
+            target = dev_file or root / "requirements-dev.txt"
+            return _append_requirements(target, names, include_main=has_requirements)
+    missing = [n for n in names if not _has_requirement(text, n)]
+    if not missing:
+        return None
+    after = _dependency_group_append(text, missing)
+    return FileEdit(pyproject, text, after, "dev dependency group: " + ", ".join(missing))
+
+
+def _dependency_list_append(before: str, header: str, names: list[str]) -> str:
+    """`dev = [...]` inside table `header` (pdm's own dev-dependencies table)."""
+    match = re.search(rf"^{re.escape(header)}[ \t]*\n", before, re.M)
+    items = "".join(f'\n    "{n}",' for n in names)
+    assert match is not None
+    dev = re.search(r"^dev\s*=\s*\[", before[match.end() :], re.M)
+    if dev:
+        at = match.end() + dev.end()
+        return before[:at] + items + before[at:]
+    return before[: match.end()] + f"dev = [{items}\n]\n" + before[match.end() :]
+
+
+def _pytest_lines(project: Project, toml: bool) -> list[tuple[str, str]]:
+    """(key, line) pairs the pytest configuration needs."""
+    q = (lambda v: f'"{v}"') if toml else (lambda v: v)
+    lines = [("trace_record", f"trace_record = {q('true')}")]
+    if project.django_settings:
+        lines.append(
+            ("DJANGO_SETTINGS_MODULE", f"DJANGO_SETTINGS_MODULE = {q(project.django_settings)}")
+        )
+        # Django's own test files are tests.py (pytest-django's documented setting)
+        lines.append(("python_files", f"python_files = {q('tests.py test_*.py *_tests.py')}"))
+    return lines
 
 
 def _enable_in_tests(project: Project, pending: dict[Path, str]) -> FileEdit | None:
-    """`trace_record = true` in the project's pytest configuration."""
+    """Recording on in the project's pytest configuration (with pytest-django's settings)."""
     root = project.root
+    why = "record each test with the pytest plugin"
+    if project.django_settings:
+        why += f"; pytest-django with {project.django_settings}"
     for name, header in (
         ("pytest.ini", "[pytest]"),
         ("pyproject.toml", "[tool.pytest.ini_options]"),
@@ -233,28 +367,57 @@ def _enable_in_tests(project: Project, pending: dict[Path, str]) -> FileEdit | N
         path = root / name
         before = pending.get(path, _read(path))
         if header in before:
-            if re.search(r"^trace_record\s*=", before, re.M):
+            wanted = _pytest_lines(project, toml=name == "pyproject.toml")
+            add = [line for key, line in wanted if not re.search(rf"^{key}\s*=", before, re.M)]
+            if not add:
                 return None
-            # TOML needs a quoted value for pytest's ini-style option; ini files take it bare
-            line = 'trace_record = "true"' if name == "pyproject.toml" else "trace_record = true"
-            after = before.replace(header + "\n", f"{header}\n{line}\n", 1)
-            return FileEdit(
-                path,
-                _read(path) if path.exists() else None,
-                after,
-                "record each test with the pytest plugin",
-            )
+            after = _toml_table_append(before, header, add)
+            return FileEdit(path, _read(path) if path.exists() else None, after, why)
     path = root / "pyproject.toml"
-    if path.exists() or path in pending:
+    if (path.exists() or path in pending) and _pyproject_is_project(pending.get(path, _read(path))):
         before = pending.get(path, _read(path))
-        after = before.rstrip("\n") + '\n\n[tool.pytest.ini_options]\ntrace_record = "true"\n'
-        return FileEdit(path, _read(path), after, "record each test with the pytest plugin")
-    return FileEdit(
-        root / "pytest.ini",
-        None,
-        "[pytest]\ntrace_record = true\n",
-        "record each test with the pytest plugin",
+        lines = [line for _, line in _pytest_lines(project, toml=True)]
+        after = _toml_table_append(before, "[tool.pytest.ini_options]", lines)
+        return FileEdit(path, _read(path), after, why)
+    lines = [line for _, line in _pytest_lines(project, toml=False)]
+    return FileEdit(root / "pytest.ini", None, "[pytest]\n" + "\n".join(lines) + "\n", why)
+
+
+def _ignore_trace_dir(project: Project) -> FileEdit | None:
+    """trace_dir in .gitignore: recordings are big and hold captured data."""
+    path = project.root / ".gitignore"
+    before = _read(path) if path.exists() else None
+    entry = "/" + project.trace_dir.strip("/") + "/"
+    existing = {line.strip().rstrip("/").lstrip("/") for line in (before or "").splitlines()}
+    if project.trace_dir.strip("/") in existing or project.trace_dir.split("/")[0] in existing:
+        return None
+    text = before or ""
+    if text and not text.endswith("\n"):
+        text += "\n"
+    after = text + f"# tracetool recordings (trace.yml trace_dir)\n{entry}\n"
+    return FileEdit(path, before, after, "keep recordings out of git")
+
+
+_DJANGO_RUNNER = "tracetool.agent.django_runner.TraceRunner"
+
+
+def _django_test_runner(project: Project) -> FileEdit | None:
+    """`python manage.py test` records one trace per test: TEST_RUNNER in the settings module."""
+    if not project.django_settings:
+        return None
+    rel = Path(*project.django_settings.split("."))
+    path = project.root / rel.with_suffix(".py")
+    if not path.exists():
+        path = project.root / rel / "__init__.py"
+    before = _read(path)
+    if not before or re.search(r"^TEST_RUNNER\s*=", before, re.M):
+        return None  # a project with its own runner keeps it (README: recording unittest runs)
+    after = before.rstrip("\n") + (
+        "\n\n# tracetool: `python manage.py test` records one trace per test when the agent is\n"
+        "# installed (TRACETOOL=false turns it off); added by `tracetool install`\n"
+        f'TEST_RUNNER = "{_DJANGO_RUNNER}"\n'
     )
+    return FileEdit(path, before, after, "record `python manage.py test`, one trace per test")
 
 
 def plan(project: Project) -> Plan:
@@ -262,9 +425,9 @@ def plan(project: Project) -> Plan:
     config = project.root / "trace.yml"
     if not config.exists():
         edits.append(FileEdit(config, None, trace_yml(project), "what the agent records"))
-    dep = _add_dev_dependency(project)
-    if dep is not None:
-        edits.append(dep)
+    for edit in (_add_dev_dependency(project), _ignore_trace_dir(project)):
+        if edit is not None:
+            edits.append(edit)
     pending = {e.path: e.after for e in edits}
     tests = _enable_in_tests(project, pending)
     if tests is not None:
@@ -275,6 +438,9 @@ def plan(project: Project) -> Plan:
             )
         else:
             edits.append(tests)
+    runner = _django_test_runner(project)
+    if runner is not None:
+        edits.append(runner)
     return Plan(project, tuple(edits))
 
 
@@ -310,6 +476,10 @@ missing = [p.path for p in cfg.packages if importlib.util.find_spec(p.path.split
 print("packages: " + ",".join(p.path for p in cfg.packages))
 if missing:
     print("unimportable: " + ",".join(missing)); sys.exit(4)
+from tracetool.agent import integrations
+failed = integrations.self_check()
+if failed:
+    print("integrations: " + "; ".join(failed)); sys.exit(5)
 """
 
 
@@ -319,23 +489,27 @@ class Validation:
     message: str
 
 
-def validate(project: Project) -> Validation:
-    """Run the project's Python with TRACETOOL=true and check the agent and packages load."""
+def _env(project: Project) -> dict[str, str]:
     env = {
         **os.environ,
-        "TRACETOOL": "true",
         "PYTHONPATH": os.pathsep.join(
             [str(project.root), str(project.root / "src"), os.environ.get("PYTHONPATH", "")]
         ).rstrip(os.pathsep),
     }
+    env.pop("TRACETOOL", None)
+    return env
+
+
+def _load_check(project: Project) -> Validation:
+    """The agent and the packages trace.yml names import in the project's Python."""
     try:
         out = subprocess.run(
             [project.python, "-c", _VALIDATE],
             cwd=project.root,
-            env=env,
+            env={**_env(project), "TRACETOOL": "true"},
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=120,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Validation(False, f"could not run {project.python}: {exc}")
@@ -346,11 +520,85 @@ def validate(project: Project) -> Validation:
     if out.returncode == 3:
         return Validation(
             False,
-            f"tracetool is not installed for {project.python}: install the "
+            f"{DEV_REQUIREMENT} is not installed for {project.python}: install the "
             "development dependencies, then run `tracetool install` again",
         )
     if out.returncode == 4:
         return Validation(
             False, f"trace.yml names packages that do not import: {last.split(': ', 1)[-1]}"
         )
+    if out.returncode == 5:
+        return Validation(
+            False, f"an agent integration does not fit this project: {last.split(': ', 1)[-1]}"
+        )
     return Validation(False, f"the agent failed to load: {last}")
+
+
+def _first_test(project: Project) -> tuple[str | None, str]:
+    """The node id of the project's first pytest test, or (None, why)."""
+    try:
+        out = subprocess.run(
+            [project.python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+            cwd=project.root,
+            env=_env(project),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"could not run pytest with {project.python}: {exc}"
+    for line in out.stdout.splitlines():
+        if "::" in line and not line.startswith((" ", "<")):
+            return line.strip(), ""
+    tail = "\n".join((out.stdout + out.stderr).strip().splitlines()[-5:])
+    return None, f"pytest collected no test (exit {out.returncode}):\n{tail}"
+
+
+def record_one_test(project: Project) -> Validation:
+    """Run the project's first test with recording on; at least one recording must appear."""
+    node, why = _first_test(project)
+    if node is None:
+        return Validation(False, f"validation could not find a test to record: {why}")
+    trace_dir = project.root / project.trace_dir
+    before = {p: p.stat().st_mtime_ns for p in trace_dir.rglob("*.trace.json")}
+    try:
+        out = subprocess.run(
+            [
+                project.python,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--trace-record",
+                node,
+            ],
+            cwd=project.root,
+            env=_env(project),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Validation(False, f"could not run pytest with {project.python}: {exc}")
+    written = [p for p in trace_dir.rglob("*.trace.json") if before.get(p) != p.stat().st_mtime_ns]
+    if not written:
+        tail = "\n".join((out.stdout + out.stderr).strip().splitlines()[-8:])
+        return Validation(
+            False,
+            f"NOTHING WAS RECORDED: `pytest --trace-record {node}` wrote no recording under "
+            f"{project.trace_dir} (pytest exit {out.returncode}):\n{tail}",
+        )
+    rel = written[0].relative_to(project.root)
+    return Validation(True, f"recorded {node} into {rel}")
+
+
+def validate(project: Project) -> Validation:
+    """The agent loads in the project's Python, then one test runs with recording and is saved."""
+    loaded = _load_check(project)
+    if not loaded.ok:
+        return loaded
+    recorded = record_one_test(project)
+    if not recorded.ok:
+        return recorded
+    return Validation(True, f"{loaded.message}; {recorded.message}")

@@ -68,12 +68,14 @@ def generate(
     source: Path | str | Sequence[Path], options: OpenApiOptions = OpenApiOptions()
 ) -> OpenApiResult:
     """The OpenAPI document of every recording below `source` (a directory, file or file list)."""
-    from tracetool.trace.document import find_trace_files
+    from tracetool.trace.reader import find_trace_files, skip_lines
 
     template = load_template(options.template) if options.template else None
     warnings: list[str] = []
     if isinstance(source, (str, Path)):
-        files = find_trace_files(source)
+        unusable: list[tuple[Path, str]] = []
+        files = find_trace_files(source, unusable)
+        warnings.extend(skip_lines(unusable, source))
         if not files:
             warnings.append(f"no recordings (*.trace.json, *.appmap.json) found in {source}")
     else:

@@ -4,9 +4,11 @@ Per request (a call with `http_server_request` paired with its return):
 * skipped with a warning: no path, a path not starting with `/`, no response, a status below
   100 or from 600 on, a method OpenAPI does not know; left out silently: media requests
   (style sheets, scripts, images, fonts, audio, video — by path extension or response type);
-* the path template is `normalized_path_info` in OpenAPI form (`:id`, `<int:id>`, `{id:int}` →
-  `{id}`); without one, the concrete `path_info` is templated by `tracetool.routes` and its
-  placeholders named after the preceding word (`/users/42` → `/users/{user_id}`);
+* the path template is the request's route (`tracetool.route_model.server_template`, the model
+  index, query and inspect share): `normalized_path_info` in OpenAPI form (`:id`, `<int:id>`,
+  `{id:int}` → `{id}`); without one, the concrete `path_info` with value-like segments as
+  parameters named after the preceding word (`/users/42` → `/users/{user_id}`), so one route
+  is one path, never a concrete `/users/2`;
 * path parameters are typed from what was observed: the `message` entry of that name and the
   concrete path segment (`42` → integer, a UUID → string/uuid, …);
 * other `message` entries are the request body of POST/PUT/PATCH (content type from the
@@ -28,11 +30,12 @@ from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import parse_qsl
 
-from tracetool import routes
+from tracetool import route_model
 from tracetool.errors import TraceToolError
 from tracetool.openapi.model import ANONYMOUS, METHODS, ApiModel
 from tracetool.openapi.schema import Schema, class_schema, merge, schema_for
 from tracetool.trace.extract import extract_events
+from tracetool.trace.reader import guarded
 from tracetool.trace.stream import iter_pairs, open_stream, read_small
 
 _ROUTING_KEYS = {"controller", "action", "_method"}
@@ -62,7 +65,6 @@ _INT = re.compile(r"-?[0-9]+")
 _FLOAT = re.compile(r"-?[0-9]+\.[0-9]+(?:[eE][-+]?[0-9]+)?")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-_KIND_SUFFIX = {"date": "date", "iso8601": "time", "email": "email"}
 
 
 def collect_batch(paths: list[Path]) -> ApiModel:
@@ -78,8 +80,9 @@ def collect_file(path: Path, model: ApiModel) -> None:
     part = ApiModel()
     source = str(path)
     try:
-        for call, ret in exchanges(path):
-            add_exchange(part, call, ret, source)
+        with guarded(path):
+            for call, ret in exchanges(path):
+                add_exchange(part, call, ret, source)
     except TraceToolError as exc:
         model.failures.append(f"skipped {exc}")
         return
@@ -145,11 +148,6 @@ def _mime(headers: dict[str, str], fallback: Any) -> str:
     return value.split(";", 1)[0].strip().lower()
 
 
-@lru_cache(maxsize=4096)
-def _openapi_path(template: str) -> str:
-    return routes.to_openapi(template)
-
-
 def add_exchange(
     model: ApiModel, call: dict[str, Any], ret: Optional[dict[str, Any]], source: str
 ) -> None:
@@ -182,7 +180,7 @@ def add_exchange(
         model.media += 1
         return
 
-    path = _openapi_path(raw_template) if raw_template else _template_of(concrete)
+    path = route_model.server_template(call)
     if not path.startswith("/"):
         model.skip(source, "path does not start with /", example)
         return
@@ -340,36 +338,6 @@ def _add_security(model: ApiModel, used: set[str], headers: dict[str, str]) -> N
 
 def _path_names(path: str) -> list[str]:
     return re.findall(r"\{([^{}/]+)\}", path)
-
-
-@lru_cache(maxsize=4096)
-def _template_of(concrete: str) -> str:
-    """OpenAPI template of a concrete path: value-like segments become named parameters."""
-    template = routes.normalize_path(concrete)
-    out: list[str] = []
-    previous = ""
-    for segment in template.split("/"):
-        if segment.startswith(":") and segment[1:] in routes.KINDS:
-            out.append(":" + _param_name(previous, segment[1:]))
-            previous = ""
-        else:
-            out.append(segment)
-            previous = segment
-    return routes.to_openapi("/".join(out))
-
-
-def _param_name(previous: str, kind: str) -> str:
-    word = re.sub(r"[^A-Za-z0-9]+", "_", previous).strip("_").lower()
-    suffix = _KIND_SUFFIX.get(kind, "id")
-    if not word or not word[0].isalpha():
-        return suffix
-    if word.endswith("ies") and len(word) > 3:
-        word = word[:-3] + "y"
-    elif word.endswith(("ses", "xes", "ches", "shes")):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    return f"{word}_{suffix}"
 
 
 @lru_cache(maxsize=4096)

@@ -17,7 +17,10 @@ user text with `parse_filters`, then:
 - `recording(db, appmap) -> dict` — one recording's indexed facts;
 - `functions_in_file(db, paths)`, `function_detail(db, fqid)`, `function_recordings(db, fqid)`,
   `function_exceptions(db, fqids)`, `repeated_queries(db, fqids, threshold)` — recorded functions
-  by source location (what editors show; `tracetool.query.source`).
+  by source location (what editors show; `tracetool.query.source`), with `function_tests` and
+  `slow_queries`;
+- `recording_groups(db, text=None, n_plus_one=10)` — recordings grouped by test file / route
+  with status flags (the editors' recordings tree; `tracetool.query.browse`).
 
 Errors are `UsageError` (bad filter, filter not applicable), `NotFoundError` (unknown recording
 or branch) and `IndexMissingError` (no or outdated database: run `tracetool index`).
@@ -25,6 +28,7 @@ or branch) and `IndexMissingError` (no or outdated database: run `tracetool inde
 
 from __future__ import annotations
 
+from tracetool.query.browse import recording_groups
 from tracetool.query.db import open_db, query_db_path, resolve_recording
 from tracetool.query.endpoints import compare, endpoints, percentile
 from tracetool.query.filters import Filters, parse_filters
@@ -35,8 +39,10 @@ from tracetool.query.source import (
     function_detail,
     function_exceptions,
     function_recordings,
+    function_tests,
     functions_in_file,
     repeated_queries,
+    slow_queries,
 )
 from tracetool.query.summary import recording, summary
 from tracetool.query.tree import tree
@@ -50,7 +56,10 @@ __all__ = [
     "function_detail",
     "function_exceptions",
     "function_recordings",
+    "function_tests",
     "functions_in_file",
+    "recording_groups",
+    "slow_queries",
     "hotspots",
     "open_db",
     "parse_filters",

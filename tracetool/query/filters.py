@@ -69,6 +69,12 @@ class RouteFilter:
     pattern: str | None  # template ({id} form) or glob; None = any path
     glob: bool
     text: str
+    # A concrete path (`/users/7`): only its own requests, not its whole route.
+    concrete: bool = False
+
+
+# `tracetool.identifiers.loose` in SQL: every separator read as `.`.
+_LOOSE_SQL = "replace(replace(replace(replace({}, '::', '.'), '/', '.'), '#', '.'), '\\', '.')"
 
 
 @dataclass(frozen=True)
@@ -83,14 +89,20 @@ class NameFilter:
             return "(" + " OR ".join(f"{c} GLOB ?" for c in columns) + ")", (self.value,) * len(
                 columns
             )
+        from tracetool.identifiers import loose
+
         parts: list[str] = []
         params: list[Any] = []
+        key = loose(self.value)
         for c in columns:
             parts.append(f"{c} = ?")
             params.append(self.value)
             for sep in ("/", ".", "::"):
                 parts.append(f"{c} GLOB ?")
                 params.append(f"*{sep}{_glob_escape(self.value)}")
+            if key != self.value:  # `catalog.models.Book` is `catalog/models/Book`
+                parts.append(f"{_LOOSE_SQL.format(c)} = ?")
+                params.append(key)
         return "(" + " OR ".join(parts) + ")", tuple(params)
 
 
@@ -196,7 +208,12 @@ def parse_time(text: str, *, now: float | None = None, what: str = "--since") ->
 
 
 def parse_route(text: str) -> RouteFilter:
-    from tracetool import routes
+    """`--route`: `GET /users/:id`, `/book/<int:pk>`, `POST`, or a glob (`/api/*`).
+
+    A template matches every request of that route whatever its parameter names
+    (`tracetool.route_model.shape`); a concrete path also matches its own requests.
+    """
+    from tracetool import route_model, routes
 
     value = text.strip()
     method: str | None = None
@@ -209,7 +226,10 @@ def parse_route(text: str) -> RouteFilter:
         return RouteFilter(method, None, False, text)
     if _is_glob(value):
         return RouteFilter(method, value, True, text)
-    return RouteFilter(method, routes.to_openapi(value), False, text)
+    template = route_model.guess_template(value, rename_kinds=False)
+    if template != routes.to_openapi(value):  # the user typed values, not a template
+        return RouteFilter(method, value, False, text, concrete=True)
+    return RouteFilter(method, template, False, text)
 
 
 def parse_filters(
@@ -271,8 +291,12 @@ def route_clauses(route: RouteFilter, alias: str = "h") -> list[Clause]:
             out.append(
                 (f"({alias}.route GLOB ? OR {alias}.path GLOB ?)", (route.pattern, route.pattern))
             )
+        elif route.concrete:
+            out.append((f"{alias}.path = ?", (route.pattern,)))
         else:
-            out.append((f"({alias}.route = ? OR {alias}.path = ?)", (route.pattern, route.pattern)))
+            from tracetool.route_model import shape
+
+            out.append((f"{alias}.route_shape = ?", (shape(route.pattern),)))
     return out
 
 

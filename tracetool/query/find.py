@@ -336,6 +336,34 @@ def _logs(db: sqlite3.Connection, f: Filters, limit: int) -> list[dict[str, Any]
     )
 
 
+def hints(db: sqlite3.Connection, f: Filters) -> list[str]:
+    """When a search found nothing: "did you mean" lines for its --route and --class values,
+    from the routes and classes the index holds (`tracetool.identifiers.closest`)."""
+    from tracetool import identifiers
+
+    out: list[str] = []
+    route = f.route
+    if route is not None and route.pattern is not None and not route.glob:
+        known = [
+            f"{m} {r}" for m, r in db.execute("SELECT DISTINCT method, route FROM http_requests")
+        ]
+        typed = f"{route.method} {route.pattern}" if route.method else route.pattern
+        near = identifiers.closest(typed, known) or identifiers.closest(route.pattern, known)
+        if near:
+            out.append(f"--route {route.text!r}: did you mean: {', '.join(near)}?")
+    if f.class_ is not None and not f.class_.glob:
+        known = [
+            str(r[0])
+            for r in db.execute(
+                "SELECT DISTINCT class_id FROM code_objects WHERE class_id IS NOT NULL"
+            )
+        ]
+        near = identifiers.closest(f.class_.value, known)
+        if near:
+            out.append(f"--class {f.class_.value!r}: did you mean: {', '.join(near)}?")
+    return out
+
+
 def search(db: sqlite3.Connection, text: str, limit: int = 10) -> list[dict[str, Any]]:
     """Recordings ranked by full-text relevance to any of the words in `text` (bm25)."""
     rows = _run(

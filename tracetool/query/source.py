@@ -15,12 +15,18 @@ decorator line when decorated). These functions read query.db by that location:
   class and raise location;
 - `repeated_queries(db, fqids, threshold=10)` — N+1 patterns: one normalized query issued by the
   function `threshold` times or more within one HTTP request (or one recording without
-  requests).
+  requests);
+- `slow_queries(db, fqids, threshold_ms=100)` — queries issued by these functions that took
+  `threshold_ms` or more at least once: function, sql, count (slow runs), max_ms, recording;
+- `function_tests(db, fqid, limit=20)` — the test recordings that reach the function: recording,
+  name, test_status, source_location (the test), count. `function_detail` includes them as
+  `tests`.
 
 The index keeps per recording a function's call count and total time, not each call's time, so
 `p50_ms` is the median of the per-recording mean call times weighted by their call counts: exact
 when each recording calls the function once (a request handler, a test's subject), an estimate
-otherwise. Unknown fqids raise `NotFoundError`.
+otherwise. A function may be spelled any way `tracetool.identifiers` accepts (`a.b.C.m` for
+`function:a/b/C#m`); unknown ones raise `NotFoundError` saying "did you mean …".
 """
 
 from __future__ import annotations
@@ -120,12 +126,34 @@ def functions_in_file(db: sqlite3.Connection, paths: Iterable[str]) -> list[dict
 
 
 def _function_id(db: sqlite3.Connection, fqid: str) -> int:
+    return _resolve_function(db, fqid)[0]
+
+
+def _resolve_function(db: sqlite3.Connection, fqid: str) -> tuple[int, str]:
+    """(code object id, fqid as recorded) of a function of a function, spelled any way `tracetool.identifiers` accepts
+    (`function:a/b/C#m`, `a.b.C.m`, `a/b.f`); not found → `NotFoundError` with suggestions."""
+    from tracetool import identifiers
+
     row = db.execute(
         "SELECT id FROM code_objects WHERE fqid = ? AND type = 'function'", (fqid,)
     ).fetchone()
-    if row is None:
-        raise NotFoundError(f"{fqid}: no such recorded function in the index")
-    return int(row[0])
+    if row is not None:
+        return int(row[0]), fqid
+    ident = fqid[len("function:") :] if fqid.startswith("function:") else fqid
+    name = identifiers.last_name(ident)
+    rows = db.execute(
+        "SELECT id, fqid FROM code_objects WHERE type = 'function' AND method = ?", (name,)
+    ).fetchall()
+    found = identifiers.matches(ident, [str(r[1])[len("function:") :] for r in rows])
+    if found:
+        canonical = "function:" + found[0]
+        return next(int(r[0]) for r in rows if str(r[1]) == canonical), canonical
+    known = [
+        str(r[0])
+        for r in db.execute("SELECT fqid FROM code_objects WHERE type = 'function' LIMIT 100000")
+    ]
+    hint = identifiers.did_you_mean("function:" + ident, known)
+    raise NotFoundError(f"{fqid}: no such recorded function in the index{hint}")
 
 
 def function_recordings(
@@ -247,7 +275,7 @@ def repeated_queries(
 
 def function_detail(db: sqlite3.Connection, fqid: str, top: int = DEFAULT_TOP) -> dict[str, Any]:
     """Figures, top recordings, own SQL and exceptions of one recorded function."""
-    cid = _function_id(db, fqid)
+    cid, fqid = _resolve_function(db, fqid)
     rows = _rows(db, "co.id = ?", (cid,))
     if not rows:
         raise NotFoundError(f"{fqid}: the function has no recorded calls in the index")
@@ -265,4 +293,54 @@ def function_detail(db: sqlite3.Connection, fqid: str, top: int = DEFAULT_TOP) -
         for sql, n, ms, n_rec in queries
     ]
     detail["exceptions"] = function_exceptions(db, [fqid])[:top]
+    detail["tests"] = function_tests(db, fqid, limit=max(top, 1) * 2)
     return detail
+
+
+DEFAULT_SLOW_MS = 100.0
+TEST_RECORDERS = ("test", "tests")
+
+
+def function_tests(db: sqlite3.Connection, fqid: str, limit: int = 20) -> list[dict[str, Any]]:
+    """Test recordings that called `fqid` (failed ones first, then by name)."""
+    cid = _function_id(db, fqid)
+    rows = db.execute(
+        "SELECT r.path, r.name, r.test_status, r.source_location, fc.count "
+        "FROM function_calls fc JOIN recordings r ON r.id = fc.recording_id "
+        f"WHERE fc.code_object_id = ? AND r.recorder_type IN ({_in(TEST_RECORDERS)}) "
+        "ORDER BY r.test_status = 'failed' DESC, r.name, r.path LIMIT ?",
+        (cid, *TEST_RECORDERS, limit),
+    ).fetchall()
+    return [
+        {
+            "recording": path,
+            "name": name,
+            "test_status": status,
+            "source_location": location,
+            "count": count,
+        }
+        for path, name, status, location, count in rows
+    ]
+
+
+def slow_queries(
+    db: sqlite3.Connection, fqids: Iterable[str], threshold_ms: float = DEFAULT_SLOW_MS
+) -> list[dict[str, Any]]:
+    """Queries these functions issued that took `threshold_ms` or more (slowest first)."""
+    wanted = list(dict.fromkeys(fqids))
+    if not wanted or threshold_ms <= 0:
+        return []
+    # max(q.duration_ms) makes the bare r.path column the recording of the slowest run.
+    rows = db.execute(
+        "SELECT caller.fqid, co.name, count(*), max(q.duration_ms), r.path "
+        "FROM sql_queries q JOIN code_objects caller ON caller.id = q.caller_id "
+        "JOIN code_objects co ON co.id = q.code_object_id "
+        "JOIN recordings r ON r.id = q.recording_id "
+        f"WHERE caller.fqid IN ({_in(wanted)}) AND q.duration_ms >= ? "
+        "GROUP BY q.caller_id, q.code_object_id ORDER BY caller.fqid, max(q.duration_ms) DESC",
+        (*wanted, threshold_ms),
+    ).fetchall()
+    return [
+        {"function": fqid, "sql": sql, "count": n, "max_ms": round_ms(ms), "recording": rec}
+        for fqid, sql, n, ms, rec in rows
+    ]

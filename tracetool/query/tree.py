@@ -8,7 +8,8 @@ way, so a loop of ten `find` calls each running one query shows `find ×10` over
 
 Rows come in pre-order: `depth`, `kind` (http_server, http_client, sql, function, message,
 other), `label` (request `METHOD path`, SQL text, `Class#method`), `count`, `elapsed_ms`,
-`event_id` (the first folded call), and for HTTP requests `route` and `status`.
+`event_id` (the first folded call), for HTTP requests `route` and `status`, and for functions
+with a recorded source `location` (`path:lineno`, as the agent wrote it).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tracetool.query.db import recording_file, resolve_recording, round_ms
 from tracetool.trace import build_call_tree, gc_paused, iter_postorder, load
 from tracetool.trace import events as ev
 from tracetool.trace.normalize import apply_event_updates
+from tracetool.trace.reader import guarded
 from tracetool.trace.tree import CallNode
 
 DEFAULT_LIMIT = 1000
@@ -51,6 +53,9 @@ def _label(
     elif kind == ev.FUNCTION:
         key = (call.get("defined_class"), call.get("method_id"), call.get("static"))
         label = fn_labels.get(key) or fn_labels.setdefault(key, ev.function_name(call))
+        if call.get("path"):
+            line = call.get("lineno")
+            extra = {"location": f"{call['path']}:{line}" if line else str(call["path"])}
     else:
         label = str(call.get("method_id") or call.get("defined_class") or kind)
     return kind, label, extra
@@ -80,7 +85,7 @@ def tree(
                 (row["id"],),
             ).fetchall()
         )
-    with gc_paused():
+    with gc_paused(), guarded(path):
         doc = load(path)
         # The tree builder pairs calls and returns itself; only updates must be applied first.
         # Event ids stay the file's, as in the index.

@@ -23,7 +23,7 @@ from typing import Any
 
 from tracetool.errors import NotFoundError, UsageError
 from tracetool.stats._collect import OverheadPartial, function_sizes, overhead_batch
-from tracetool.trace.document import find_trace_files
+from tracetool.trace.reader import find_trace_files, guarded, skip_lines
 from tracetool.trace.stream import file_size
 
 SIZE_THRESHOLD = 1024 * 1024
@@ -105,7 +105,8 @@ def directory_stats(
     root = Path(directory)
     if not root.is_dir():
         raise NotFoundError(f"{root}: no such directory")
-    files = find_trace_files(root)
+    unusable: list[tuple[Path, str]] = []
+    files = find_trace_files(root, unusable)
     sized = [(path, file_size(path)) for path in files]
     big = sorted(
         ((p, s) for p, s in sized if s > threshold), key=lambda item: (-item[1], str(item[0]))
@@ -131,7 +132,7 @@ def directory_stats(
         largest=largest,
         functions=functions,
         total_instrumentation=seconds,
-        warnings=tuple(sorted(total.warnings)),
+        warnings=tuple(sorted([*total.warnings, *skip_lines(unusable)])),
     )
 
 
@@ -171,7 +172,8 @@ def recording_stats(path: Path | str, *, limit: int | None = DEFAULT_LIMIT) -> R
     p = Path(path)
     if not p.exists():
         raise NotFoundError(f"{p}: no such file")
-    rows, calls = function_sizes(p)
+    with guarded(p):
+        rows, calls = function_sizes(p)
     rows.sort(key=lambda row: (-row[2], -row[1], row[0]))
     functions = tuple(FunctionSize(*row) for row in rows[:limit])
     return RecordingStats(str(p), calls, functions, len(rows))

@@ -24,6 +24,7 @@ from tracetool.errors import TraceToolError
 from tracetool.stats._names import Names
 from tracetool.trace import events as ev
 from tracetool.trace.document import gc_paused
+from tracetool.trace.reader import guarded
 from tracetool.trace.stream import iter_pairs, open_stream
 
 SqlKey = tuple[str, str]  # (sql text, database type or "")
@@ -96,7 +97,9 @@ def _file_overhead(path: Path, names: Names) -> dict[Key, list[float]]:
     sums: dict[Key, list[float]] = {}
     recording = names.recording(stream.class_map)
     for raw, (count, seconds, call) in raw_sums.items():
-        key: Key = raw[1:] if raw[0] == _SQL else recording.function(call)[0]
+        # (a `sql_query` that is not an object makes a 2-tuple: named like any other call)
+        sql = raw[0] == _SQL and len(raw) == 3
+        key: Key = raw[1:] if sql else recording.function(call)[0]
         entry = sums.get(key)
         if entry is None:
             sums[key] = [count, seconds]
@@ -116,7 +119,8 @@ def overhead_batch(paths: list[Path]) -> OverheadPartial:
     with gc_paused():
         for path in paths:
             try:
-                sums = _file_overhead(path, names)
+                with guarded(path):
+                    sums = _file_overhead(path, names)
             except TraceToolError as exc:
                 partial.warnings.append(f"skipped {exc}")
                 continue

@@ -217,10 +217,13 @@ class ClassMap:
         if kind == ev.FUNCTION:
             return self._function_for(call)
         if kind == ev.HTTP_SERVER:
+            from tracetool import route_model
+
             http = self.child(None, "http", HTTP_ROOT)
-            return self.child(http, "route", ev.route(call))
+            # the one route model: `GET /book/{pk}`, as index, query, openapi name it
+            return self.child(http, "route", route_model.route_id(*route_model.server_route(call)))
         if kind == ev.HTTP_CLIENT:
-            url = str((call.get("http_client_request") or {}).get("url") or "")
+            url = str(ev.part(call, "http_client_request").get("url") or "")
             parts = urlsplit(url)
             # the service is named by scheme and host[:port]; credentials are data, not schema
             netloc = parts.netloc.rsplit("@", 1)[-1]

@@ -14,7 +14,6 @@ writers, which `find_trace_files` does for every directory it walks).
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,15 +22,16 @@ from typing import Any
 
 import orjson
 
-from tracetool.errors import NotFoundError, TraceFormatError
+from tracetool.errors import TraceFormatError
 from tracetool.trace.atomic import (  # noqa: F401  (re-exported: the historical home)
     atomic_write_bytes,
     atomic_write_stream,
     remove_orphans,
 )
+from tracetool.trace.reader import SKIP_DIRS, TRACE_SUFFIXES, describe, guarded, read_file
+from tracetool.trace.reader import find_trace_files as find_trace_files
 
 FORMAT_VERSION = "1.12"
-TRACE_SUFFIXES = (".trace.json", ".appmap.json")
 
 
 @dataclass
@@ -119,12 +119,13 @@ def is_trace_file(path: Path | str) -> bool:
 
 def parse(raw: bytes | str, source: str = "<memory>") -> TraceDocument:
     """Parse JSON text into a TraceDocument, tolerating every known variant of the format."""
-    try:
-        with gc_paused():
-            data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise TraceFormatError(f"{source}: not valid JSON ({exc})") from None
-    return from_data(data, source)
+    with guarded(source):
+        try:
+            with gc_paused():
+                data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise TraceFormatError(f"{source}: {describe(exc)}") from None
+        return from_data(data, source)
 
 
 def from_data(data: Any, source: str = "<memory>") -> TraceDocument:
@@ -153,19 +154,14 @@ def from_data(data: Any, source: str = "<memory>") -> TraceDocument:
 
 
 def load(path: Path | str) -> TraceDocument:
-    """Read a trace document from disk."""
+    """Read a trace document from disk (regular files only: `tracetool.trace.reader`)."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise NotFoundError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise TraceFormatError(f"{p}: is a directory, not a trace document") from None
-    except OSError as exc:
-        raise TraceFormatError(f"{p}: cannot read ({exc.strerror})") from None
+    raw = read_file(p)
+    assert raw is not None
     if not raw.strip():
         raise TraceFormatError(f"{p}: empty file, not a trace document")
-    doc = parse(raw, str(p))
+    with guarded(p):
+        doc = parse(raw, str(p))
     doc.path = p
     return doc
 
@@ -175,6 +171,51 @@ def dumps(data: Any, *, indent: bool = False) -> bytes:
     if indent:
         option |= orjson.OPT_INDENT_2
     return orjson.dumps(data, option=option)
+
+
+_END: Any = object()
+
+
+def dumps_deep(data: Any) -> bytes:
+    """Compact JSON of a value nested deeper than orjson writes (255 levels), iteratively.
+
+    Containers are walked with an explicit stack; each scalar is still written by orjson
+    (into one growing buffer: orjson's result objects over-allocate, so keeping each of them
+    would cost kilobytes per value). The output is what `dumps(data)` would be without the limit.
+    """
+    out = bytearray()
+    stack: list[tuple[Iterator[Any], bool, list[bool]]] = []
+    value: Any = data
+    key: Any
+    while True:
+        if isinstance(value, dict) and value:
+            out += b"{"
+            stack.append((iter(value.items()), True, [True]))
+        elif isinstance(value, (list, tuple)) and value:
+            out += b"["
+            stack.append((iter(value), False, [True]))
+        else:
+            out += dumps(value)  # a scalar, or an empty container
+        while stack:
+            items, is_dict, first = stack[-1]
+            item = next(items, _END)
+            if item is _END:
+                stack.pop()
+                out += b"}" if is_dict else b"]"
+                continue
+            if first[0]:
+                first[0] = False
+            else:
+                out += b","
+            if is_dict:
+                key, value = item
+                out += dumps(key if isinstance(key, str) else str(key))
+                out += b":"
+            else:
+                value = item
+            break
+        else:
+            return bytes(out)
 
 
 def save(doc: TraceDocument | dict[str, Any], path: Path | str, *, indent: bool = False) -> Path:
@@ -187,30 +228,5 @@ def save(doc: TraceDocument | dict[str, Any], path: Path | str, *, indent: bool 
     return target
 
 
-# Folders never searched for recordings (VCS, dependencies, virtualenvs, caches).
-SKIP_DIRS = frozenset(
-    {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache"}
-)
+# Walking directories for recordings lives in `tracetool.trace.reader` (re-exported here).
 _SKIP_DIRS = SKIP_DIRS
-
-
-def find_trace_files(root: Path | str) -> list[Path]:
-    """Every `*.trace.json` / `*.appmap.json` below `root`, sorted; a file root is returned as is.
-
-    Skips VCS, dependency and virtualenv folders and hidden temp files of atomic writes; removes
-    the temp files killed writers left (`tracetool.trace.atomic.remove_orphans`).
-    """
-    base = Path(root)
-    if base.is_file():
-        return [base]
-    if not base.is_dir():
-        raise NotFoundError(f"{base}: no such directory")
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=True):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        remove_orphans(dirpath, [f for f in filenames if f.endswith(".tmp")])
-        for fname in filenames:
-            if fname.endswith(TRACE_SUFFIXES) and not fname.startswith("."):
-                found.append(Path(dirpath) / fname)
-    found.sort()
-    return found

@@ -42,6 +42,13 @@ def is_return(event: Event) -> bool:
     return event.get("event") == "return"
 
 
+def part(event: Event | None, key: str) -> dict[str, Any]:
+    """`event[key]` when it is an object, else `{}`: a field of an unexpected shape (a string
+    `sql_query`, a list `http_server_request`) reads as absent instead of failing."""
+    value = event.get(key) if event else None
+    return value if isinstance(value, dict) else {}
+
+
 def _text(value: Any) -> str:
     if value is None:
         return ""
@@ -51,17 +58,17 @@ def _text(value: Any) -> str:
 
 
 def request_method(call: Event) -> str:
-    req = call.get("http_server_request") or call.get("http_client_request") or {}
+    req = part(call, "http_server_request") or part(call, "http_client_request")
     return _text(req.get("request_method")).upper()
 
 
 def path_info(call: Event) -> str:
-    return _text((call.get("http_server_request") or {}).get("path_info"))
+    return _text(part(call, "http_server_request").get("path_info"))
 
 
 def normalized_path_info(call: Event) -> str:
     """The route template recorded by the agent ('' when there is none)."""
-    return _text((call.get("http_server_request") or {}).get("normalized_path_info"))
+    return _text(part(call, "http_server_request").get("normalized_path_info"))
 
 
 def route(call: Event) -> str:
@@ -69,7 +76,7 @@ def route(call: Event) -> str:
     if "http_server_request" in call:
         return f"{request_method(call)} {normalized_path_info(call) or path_info(call)}"
     if "http_client_request" in call:
-        return f"{request_method(call)} {_text(call['http_client_request'].get('url'))}"
+        return f"{request_method(call)} {_text(part(call, 'http_client_request').get('url'))}"
     return ""
 
 
@@ -88,13 +95,15 @@ def status_code(ret: Event | None) -> int | None:
 
 
 def sql_text(call: Event) -> str:
-    q = call.get("sql_query") or {}
-    return _text(q.get("sql"))
+    """The SQL of a call (a bare-string `sql_query`, tolerated, is the SQL itself)."""
+    q = call.get("sql_query")
+    if isinstance(q, str):
+        return q
+    return _text(part(call, "sql_query").get("sql"))
 
 
 def database_type(call: Event) -> str | None:
-    q = call.get("sql_query") or {}
-    value = q.get("database_type")
+    value = part(call, "sql_query").get("database_type")
     return str(value) if value else None
 
 

@@ -82,7 +82,7 @@ def is_recording(raw: bytes) -> Optional[bool]:
 
     try:
         doc = _PARSER.parse(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RuntimeError):  # invalid JSON or UTF-8; RuntimeError: a huge integer
         return False
     try:
         return isinstance(doc, simdjson.Object) and isinstance(doc.get("events"), simdjson.Array)

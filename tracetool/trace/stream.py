@@ -26,10 +26,11 @@ from typing import Any, Optional
 
 import orjson
 
-from tracetool.errors import NotFoundError, TraceFormatError
+from tracetool.errors import TraceFormatError
 from tracetool.trace.document import from_data, gc_paused
 from tracetool.trace.extract import WS as _WS
 from tracetool.trace.extract import is_recording, key_value_offset
+from tracetool.trace.reader import describe, guarded, open_regular, read_file
 
 STREAM_THRESHOLD = 8 * 1024 * 1024
 HEADER_KEYS = ("version", "metadata", "classMap", "eventUpdates")
@@ -78,13 +79,8 @@ class TraceStream:
     def _iter_streamed(self) -> Iterator[Any]:
         import ijson
 
-        try:
-            with open(self.path, "rb") as handle:
-                yield from ijson.items(handle, "events.item", use_float=True)
-        except ijson.JSONError as exc:
-            raise TraceFormatError(f"{self.path}: not valid JSON ({_one_line(exc)})") from None
-        except OSError as exc:
-            raise TraceFormatError(f"{self.path}: cannot read ({exc.strerror})") from None
+        with guarded(self.path), open_regular(self.path) as handle:
+            yield from ijson.items(handle, "events.item", use_float=True)
 
 
 def open_stream(
@@ -107,7 +103,8 @@ def open_stream(
     if raw is None:
         raw = read_small(p, threshold)
         if raw is None:
-            return _open_streamed(p, file_size(p), must_contain, header_keys)
+            with guarded(p):
+                return _open_streamed(p, file_size(p), must_contain, header_keys)
     size = len(raw)
     if not raw or raw.isspace():
         raise TraceFormatError(f"{p}: empty file, not a trace document")
@@ -117,13 +114,14 @@ def open_stream(
         and is_recording(raw)
     ):
         return TraceStream(p, size, {}, streamed=False)
-    try:
-        with gc_paused():
-            data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise TraceFormatError(f"{p}: not valid JSON ({exc})") from None
-    del raw
-    doc = from_data(data, str(p))
+    with guarded(p):
+        try:
+            with gc_paused():
+                data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise TraceFormatError(f"{p}: {describe(exc)}") from None
+        del raw
+        doc = from_data(data, str(p))
     events = doc.data.pop("events", None) or []
     stream = TraceStream(p, size, doc.data, streamed=False)
     stream._events = events
@@ -134,16 +132,7 @@ def read_small(path: Path | str, threshold: Optional[int] = None) -> Optional[by
     """The bytes of a file up to `threshold` (default `STREAM_THRESHOLD`) bytes; None if bigger."""
     if threshold is None:
         threshold = STREAM_THRESHOLD
-    p = Path(path)
-    try:
-        size = p.stat().st_size
-        if p.is_dir():
-            raise TraceFormatError(f"{p}: is a directory, not a trace document")
-        return p.read_bytes() if size <= threshold else None
-    except FileNotFoundError:
-        raise NotFoundError(f"{p}: no such file") from None
-    except OSError as exc:
-        raise TraceFormatError(f"{p}: cannot read ({exc.strerror})") from None
+    return read_file(path, threshold)
 
 
 def _open_streamed(
@@ -152,7 +141,7 @@ def _open_streamed(
     must_contain: Optional[str] = None,
     header_keys: tuple[str, ...] = HEADER_KEYS,
 ) -> TraceStream:
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         head = handle.read(4096).lstrip(_WS)
     if not head:
         raise TraceFormatError(f"{path}: empty file, not a trace document")
@@ -186,7 +175,7 @@ def _locate_keys(path: Path, keys: tuple[str, ...]) -> dict[str, list[int]]:
     patterns = {key: b'"' + key.encode() + b'"' for key in keys}
     longest = max(len(p) for p in patterns.values())
     found: dict[str, list[int]] = {key: [] for key in keys}
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         base = 0
         carry = b""
         while True:
@@ -215,7 +204,7 @@ def _value_at(path: Path, offset: int) -> Any:
     import ijson
 
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             handle.seek(offset)
             return next(iter(ijson.items(handle, "", use_float=True)), None)
     except ijson.JSONError as exc:
@@ -227,7 +216,7 @@ def _value_of_key(path: Path, key: str) -> Any:
     import ijson
 
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             return next(iter(ijson.items(handle, key, use_float=True)), None)
     except ijson.JSONError as exc:
         raise TraceFormatError(f"{path}: not valid JSON ({_one_line(exc)})") from None

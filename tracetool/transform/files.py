@@ -25,6 +25,7 @@ from typing import Any
 
 from tracetool.errors import TraceToolError, UsageError
 from tracetool.trace import TraceDocument, atomic_write_bytes, find_trace_files, parse
+from tracetool.trace.reader import guarded, read_file
 
 ERROR = "error"
 SKIPPED = "skipped"
@@ -99,7 +100,11 @@ def plan(
                     f"{path}: is a directory; pass recording files, or add --recursive to "
                     "process every recording below it"
                 )
-            members = [(f, f.relative_to(path)) for f in find_trace_files(path)]
+            unusable: list[tuple[Path, str]] = []
+            members = [(f, f.relative_to(path)) for f in find_trace_files(path, unusable)]
+            members += [
+                (_Unusable(f, why), Path(*f.relative_to(path).parts)) for f, why in unusable
+            ]
         else:
             members = [(path, Path(path.name))]
         for member, relative in members:
@@ -134,18 +139,30 @@ def run(pairs: Sequence[tuple[Path, Path]], transform: Transform, done: str) -> 
     return reports
 
 
+class _Unusable(type(Path())):  # type: ignore[misc]
+    """A path found below a directory argument that cannot be read (an unreadable directory, a
+    FIFO named like a recording): planned like a file so that it is reported as an error."""
+
+    reason = ""
+
+    def __new__(cls, path: Path, reason: str) -> _Unusable:
+        self = super().__new__(cls, path)
+        self.reason = reason
+        return self
+
+
 def _one(src: Path, dst: Path, transform: Transform, done: str) -> FileReport:
     output = None if dst == src else str(dst)
+    if isinstance(src, _Unusable):
+        return FileReport(str(src), output, ERROR, error=f"{src}: {src.reason}")
     try:
-        raw = src.read_bytes()
-    except FileNotFoundError:
-        return FileReport(str(src), output, ERROR, error=f"{src}: no such file")
-    except IsADirectoryError:
-        return FileReport(str(src), output, ERROR, error=f"{src}: is a directory")
-    except OSError as exc:
-        return FileReport(str(src), output, ERROR, error=f"{src}: cannot read ({exc.strerror})")
+        raw = read_file(src)
+        assert raw is not None
+    except TraceToolError as exc:
+        return FileReport(str(src), output, ERROR, error=str(exc))
     try:
-        result, details, warnings = transform(raw, str(src))
+        with guarded(src):
+            result, details, warnings = transform(raw, str(src))
     except TraceToolError as exc:
         return FileReport(str(src), output, ERROR, len(raw), error=str(exc))
     status = done

@@ -34,6 +34,7 @@ from tracetool.slim import MinimalEvent, SlimDocument, load_slim
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import CodeObject
 from tracetool.trace.document import dumps, gc_paused
+from tracetool.trace.reader import guarded
 
 DEFAULT_SIZE = "15mb"
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "m": 2**20, "mb": 2**20, "g": 2**30, "gb": 2**30}
@@ -96,7 +97,8 @@ def prune_file(
         # Size-only pruning reads just the call structure; a filter needs the slim fields.
         doc = load_slim(source, raw=True, minimal=filter is None)
         original = source.stat().st_size
-        return prune_document(doc, source, original, size=size, filter=filter)
+        with guarded(source):
+            return prune_document(doc, source, original, size=size, filter=filter)
 
 
 def prune_document(

@@ -10,13 +10,21 @@ Contract (spec `sanitize` rules 1–11, `metadata.sanitized`, Errors):
   `routes.normalize_path`; URL → `routes.normalize_url`; SQL → `sql.parameterize` when reliable,
   else a `<sql:vN>` token for the whole statement. Values on the allowlist stay verbatim.
   Nothing else is modified.
-- `metadata.sanitized = {version, allow, tokens}`: `allow` is the sorted list of values allowed
-  by every run so far (the built-in list not included), `tokens` the number of tokens in the file.
-- Re-application: a file whose marker has this version and the same allowed values is skipped.
-  Otherwise it is sanitized again, and that can only tighten: existing tokens are kept as they are
-  (numbering continues after the highest), values allowed by the earlier run but not by this one
-  are masked now, and a value allowed now that an earlier run did not allow was masked then and
-  stays masked — with a warning.
+- Fail closed: whatever its shape, no captured string survives. A list or object where a string
+  belongs (a parameter's `value`, a header, a message…) becomes one token for the whole, so the
+  field keeps its type; OTHER and ENTRY (`captured`: a field of an unexpected shape, an unknown
+  key) are masked string by string, object keys included; a path or URL that is no string is
+  masked like a value; text in `sql_query` that is not SQL is never "reliable" (`sql`).
+- `metadata.sanitized = {version, allow, tokens, digest}`: `allow` is the sorted list of values
+  allowed by every run so far (the built-in list not included), `tokens` the number of tokens in
+  the file, `digest` a digest of the written document without the marker.
+- Re-application: a file whose marker has this version, the same allowed values and a matching
+  digest is skipped. A marker whose digest does not match (the file was edited since, or a marker
+  was copied onto a recording that still holds values) is not trusted: the file is sanitized
+  again, with a warning. With other options it is sanitized again too. That can only tighten:
+  existing tokens are kept as they are (numbering continues after the highest), values allowed
+  by the earlier run but not by this one are masked now, and a value allowed now that an earlier
+  run did not allow was masked then and stays masked — with a warning.
 - `sanitize(doc, options)` is the pure in-memory form; `sanitize_bytes` streams (the CLI's path);
   `sanitize_files` runs many files: one that cannot be read or is not a trace document is skipped
   with a warning and reported with status "error".
@@ -24,12 +32,16 @@ Contract (spec `sanitize` rules 1–11, `metadata.sanitized`, Errors):
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from tracetool import __version__
 from tracetool.routes import normalize_path, normalize_url
@@ -38,7 +50,18 @@ from tracetool.transform import captured, files, stream
 from tracetool.transform.tokens import Tokenizer
 
 SANITIZED = "sanitized"
-_TOKENIZED = frozenset((captured.VALUE, captured.MESSAGE, captured.HEADER, captured.ROUTED_PATH))
+# Kinds masked by token (strings inside structures too, object keys included: OTHER and ENTRY
+# are captured data of an unexpected shape, masked whole — sanitize fails closed).
+_TOKENIZED = frozenset(
+    (
+        captured.VALUE,
+        captured.MESSAGE,
+        captured.HEADER,
+        captured.ROUTED_PATH,
+        captured.OTHER,
+        captured.ENTRY,
+    )
+)
 _TOKEN_NUMBER = re.compile(rb"<(?:[a-z0-9]+:)?v([0-9]+)>")
 _URL_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
 
@@ -59,6 +82,21 @@ class SanitizeReport:
     counts: dict[str, int] = field(default_factory=dict)  # sql/path/url rewrites by outcome
     allow: tuple[str, ...] = ()  # the values recorded as allowed by every run
     warnings: tuple[str, ...] = ()
+
+
+# Kinds whose structured values keep their skeleton (every string in them, keys included, masked
+# one by one); a structured value in a place that holds a string (a parameter's `value`, a
+# header, a message, a path, SQL) becomes one token, so the field keeps its string type.
+_LEAF_BY_LEAF = frozenset((captured.OTHER, captured.ENTRY))
+
+
+def _whole(tok: Tokenizer, value: list | dict) -> str:
+    """One token for a whole structured value (equal structures, equal tokens)."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except (orjson.JSONEncodeError, TypeError):  # nested too deep for orjson: one of its own
+        return tok.token(f"\x00structured value {id(value)}")
+    return tok.token("\x00" + text.decode())
 
 
 @lru_cache(maxsize=8192)
@@ -89,9 +127,11 @@ class _Masker:
             if value.__class__ is str:  # the hot path
                 known = tok.memo.get(value)
                 return known if known is not None else tok.mask_new(value)
+            if kind not in _LEAF_BY_LEAF and isinstance(value, (list, dict)):
+                return _whole(tok, value)
             return tok.mask(value)
         if not isinstance(value, str):
-            return tok.mask(value)
+            return _whole(tok, value) if isinstance(value, (list, dict)) else tok.mask(value)
         if tok.is_kept(value):
             return value
         if kind == captured.SQL:
@@ -114,6 +154,24 @@ def _strip_git_credentials(metadata: dict[str, Any]) -> None:
     git = metadata.get("git")
     if isinstance(git, dict) and isinstance(git.get("repository"), str):
         git["repository"] = _URL_USERINFO.sub(r"\1", git["repository"])
+
+
+def _digest(doc: stream.RawDocument, values: dict[str, Any]) -> str:
+    """A digest of the document as `values` would write it (the marker's `digest`)."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in doc.parts(values):
+        h.update(part)
+    return h.hexdigest()
+
+
+def _intact(doc: stream.RawDocument, marker: dict[str, Any]) -> bool:
+    """Whether the document is byte for byte what sanitize wrote with `marker` (a marker that was
+    copied onto another document, or a file edited since, does not match its digest)."""
+    recorded = marker.get("digest")
+    if not isinstance(recorded, str):
+        return False
+    metadata = {k: v for k, v in doc.metadata.items() if k != SANITIZED}
+    return hmac.compare_digest(_digest(doc, {"metadata": metadata}), recorded)
 
 
 def _allowed_before(marker: Any) -> set[str]:
@@ -140,8 +198,13 @@ def _sanitize_bytes(
     if isinstance(marker, dict):
         before = _allowed_before(marker)
         if marker.get("version") == __version__ and before == allow:
-            return None, SanitizeReport(
-                "skipped", 0, len(raw), len(raw), allow=tuple(sorted(allow))
+            if _intact(doc, marker):
+                return None, SanitizeReport(
+                    "skipped", 0, len(raw), len(raw), allow=tuple(sorted(allow))
+                )
+            warnings.append(
+                f"{source}: marked sanitized, but not as sanitize left it (edited, or the marker "
+                "was copied); sanitized again"
             )
         newly = sorted(allow - before)
         if newly:
@@ -168,10 +231,13 @@ def _sanitize_bytes(
             writer.add_all(doc.normalized_events(), partial(captured.rewrite_event, fn=masker))
             values["events"] = writer.done()
     recorded = tuple(sorted(allow))
-    metadata["sanitized"] = {
+    metadata.pop(SANITIZED, None)
+    digest = _digest(doc, values)
+    metadata[SANITIZED] = {
         "version": __version__,
         "allow": list(recorded),
         "tokens": tokenizer.count,
+        "digest": digest,
     }
     warnings.extend(doc.warnings)
     out = doc.assemble(values)

@@ -18,7 +18,8 @@ Contract:
 - `RawDocument.events()` yields the events as they are (no normalization).
 - `RawDocument.assemble(values)` writes the document back: top-level keys in their original order,
   untouched values byte for byte, replaced values (`values[key]`, bytes or a JSON-able object)
-  re-serialized, `None` dropping a key; new keys are appended.
+  re-serialized, `None` dropping a key; new keys are appended. `parts(values)` gives the same
+  bytes as pieces (to hash them without joining).
 """
 
 from __future__ import annotations
@@ -336,7 +337,11 @@ class RawDocument:
 
     def assemble(self, values: dict[str, Any]) -> bytes:
         """The document's bytes with `values` replacing top-level values (module doc)."""
-        parts: list[bytes] = [b"{"]
+        return b"".join(self.parts(values))
+
+    def parts(self, values: dict[str, Any]) -> list[Any]:
+        """The pieces `assemble` joins (bytes-like), e.g. to hash a document without joining."""
+        parts: list[Any] = [b"{"]
         first = True
         for key in (*self.top, *(k for k in values if k not in self.top)):
             if key in values:
@@ -357,7 +362,7 @@ class RawDocument:
             else:
                 parts.append(dumps(value, self.source))
         parts.append(b"}")
-        return b"".join(parts)
+        return parts
 
 
 class _Chunks:

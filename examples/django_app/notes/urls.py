@@ -10,4 +10,5 @@ urlpatterns = [
     re_path(r"^tags/(?P<slug>[a-z]+)/$", views.by_tag),
     path("weather/", views.weather),
     path("crash/", views.crash),
+    path("notebooks/<int:notebook_id>/digest/", views.notebook_digest),
 ]

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from notes import digest
 from notes.models import Note
 
 log = logging.getLogger("notes")
@@ -48,3 +49,8 @@ def weather(request: HttpRequest) -> JsonResponse:
 
 def crash(request: HttpRequest) -> JsonResponse:
     raise KeyError("notes crashed")
+
+
+def notebook_digest(request: HttpRequest, notebook_id: int) -> JsonResponse:
+    notes = Note.objects.filter(notebook_id=notebook_id).order_by("id")  # lazy: no query yet
+    return JsonResponse({"notebook": notebook_id, "titles": digest.titles_of(notes)})

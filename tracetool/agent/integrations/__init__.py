@@ -18,12 +18,16 @@ its public names; a submodule trigger may use only that submodule). Nothing heav
 | `sqlalchemy`                    | `sqlalchemy.install` (cursor events)        | SQL                      |
 | `psycopg`, `psycopg2`           | `psycopg.install_psycopg{,2}`               | SQL                      |
 | `requests`                      | `http_client.install_requests`              | HTTP client              |
-| `httpx`                         | `http_client.install_httpx`                 | HTTP client              |
+| `httpx`, `httpx2`               | `http_client.install_httpx{,2}`             | HTTP client              |
 | `urllib.request`                | `http_client.install_urllib`                | HTTP client              |
 | `logging`                       | `logging.install` (`Logger.handle`)         | log messages             |
+| `contextlib`                    | `generators.install` (generator CMs)        | one call per `with`      |
 
-Every installer is idempotent and failure-tolerant: a library version we cannot hook logs one
-warning (on the `tracetool` logger) and the app runs on unrecorded rather than broken.
+Every installer is idempotent and failure-tolerant: a library version we cannot hook is reported
+once on stderr (`tracetool: the flask integration is off: …`) and on the `tracetool` logger,
+and the app runs unrecorded there rather than broken. `failures()` lists those reports;
+`self_check()` imports every hooked library the environment has and returns the failures — what
+`tracetool install` validates.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ _PKG = __name__
 # trigger module -> installers ("module:function" inside this package), in install order.
 INTEGRATIONS: dict[str, tuple[str, ...]] = {
     "logging": ("logging:install",),
+    "contextlib": ("generators:install",),
     "sqlite3": ("sqlite3:install",),
     "urllib.request": ("http_client:install_urllib",),
     "wsgiref.handlers": ("wsgi:install_wsgiref",),
@@ -59,12 +64,14 @@ INTEGRATIONS: dict[str, tuple[str, ...]] = {
     "psycopg2": ("psycopg:install_psycopg2",),
     "requests": ("http_client:install_requests",),
     "httpx": ("http_client:install_httpx",),
+    "httpx2": ("http_client:install_httpx2",),
 }
 
 _lock = threading.RLock()
 _pending: dict[str, tuple[str, ...]] = {}
 _done: set[str] = set()
 _finder: Optional[_PostImportFinder] = None
+_failures: list[str] = []
 
 
 def install_all() -> None:
@@ -101,9 +108,55 @@ def _run(module: str, installers: Sequence[str]) -> None:
             target = importlib.import_module(f"{_PKG}.{name}")
             getattr(target, func)()
         except Exception as exc:  # never break the app because a hook does not fit
-            from tracetool.agent.integrations._common import warn
+            _failed(module, ref, exc)
 
-            warn(f"integration {ref} not installed for {module}: {exc!r}")
+
+def _failed(module: str, ref: str, exc: BaseException) -> None:
+    """Report a hook that does not fit: once on stderr (pytest and servers keep stderr; a
+    logger warning alone is easily swallowed), and on the `tracetool` logger when the app
+    configured logging."""
+    library = module.split(".")[0]
+    line = (
+        f"tracetool: the {library} integration is off ({ref} for {module}: "
+        f"{type(exc).__name__}: {exc}); {library} is not recorded"
+    )
+    if line in _failures:
+        return
+    _failures.append(line)
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except Exception:
+        pass
+    import logging
+
+    if logging.getLogger("tracetool").hasHandlers():  # (else logging's last resort prints it again)
+        from tracetool.agent.integrations._common import warn
+
+        warn(line[len("tracetool: ") :])
+
+
+def failures() -> list[str]:
+    """The integration failures reported so far (one line each)."""
+    with _lock:
+        return list(_failures)
+
+
+def self_check() -> list[str]:
+    """Arm the integrations, import every hooked library this environment has (so each
+    installer runs), and return the failures: empty when every integration fits. Libraries that
+    are not installed are skipped; a library that fails to import is not the agent's failure."""
+    import importlib.util
+
+    install_all()
+    for module in INTEGRATIONS:
+        top = module.split(".")[0]
+        try:
+            if importlib.util.find_spec(top) is None:
+                continue
+            importlib.import_module(module)
+        except Exception:
+            continue
+    return failures()
 
 
 def _imported(module: str) -> None:
@@ -188,6 +241,7 @@ def uninstall_all() -> None:
         unpatch_all()
         _done.clear()
         _pending.clear()
+        _failures.clear()
         if _finder is not None:
             try:
                 sys.meta_path.remove(_finder)

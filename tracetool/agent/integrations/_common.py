@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable, Optional, Union
 
+from tracetool.agent.clock import perf_counter as clock  # not patched by time freezers
 from tracetool.agent.recorder import Recorder, get_recorder
 
 _log = logging.getLogger("tracetool")
@@ -24,8 +24,6 @@ sql_guard: contextvars.ContextVar[bool] = contextvars.ContextVar("tracetool_sql"
 http_client_guard: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "tracetool_http_client", default=False
 )
-
-clock = time.perf_counter
 
 
 def warn(message: str) -> None:
@@ -72,9 +70,15 @@ class Span:
         self.rec.return_event(self.call_id, fields or {}, clock() - self.start)
 
     def fail(self, exc: BaseException, fields: Optional[dict[str, Any]] = None) -> None:
-        out = dict(fields or {})
-        out["exceptions"] = exception_entries(exc)
-        self.close(out)
+        """The operation raised `exc`: close the span without it — AppMap's schema allows
+        `exceptions` on function returns only (a SQL or HTTP return carrying them is rejected by
+        its validator); the exception is recorded where it leaves a recorded function."""
+        self.close(fields)
+
+    def cancel(self) -> None:
+        """Forget the call (an HTTP client request that got no response: AppMap's schema has no
+        valid return for it)."""
+        self.rec.cancel_call(self.call_id)
 
 
 def exception_entries(exc: BaseException) -> list[dict[str, Any]]:

@@ -49,6 +49,21 @@ def patch_method(owner: Any, name: str, wrapper: Callable[..., Any]) -> bool:
     return True
 
 
+def replace_method(owner: Any, name: str, make: Callable[[Any], Any]) -> bool:
+    """Like `patch_method`, but `make(original)` builds the replacement itself — for a
+    coroutine method that must keep its exact parameters, so that a call with missing
+    arguments fails at once as the original does (uvicorn tells an app from an app factory by
+    calling it without arguments). Returns False if already patched."""
+    if is_patched(owner, name):
+        return False
+    original_static = inspect.getattr_static(owner, name)
+    replacement = functools.wraps(getattr(owner, name))(make(getattr(owner, name)))
+    setattr(replacement, _MARK, original_static)
+    setattr(owner, name, replacement)
+    _patched.append((owner, name, original_static))
+    return True
+
+
 def unpatch_all() -> None:
     """Undo every patch (newest first). For tests."""
     while _patched:

@@ -148,6 +148,9 @@ async def _read_body(headers: dict[str, str], receive: Receive) -> tuple[Receive
 
 
 def _route_from_scope(request: ServerRequest, scope: Scope, root_path: str) -> None:
+    path_params = scope.get("path_params")
+    if isinstance(path_params, dict) and path_params:
+        request.add_params(path_params.items())
     if request.route is not None:
         return
     # FastAPI ≥ 0.13x keeps the route as included (prefix applied) in its own scope namespace;

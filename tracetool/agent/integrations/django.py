@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from tracetool.agent.integrations._common import add_framework, header_dict
-from tracetool.agent.integrations._patch import patch_method
+from tracetool.agent.integrations._patch import patch_method, replace_method
 from tracetool.agent.integrations.http_server import current_request
 
 
@@ -32,13 +32,17 @@ def install_asgi() -> None:
 
     from tracetool.agent.integrations.asgi import wrap_asgi
 
-    async def call(original: Any, self: Any, scope: Any, receive: Any, send: Any) -> None:
-        async def run(s: Any, r: Any, w: Any) -> None:
-            await original(self, s, r, w)
+    def make(original: Any) -> Any:
+        # exact parameters: uvicorn calls an app without arguments to tell it from a factory
+        async def __call__(self: Any, scope: Any, receive: Any, send: Any) -> None:
+            async def run(s: Any, r: Any, w: Any) -> None:
+                await original(self, s, r, w)
 
-        await wrap_asgi(self, scope, receive, send, run)
+            await wrap_asgi(self, scope, receive, send, run)
 
-    patch_method(django_asgi.ASGIHandler, "__call__", call)
+        return __call__
+
+    replace_method(django_asgi.ASGIHandler, "__call__", make)
     add_framework("django", "django")
 
 
@@ -51,8 +55,11 @@ def install_routes() -> None:
         current = current_request.get()
         if current is not None:
             route = getattr(match, "route", None)
-            if route is not None:
-                current.set_route("/" + str(route).lstrip("^/"))
+            kwargs = getattr(match, "kwargs", None)
+            current.set_route(
+                "/" + str(route).lstrip("^/") if route is not None else None,
+                kwargs if isinstance(kwargs, dict) else None,
+            )
         return match
 
     if patch_method(base.BaseHandler, "resolve_request", resolve_request):

@@ -9,20 +9,23 @@ from __future__ import annotations
 from typing import Any
 
 from tracetool.agent.integrations._common import add_framework
-from tracetool.agent.integrations._patch import patch_method
+from tracetool.agent.integrations._patch import replace_method
 from tracetool.agent.integrations.asgi import wrap_asgi
 
 
 def install() -> None:
     from starlette import applications
 
-    async def call(original: Any, self: Any, scope: Any, receive: Any, send: Any) -> None:
-        async def run(s: Any, r: Any, w: Any) -> None:
-            await original(self, s, r, w)
+    def make(original: Any) -> Any:
+        async def __call__(self: Any, scope: Any, receive: Any, send: Any) -> None:
+            async def run(s: Any, r: Any, w: Any) -> None:
+                await original(self, s, r, w)
 
-        await wrap_asgi(self, scope, receive, send, run)
+            await wrap_asgi(self, scope, receive, send, run)
 
-    if patch_method(applications.Starlette, "__call__", call):
+        return __call__
+
+    if replace_method(applications.Starlette, "__call__", make):
         add_framework("starlette", "starlette")
 
 

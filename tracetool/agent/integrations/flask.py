@@ -1,7 +1,8 @@
 """Flask: every app's WSGI entry (`Flask.__call__`) goes through the recording middleware, so
-the test client and any server are covered. The route template comes from `request.url_rule`
-(signal `request_started`; `/products/<int:id>` → `/products/{id}`), and exceptions Flask turns
-into a 500 itself come from `got_request_exception`.
+the test client and any server are covered. The route template (`/products/<int:id>` →
+`/products/{id}`) and the path parameters come from the request when Flask dispatches it
+(`Flask.dispatch_request`), and the exceptions Flask turns into a 500 itself from
+`Flask.handle_exception` — no signals, so Flask < 2.3 without blinker is covered too.
 """
 
 from __future__ import annotations
@@ -16,29 +17,35 @@ from tracetool.agent.integrations.wsgi import wrap_call
 
 def install() -> None:
     import flask
-    from flask import signals
 
     def call(original: Any, self: Any, environ: Any, start_response: Any) -> Any:
         return wrap_call(self, environ, start_response, lambda e, s: original(self, e, s))
 
+    def dispatch_request(original: Any, self: Any, *args: Any, **kwargs: Any) -> Any:
+        _request_started()
+        return original(self, *args, **kwargs)
+
+    def handle_exception(original: Any, self: Any, e: BaseException) -> Any:
+        request = current_request.get()
+        if request is not None:
+            request.add_exception(e)
+        return original(self, e)
+
     if patch_method(flask.Flask, "__call__", call):
-        signals.request_started.connect(_request_started, weak=False)
-        signals.got_request_exception.connect(_request_exception, weak=False)
+        patch_method(flask.Flask, "dispatch_request", dispatch_request)
+        patch_method(flask.Flask, "handle_exception", handle_exception)
         add_framework("flask", "flask")
 
 
-def _request_started(sender: Any, **extra: Any) -> None:
+def _request_started() -> None:
     request = current_request.get()
-    if request is None:
+    if request is None or request.route is not None:
         return
-    from flask import request as flask_request
+    try:
+        from flask import request as flask_request
 
-    rule = getattr(flask_request, "url_rule", None)
-    if rule is not None:
-        request.set_route(rule.rule)
-
-
-def _request_exception(sender: Any, exception: BaseException, **extra: Any) -> None:
-    request = current_request.get()
-    if request is not None:
-        request.add_exception(exception)
+        rule = getattr(flask_request, "url_rule", None)
+        if rule is not None:
+            request.set_route(rule.rule, getattr(flask_request, "view_args", None))
+    except Exception:  # outside a request context (a test calling dispatch_request directly)
+        pass

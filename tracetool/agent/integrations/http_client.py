@@ -1,4 +1,4 @@
-"""Outgoing HTTP: requests (`Session.send`), httpx (`Client.send`, `AsyncClient.send`) and
+"""Outgoing HTTP: requests (`Session.send`), httpx and httpx2 (`Client.send`, `AsyncClient.send`) and
 urllib (`urllib.request.AbstractHTTPHandler.do_open`, which every `urlopen` of http/https URLs
 goes through).
 
@@ -62,9 +62,9 @@ def _recorded(
     token = http_client_guard.set(True)
     try:
         response = run()
-    except BaseException as exc:
+    except BaseException:
         http_client_guard.reset(token)
-        span.fail(exc)
+        span.cancel()  # no response: see Span.cancel
         raise
     http_client_guard.reset(token)
     span.close(_safe(result, response))
@@ -99,8 +99,10 @@ def _httpx_response(response: Any) -> dict[str, Any]:
     return response_fields(response.status_code, response.headers.multi_items())
 
 
-def install_httpx() -> None:
-    import httpx
+def install_httpx(module: str = "httpx") -> None:
+    import importlib
+
+    httpx = importlib.import_module(module)
 
     def send(original: Any, self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
         return _recorded(
@@ -118,9 +120,9 @@ def install_httpx() -> None:
         token = http_client_guard.set(True)
         try:
             response = await original(self, request, *args, **kwargs)
-        except BaseException as exc:
+        except BaseException:
             http_client_guard.reset(token)
-            span.fail(exc)
+            span.cancel()  # no response: see Span.cancel
             raise
         http_client_guard.reset(token)
         span.close(_safe(_httpx_response, response))
@@ -147,3 +149,8 @@ def install_urllib() -> None:
         )
 
     patch_method(urllib_request.AbstractHTTPHandler, "do_open", do_open)
+
+
+def install_httpx2() -> None:
+    """httpx2 (httpx's successor, same client API; Starlette's TestClient uses it)."""
+    install_httpx("httpx2")

@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import contextvars
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional
 
 from tracetool.agent.integrations._common import (
     Span,
-    exception_entries,
+    http_client_guard,
     mime_type,
     parameters,
     recorder,
+    sql_guard,
     warn,
 )
 
@@ -114,6 +115,8 @@ def body_params(content_type: Optional[str], body: bytes) -> list[tuple[str, Any
             from urllib.parse import parse_qsl
 
             return parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
+        if ctype == "multipart/form-data":
+            return multipart_params(content_type, body)
         if ctype == JSON or ctype.endswith("+json"):
             import orjson
 
@@ -126,17 +129,68 @@ def body_params(content_type: Optional[str], body: bytes) -> list[tuple[str, Any
     return []
 
 
+def multipart_params(content_type: str, body: bytes) -> list[tuple[str, Any]]:
+    """The fields of a multipart/form-data body: text fields by value, file parts as
+    `{filename, size}` — never their contents."""
+    boundary = ""
+    for piece in content_type.split(";")[1:]:
+        key, _, value = piece.strip().partition("=")
+        if key.lower() == "boundary":
+            boundary = value.strip().strip('"')
+    if not boundary:
+        return []
+    out: list[tuple[str, Any]] = []
+    for part in body.split(b"--" + boundary.encode("latin-1"))[1:]:
+        if part.startswith(b"--"):
+            break  # the closing delimiter
+        head, sep, content = part.partition(b"\r\n\r\n")
+        if not sep:
+            continue
+        if content.endswith(b"\r\n"):
+            content = content[:-2]
+        name: Optional[str] = None
+        filename: Optional[str] = None
+        for line in head.decode("utf-8", "replace").split("\r\n"):
+            if line.lower().startswith("content-disposition:"):
+                for item in line.split(";")[1:]:
+                    key, _, value = item.strip().partition("=")
+                    if key.lower() == "name":
+                        name = value.strip('"')
+                    elif key.lower() == "filename":
+                        filename = value.strip('"')
+        if name is None:
+            continue
+        if filename is not None:
+            out.append((name, {"filename": filename, "size": len(content)}))
+        else:
+            out.append((name, content.decode("utf-8", "replace")))
+    return out
+
+
 def wants_body(content_type: Optional[str], length: Optional[int]) -> bool:
     if not content_type or length is None or length <= 0 or length > BODY_CAPTURE_LIMIT:
         return False
     ctype = content_type.split(";", 1)[0].strip().lower()
-    return ctype in ("application/x-www-form-urlencoded", JSON) or ctype.endswith("+json")
+    return ctype in (
+        "application/x-www-form-urlencoded",
+        "multipart/form-data",
+        JSON,
+    ) or ctype.endswith("+json")
 
 
 class ServerRequest:
     """One HTTP request being recorded (see the module docstring)."""
 
-    __slots__ = ("_token", "exceptions", "per_request", "request", "route", "span")
+    __slots__ = (
+        "_guards",
+        "_token",
+        "exceptions",
+        "message",
+        "per_request",
+        "request",
+        "route",
+        "span",
+    )
 
     def __init__(
         self,
@@ -151,9 +205,11 @@ class ServerRequest:
         self.request["headers"] = headers
         self.route: Optional[str] = None
         self.exceptions: list[BaseException] = []
+        self.message: list[dict[str, Any]] = []  # the call event's `message` (path params join it)
         self.span: Optional[Span] = None
         self.per_request: Optional[Any] = None  # the request's own scoped recording
         self._token: Optional[contextvars.Token[Optional[ServerRequest]]] = None
+        self._guards: Any = None
 
     def begin(self, params: Iterable[tuple[str, Any]] = ()) -> None:
         """Start recording this request (call event) and make it `current_request`."""
@@ -163,12 +219,17 @@ class ServerRequest:
             serving_remote.set(False)
         self.per_request = requests_recorder.start()
         # `message` is required on HTTP calls by AppMap's schema, even when empty
-        fields: dict[str, Any] = {"http_server_request": self.request, "message": []}
+        fields: dict[str, Any] = {"http_server_request": self.request, "message": self.message}
         params = list(params)
         if params and recorder().active:
-            fields["message"] = parameters(params)
+            self.message.extend(parameters(params))
         self.span = Span.open(fields)
         self._token = current_request.set(self)
+        # The app is not part of the client call that reached it in-process (Starlette's
+        # TestClient, httpx.ASGITransport, Django's test client): its own outgoing HTTP and SQL
+        # are recorded even though the client's re-entrancy guards are set in this context.
+        if http_client_guard.get() or sql_guard.get():
+            self._guards = (http_client_guard.set(False), sql_guard.set(False))
 
     def detach(self) -> None:
         """Leave `current_request` (the response body may still be streaming)."""
@@ -178,9 +239,24 @@ class ServerRequest:
             except ValueError:  # reset from another context: just clear ours
                 current_request.set(None)
             self._token = None
+        guards, self._guards = self._guards, None
+        if guards is not None:
+            try:
+                http_client_guard.reset(guards[0])
+                sql_guard.reset(guards[1])
+            except ValueError:
+                pass
 
-    def set_route(self, template: Optional[str]) -> None:
-        """The framework's route template for this request, in `{name}` form."""
+    def set_route(
+        self, template: Optional[str], path_params: Optional[Mapping[str, Any]] = None
+    ) -> None:
+        """The framework's route template for this request, in `{name}` form, and the values of
+        its path parameters (added to the request's `message`)."""
+        if path_params and self.span is not None:
+            try:
+                self.add_params(path_params.items())
+            except Exception as exc:  # never break the request
+                warn(f"could not record path parameters: {exc!r}")
         if not template:
             return
         from tracetool.routes import to_openapi
@@ -190,6 +266,13 @@ class ServerRequest:
             route = "/" + route
         self.route = route
         self.request["normalized_path_info"] = route
+
+    def add_params(self, pairs: Iterable[tuple[str, Any]]) -> None:
+        """Add parameters to the recorded request's `message` (names already there are kept)."""
+        if self.span is None:
+            return
+        seen = {p.get("name") for p in self.message}
+        self.message.extend(p for p in parameters(pairs) if p.get("name") not in seen)
 
     def add_exception(self, exc: BaseException) -> None:
         if all(e is not exc for e in self.exceptions):
@@ -215,12 +298,9 @@ class ServerRequest:
                 mime = mime_type(headers)
                 if mime:
                     response["mime_type"] = mime
+            # (no `exceptions` here: AppMap's schema allows them on function returns only; the
+            # status says the request failed, the handler's return says why)
             fields: dict[str, Any] = {"http_server_response": response}
-            if self.exceptions:
-                entries: list[dict[str, Any]] = []
-                for e in self.exceptions:
-                    entries.extend(exception_entries(e))
-                fields["exceptions"] = entries
             try:
                 span.close(fields)
             except Exception as err:  # recording trouble never breaks the response

@@ -57,10 +57,18 @@ def function_info(method: str) -> FunctionInfo:
 
 
 def _message(record: logging.LogRecord) -> str:
-    try:
-        return record.getMessage()
-    except Exception as exc:  # bad format arguments: record what the app passed
-        return f"{record.msg!r} % {record.args!r} ({type(exc).__name__})"
+    """The log message; formatted only when that runs no app code (a `%s` of a lazy QuerySet
+    would query), else the format string and the arguments rendered safely."""
+    from tracetool.agent.values import is_plain, safe_repr
+
+    msg, args = record.msg, record.args
+    if type(msg) is str and (not args or is_plain(args)):
+        try:
+            return record.getMessage()
+        except Exception as exc:  # bad format arguments: record what the app passed
+            return f"{msg!r} % {safe_repr(args)} ({type(exc).__name__})"
+    text = msg if type(msg) is str else safe_repr(msg)
+    return f"{text} % {safe_repr(args)}" if args else text
 
 
 def install() -> None:

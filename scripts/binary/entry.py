@@ -1,0 +1,40 @@
+"""Entry point of the PyInstaller build (scripts/build-binary): `tracetool` and `tracetool-lsp`.
+
+One executable serves both: the build copies it to `tracetool-lsp` beside it, and the name it was
+started under chooses the program. Nothing heavy is imported before the choice; `tracetool
+--version` alone answers before click is imported (benchmarks/binary_startup.py).
+"""
+
+import os
+import sys
+
+
+def _program() -> str:
+    name = os.path.basename(sys.argv[0] or sys.executable).lower()
+    return "lsp" if name.startswith("tracetool-lsp") else "cli"
+
+
+def _multiprocessing_child() -> bool:
+    """A worker process started by multiprocessing (spawn / forkserver re-run this executable)."""
+    args = sys.argv[1:2]
+    return "--multiprocessing-fork" in sys.argv or args in (["-c"], ["-B"], ["-S"], ["-E"], ["-I"])
+
+
+if __name__ == "__main__":
+    if _multiprocessing_child():
+        import multiprocessing
+
+        multiprocessing.freeze_support()
+    if sys.argv[1:] == ["--version"] and _program() == "cli":
+        # the same answer as click's version option, without importing click
+        from tracetool import __version__
+
+        print(__version__)
+        sys.exit(0)
+    if _program() == "lsp":
+        from tracetool_daemon.lsp import main as lsp_main
+
+        sys.exit(lsp_main())
+    from tracetool.cli import main
+
+    main()
