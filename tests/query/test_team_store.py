@@ -247,3 +247,25 @@ def test_front_ends_read_the_store(pg_server: Any, tmp_path: Path) -> None:
             query_tools.call_tool(name, arguments, trace_dir=str(trace), query_db=url) == expected
         )
         assert query_tools.call_tool(name, {**arguments, "query_db": url}) == expected
+
+
+def test_live_updates_reach_the_store(pg_server: Any, tmp_path: Path) -> None:
+    """The daemon's per-file path (`index_paths`, used by `index --watch` and `rpc`)."""
+    from tracetool.index import index_paths
+
+    location = store.bind(tmp_path / "pg" / "query.db", pg_server.create_database("live"))
+    trace = _shop_part(tmp_path / "trace", MACHINE_1)
+    index_directory(trace, IndexOptions(query_db=location, workers=1))
+    added = _shop_part(trace, ["jobs/report_job.trace.json"]) / "jobs/report_job.trace.json"
+    gone = trace / MACHINE_1[0]
+    gone.unlink()
+    result = index_paths(trace, [added, gone], IndexOptions(query_db=location, workers=1))
+    assert result.added == ("jobs/report_job.trace.json",) and result.deleted == (MACHINE_1[0],)
+    db = open_db(trace, location)
+    try:
+        assert sorted(r["recording"] for r in find(db, "appmaps")) == [
+            "jobs/report_job.trace.json",
+            MACHINE_1[1],
+        ]
+    finally:
+        db.close()
