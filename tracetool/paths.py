@@ -56,8 +56,10 @@ def query_db_path(trace_dir: PathLike) -> Path:
     """Default location of ``query.db`` for this trace_dir (overridden by ``--query-db``):
     ``$TRACETOOL_QUERY_DB`` or trace.yml's ``query_db`` when set (a path or a PostgreSQL URL,
     ``tracetool.store``), else ``~/.trace/data/<sha>/query.db``."""
-    from tracetool import store
-
+    try:
+        from tracetool import store
+    except ImportError:  # the agent's distribution alone (tracetool.store is the tool's)
+        return data_dir_for(trace_dir) / QUERY_DB
     configured = store.location(None, trace_dir)
     return configured if configured is not None else data_dir_for(trace_dir) / QUERY_DB
 
