@@ -269,3 +269,11 @@ def test_live_updates_reach_the_store(pg_server: Any, tmp_path: Path) -> None:
         ]
     finally:
         db.close()
+
+
+def test_messages_never_show_the_password() -> None:
+    url = "postgresql://ci:s3cret@127.0.0.1:1/team"
+    with pytest.raises(store.StoreError) as caught:
+        store.connect(url)
+    assert str(caught.value).startswith("cannot connect to postgresql://ci@127.0.0.1:1/team: ")
+    assert "s3cret" not in str(caught.value)
