@@ -17,5 +17,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stam
     python -m pip install -q --disable-pip-version-check -e '.[dev]'; } 2>&1 |
     { grep -v -e "^WARNING: Location 'file:" -e BuildBackendWarning || true; }
   [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "pip install failed" >&2; exit 1; }
+  # An editable install leaves out the agent's start-up hook, which a wheel puts in
+  # site-packages: put it there, as `pip install tracetool-agent` does.
+  cp packages/agent/tracetool-agent.pth \
+    "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
   touch "$stamp"
 fi

@@ -29,7 +29,11 @@ if NO_DJANGO not in os.environ.get("PYTEST_ADDOPTS", ""):
 def _pytester_without_pytest_django(request: pytest.FixtureRequest) -> None:
     if "pytester" in request.fixturenames:
         request.getfixturevalue("pytester")
-        request.getfixturevalue("monkeypatch").setenv("PYTEST_ADDOPTS", NO_DJANGO)
+        current = os.environ.get("PYTEST_ADDOPTS", "")
+        if NO_DJANGO not in current:
+            request.getfixturevalue("monkeypatch").setenv(
+                "PYTEST_ADDOPTS", f"{current} {NO_DJANGO}".strip()
+            )
 
 
 def _find_shared() -> Path:

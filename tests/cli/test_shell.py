@@ -10,23 +10,49 @@ import click
 import pytest
 
 from tracetool import __version__
-from tracetool.cli import COMMANDS, cli
+from tracetool.cli import COMMANDS, SHORT_HELP, cli
 from tracetool.cli.common import common_options, run_cli
 from tracetool.errors import NotFoundError
 
 HEAVY = ("sqlglot", "pygls", "watchdog", "mcp", "rich", "jsonrpcserver", "lsprotocol", "yaml")
 
 
-def test_help_does_not_import_heavy_packages() -> None:
+@pytest.mark.parametrize("option", ["--help", "--version"])
+def test_help_and_version_import_no_heavy_package_and_no_command(option: str) -> None:
     code = (
         "import sys\n"
         "from tracetool.cli import main\n"
-        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"try:\n    main([{option!r}])\nexcept SystemExit:\n    pass\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tracetool.cli.')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "Usage: tracetool" in out.stdout
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    *shown, heavy, cli_modules = out.stdout.strip().splitlines()
+    assert ("Usage: tracetool" if option == "--help" else __version__) in "\n".join(shown)
+    assert heavy == "[]"
+    # tracetool.cli.common runs the CLI; no command module (nor what one imports) is loaded.
+    assert cli_modules == "['tracetool.cli.common']"
+
+
+def test_short_help_table_matches_each_command() -> None:
+    ctx = click.Context(cli)
+    assert set(SHORT_HELP) == set(COMMANDS)
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        assert command is not None
+        assert not command.hidden and not command.deprecated, name
+        assert command.get_short_help_str(10**6) == SHORT_HELP[name], name
+
+
+@pytest.mark.parametrize("width", [40, 80, 100, 200])
+def test_help_lists_commands_exactly_as_click_would(width: int) -> None:
+    """Our Commands section equals click's own, which imports every command for its help."""
+    ctx = click.Context(cli, max_content_width=width, terminal_width=width)
+    ours, clicks = ctx.make_formatter(), ctx.make_formatter()
+    cli.format_commands(ctx, ours)
+    click.Group.format_commands(cli, ctx, clicks)
+    assert ours.getvalue() == clicks.getvalue()
+    assert "sequence-diagram-diff" in ours.getvalue()
 
 
 def test_python_m_tracetool_version() -> None:
