@@ -53,8 +53,15 @@ def data_dir_for(trace_dir: PathLike) -> Path:
 
 
 def query_db_path(trace_dir: PathLike) -> Path:
-    """Default location of ``query.db`` for this trace_dir (overridden by ``--query-db``)."""
-    return data_dir_for(trace_dir) / QUERY_DB
+    """Default location of ``query.db`` for this trace_dir (overridden by ``--query-db``):
+    ``$TRACETOOL_QUERY_DB`` or trace.yml's ``query_db`` when set (a path or a PostgreSQL URL,
+    ``tracetool.store``), else ``~/.trace/data/<sha>/query.db``."""
+    try:
+        from tracetool import store
+    except ImportError:  # the agent's distribution alone (tracetool.store is the tool's)
+        return data_dir_for(trace_dir) / QUERY_DB
+    configured = store.location(None, trace_dir)
+    return configured if configured is not None else data_dir_for(trace_dir) / QUERY_DB
 
 
 def discovery_file(trace_dir: PathLike) -> Path:

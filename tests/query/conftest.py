@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.index.shop import make_shop
+from tracetool import store
 from tracetool.cli import common
 from tracetool.index import IndexOptions, index_directory
 from tracetool.query import open_db
@@ -18,11 +19,16 @@ from tracetool.query import open_db
 NOW = time.time()
 
 
-@pytest.fixture(scope="module")
-def shop_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def shop_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """query.db of the shop, or (param `postgres`) the location standing for a database on a
+    real PostgreSQL server (tracetool.store): every query test runs against both."""
     base = tmp_path_factory.mktemp("shop")
     trace = make_shop(base / "trace", now=NOW)
     qdb = base / "query.db"
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_server").create_database("shop")
+        qdb = store.bind(base / "pg" / "query.db", url)
     result = index_directory(trace, IndexOptions(query_db=qdb, workers=1))
     assert len(result.added) == 4 and not result.skipped
     return qdb
@@ -43,4 +49,5 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.mkdir()
     monkeypatch.setenv("HOME", str(path))
     monkeypatch.delenv("TRACETOOL_TRACE_DIR", raising=False)
+    monkeypatch.delenv(store.ENV_QUERY_DB, raising=False)
     return path

@@ -17,6 +17,7 @@ from tracetool.cli.common import common_options, is_verbose
 
 
 def _summary(result: object) -> str:
+    from tracetool import store
     from tracetool.index import IndexResult
 
     assert isinstance(result, IndexResult)
@@ -31,7 +32,7 @@ def _summary(result: object) -> str:
         parts.append(f"{len(result.skipped)} skipped")
     return (
         f"Indexed {result.found} recordings in {result.trace_dir} ({', '.join(parts)}) "
-        f"in {result.seconds:.1f}s; query database: {result.query_db}"
+        f"in {result.seconds:.1f}s; query database: {store.describe(result.query_db)}"
     )
 
 
@@ -42,7 +43,11 @@ def _summary(result: object) -> str:
     metavar="DIR",
     help="Directory searched recursively for recordings (default: trace_dir of trace.yml).",
 )
-@click.option("--query-db", metavar="PATH", help="Path to query.db (default under ~/.trace/data).")
+@click.option(
+    "--query-db",
+    metavar="PATH|URL",
+    help="Path to query.db (default under ~/.trace/data), or a postgresql:// URL.",
+)
 @click.option("--strict", is_flag=True, help="Exit non-zero when a file had to be skipped.")
 @click.option(
     "--max-size",
@@ -64,6 +69,10 @@ def _summary(result: object) -> str:
     type=click.IntRange(0, 65535),
     help="Also serve JSON-RPC on 127.0.0.1 at this port (0: the OS chooses); implies --watch.",
 )
+@click.option("--source-branch", metavar="NAME", help="Branch the recordings were made on.")
+@click.option("--source-commit", metavar="SHA", help="Commit the recordings were made at.")
+@click.option("--source-repository", metavar="NAME", help="Repository of the recorded app.")
+@click.option("--source-run", metavar="ID", help="CI run that made the recordings.")
 def command(
     trace_dir: str | None,
     query_db: str | None,
@@ -73,22 +82,33 @@ def command(
     log_assistant: bool,
     watch: bool,
     port: int | None,
+    source_branch: str | None,
+    source_commit: str | None,
+    source_repository: str | None,
+    source_run: str | None,
 ) -> None:
     """Fingerprint and index every recording in the recordings directory.
 
     Writes one index sidecar per recording and updates query.db, touching only
     new, changed, renamed and deleted recordings. Rerun after recording new data.
     """
+    from tracetool import store
     from tracetool.cli.render import print_json, progress_bar, warn
     from tracetool.config import resolve_trace_dir
     from tracetool.index import IndexOptions, index_directory
 
+    root = resolve_trace_dir(trace_dir)
     options = IndexOptions(
-        query_db=Path(query_db) if query_db else None,
+        query_db=store.location(query_db, root),
         max_bytes=int(max_size * 1_000_000) if max_size else None,
         log_assistant=log_assistant,
+        source={
+            "branch": source_branch,
+            "commit": source_commit,
+            "repository": source_repository,
+            "ci_run": source_run,
+        },
     )
-    root = resolve_trace_dir(trace_dir)
     verbose = is_verbose()
     if watch or port is not None:
         _watch(root, options.query_db, port, log_assistant, verbose)

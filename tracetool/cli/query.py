@@ -20,7 +20,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 def db_options(f: F) -> F:
     """--trace-dir, --query-db and --json, plus the common options."""
     f = click.option("--json", "as_json", is_flag=True, help="Print rows as JSON.")(f)
-    f = click.option("--query-db", metavar="PATH", help="Path to query.db (overrides default).")(f)
+    f = click.option(
+        "--query-db", metavar="PATH|URL", help="Path to query.db, or a postgresql:// URL."
+    )(f)
     f = click.option(
         "--trace-dir", metavar="DIR", help="Recordings directory whose index to read."
     )(f)

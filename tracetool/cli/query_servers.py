@@ -27,7 +27,9 @@ _DAEMON_HINT = "install the package mcp in tracetool's environment, or reinstall
 
 
 def _db_options(f: F) -> F:
-    f = click.option("--query-db", metavar="PATH", help="Path to query.db (overrides default).")(f)
+    f = click.option(
+        "--query-db", metavar="PATH|URL", help="Path to query.db, or a postgresql:// URL."
+    )(f)
     f = click.option(
         "--trace-dir", metavar="DIR", help="Recordings directory whose index to read."
     )(f)

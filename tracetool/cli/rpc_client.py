@@ -93,13 +93,9 @@ def call_in_process(trace_dir: Path, query_db: Path | None, body: bytes) -> Any:
 @click.argument("function")
 @click.argument("request", required=False)
 @click.option("--trace-dir", metavar="DIR", help="Recordings directory (default from trace.yml).")
-@click.option(
-    "--query-db", type=click.Path(dir_okay=False, path_type=Path), help="Path to query.db."
-)
+@click.option("--query-db", metavar="PATH|URL", help="Path to query.db, or a postgresql:// URL.")
 @common_options
-def command(
-    function: str, request: str | None, trace_dir: str | None, query_db: Path | None
-) -> int:
+def command(function: str, request: str | None, trace_dir: str | None, query_db: str | None) -> int:
     """Invoke one JSON-RPC FUNCTION with REQUEST params (JSON, - for stdin, @FILE).
 
     Uses the running daemon for the recordings directory if there is one, otherwise runs the
@@ -119,7 +115,9 @@ def command(
     if info is not None and info.port:
         response = call_daemon(info.port, body)
     if response is None:
-        response = call_in_process(root, query_db.absolute() if query_db else None, body)
+        from tracetool import store
+
+        response = call_in_process(root, store.location(query_db, root), body)
     if not isinstance(response, dict):
         raise TraceToolError(f"unexpected JSON-RPC response: {response!r}")
     if "error" in response:

@@ -36,6 +36,7 @@ from tracetool import __version__
 from tracetool.errors import NotFoundError
 from tracetool.index import schema, sidecar
 from tracetool.index.lock import WriterLock
+from tracetool.index.source import Source, detect
 from tracetool.index.worker import Indexed, Result, Same, Skipped, Task, process
 from tracetool.index.writer import Known, Writer
 from tracetool.paths import query_db_path
@@ -91,6 +92,8 @@ class IndexOptions:
     # A concurrent.futures executor (process pool) kept warm by a long-lived caller (the
     # daemon) runs the per-file work instead of a pool started for this run.
     executor: Executor | None = field(default=None, compare=False)
+    # where the recordings come from (--source-* flags); default: detected (index.source)
+    source: dict[str, str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -221,7 +224,11 @@ def _index(
         try:
             if fresh:
                 shutil.rmtree(sidecar.sidecar_root(query_db), ignore_errors=True)
-            writer = Writer(conn, batch_seconds=options.commit_seconds)
+            writer = Writer(
+                conn,
+                batch_seconds=options.commit_seconds,
+                source=_source(root, query_db, options.source or {}),
+            )
             run = _Run()
             found, unchanged = _update(
                 root,
@@ -268,6 +275,22 @@ def _index(
         rebuilt=fresh,
         seconds=time.monotonic() - started,
     )
+
+
+_SOURCES: dict[tuple[object, ...], Source] = {}
+
+
+def _source(root: Path, query_db: Path, given: dict[str, str | None]) -> Source:
+    """The run's source, detected once per process and directory (the daemon indexes often).
+    Only a shared database (tracetool.store) separates writers by origin."""
+    from tracetool import store
+
+    shared = store.url_for(query_db) is not None
+    key = (root, shared, *sorted(given.items()))
+    if key not in _SOURCES:
+        found = detect(root, **given)
+        _SOURCES[key] = found if shared else Source(**{**found.__dict__, "origin": ""})
+    return _SOURCES[key]
 
 
 def _update(

@@ -16,7 +16,10 @@ Tables (all durations in milliseconds, timestamps in epoch seconds):
 
 - `recordings`: one row per recording file — path, name, labels (JSON array), test_status,
   recorder, language, app, branch, git_commit, recorded_at, indexed_at, size, mtime_ns, sha256,
-  counts (events, requests, queries, calls, exceptions, items), elapsed_ms, diagram_digest.
+  counts (events, requests, queries, calls, exceptions, items), elapsed_ms, diagram_digest, and
+  its source (`tracetool.index.source`): origin (`<host>:<recordings directory>`, unique with
+  path: writers sharing a database each own their origin's rows), repository, source_branch,
+  source_commit, ci_run (version 3).
 - `code_objects`: every fqid seen (function, class, route, query, table, external route) with
   its attributes — class id and name, method, location, labels for functions; operation,
   tables and database type for queries; `recordings` = how many recordings touch it. Rows
@@ -47,13 +50,13 @@ from pathlib import Path
 
 from tracetool.errors import IndexMissingError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS recordings (
   id INTEGER PRIMARY KEY,
-  path TEXT NOT NULL UNIQUE,
+  path TEXT NOT NULL,
   name TEXT NOT NULL,
   labels TEXT NOT NULL DEFAULT '[]',
   test_status TEXT,
@@ -77,7 +80,13 @@ CREATE TABLE IF NOT EXISTS recordings (
   exceptions INTEGER NOT NULL DEFAULT 0,
   items INTEGER NOT NULL DEFAULT 0,
   elapsed_ms REAL,
-  diagram_digest TEXT
+  diagram_digest TEXT,
+  origin TEXT NOT NULL DEFAULT '',
+  repository TEXT,
+  source_branch TEXT,
+  source_commit TEXT,
+  ci_run TEXT,
+  UNIQUE (origin, path)
 );
 CREATE TABLE IF NOT EXISTS code_objects (
   id INTEGER PRIMARY KEY,
@@ -165,6 +174,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS recordings_fts USING fts5(
 # can load rows first and build indexes once.
 INDEXES = """
 CREATE INDEX IF NOT EXISTS recordings_branch ON recordings (branch, recorded_at);
+CREATE INDEX IF NOT EXISTS recordings_path ON recordings (path);
 CREATE INDEX IF NOT EXISTS recordings_commit ON recordings (git_commit);
 CREATE INDEX IF NOT EXISTS recordings_recorded_at ON recordings (recorded_at);
 CREATE INDEX IF NOT EXISTS recordings_name ON recordings (name);
@@ -256,8 +266,14 @@ def open_writer(path: Path) -> tuple[sqlite3.Connection, bool]:
 
     Returns (connection, fresh): `fresh` is True when the database starts empty, in which case
     the secondary indexes are not created yet (call `create_indexes` after the bulk load).
-    The caller must hold the writer lock.
+    The caller must hold the writer lock. A location standing for a PostgreSQL URL opens that
+    server instead (`tracetool.store`).
     """
+    from tracetool import store
+
+    url = store.url_for(path)
+    if url is not None:
+        return store.open_writer(url)  # type: ignore[return-value]
     path.parent.mkdir(parents=True, exist_ok=True)
     conn: sqlite3.Connection | None = None
     try:
@@ -291,6 +307,11 @@ def open_writer(path: Path) -> tuple[sqlite3.Connection, bool]:
 
 def open_reader(path: Path) -> sqlite3.Connection:
     """Open an existing, current database read-only, or raise `IndexMissingError`."""
+    from tracetool import store
+
+    url = store.url_for(path)
+    if url is not None:
+        return store.open_reader(url)  # type: ignore[return-value]
     if not path.is_file():
         raise IndexMissingError(f"no query database at {path}; run `tracetool index` to build it")
     try:

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from tracetool.index.source import Source, apply
 from tracetool.index.worker import Indexed
 
 _CHILD_TABLES = (
@@ -52,6 +53,11 @@ _RECORDING_COLUMNS = (
     "items",
     "elapsed_ms",
     "diagram_digest",
+    "origin",
+    "repository",
+    "source_branch",
+    "source_commit",
+    "ci_run",
 )
 _INSERT_RECORDING = (
     f"INSERT INTO recordings ({', '.join(_RECORDING_COLUMNS)}) "
@@ -77,9 +83,12 @@ class Known:
 
 
 class Writer:
-    def __init__(self, conn: sqlite3.Connection, *, batch_seconds: float = 1.0) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, *, batch_seconds: float = 1.0, source: Source = Source()
+    ) -> None:
         self.conn = conn
         self.batch_seconds = batch_seconds
+        self.source = source
         self._in_tx = False
         self._tx_started = 0.0
         self._codes: dict[str, int] = dict(
@@ -93,6 +102,11 @@ class Writer:
             self.conn.execute("BEGIN IMMEDIATE")
             self._in_tx = True
             self._tx_started = time.monotonic()
+            if getattr(self.conn, "shared", False):  # other writers may have interned or pruned
+                self._codes = dict(
+                    (fqid, cid)
+                    for cid, fqid in self.conn.execute("SELECT id, fqid FROM code_objects")
+                )
 
     def commit(self) -> None:
         if self._in_tx:
@@ -114,7 +128,8 @@ class Writer:
         return {
             path: Known(rid, size, mtime_ns, sha)
             for rid, path, size, mtime_ns, sha in self.conn.execute(
-                "SELECT id, path, size, mtime_ns, sha256 FROM recordings"
+                "SELECT id, path, size, mtime_ns, sha256 FROM recordings WHERE origin = ?",
+                (self.source.origin,),
             )
         }
 
@@ -173,6 +188,7 @@ class Writer:
             sha256=result.sha256,
             diagram_digest=result.digests.get("sequence_diagram"),
         )
+        apply(self.source, rec)
         values = [rec.get(c) for c in _RECORDING_COLUMNS]
         conn = self.conn
         if replace_id is not None:

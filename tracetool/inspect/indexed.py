@@ -62,10 +62,11 @@ def select(
     ref: CodeObjectRef, trace_dir: Path, query_db: Path | str | None = None
 ) -> Selection | None:
     """The index's selection for `ref` (module doc), or None to scan every recording."""
+    from tracetool import store
     from tracetool.index.schema import open_reader
     from tracetool.paths import query_db_path
 
-    path = Path(query_db).expanduser() if query_db else query_db_path(trace_dir)
+    path = store.location(query_db, trace_dir) or query_db_path(trace_dir)
     if ref.type in ("external-service", "external-route"):
         return None
     if ref.type == "function" and ref.identifier == "event":

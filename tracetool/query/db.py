@@ -13,6 +13,7 @@ path (absolute or relative to the current directory), or its metadata name.
 from __future__ import annotations
 
 import math
+import socket
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,11 +25,11 @@ from tracetool.trace import TRACE_SUFFIXES
 
 
 def query_db_path(trace_dir: Path | str | None = None, query_db: Path | str | None = None) -> Path:
-    if query_db:
-        return Path(query_db).expanduser().absolute()
+    from tracetool import store
     from tracetool.config import resolve_trace_dir
 
-    return default_query_db(resolve_trace_dir(str(trace_dir) if trace_dir else None))
+    root = resolve_trace_dir(str(trace_dir) if trace_dir else None)
+    return store.location(query_db, root) or default_query_db(root)
 
 
 def open_db(
@@ -59,7 +60,10 @@ def resolve_recording(db: sqlite3.Connection, ref: str) -> sqlite3.Row:
         except ValueError:
             pass
     for candidate in candidates:
-        row = db.execute("SELECT * FROM recordings WHERE path = ?", (candidate,)).fetchone()
+        row = db.execute(  # several origins of a shared database: the latest indexed
+            "SELECT * FROM recordings WHERE path = ? ORDER BY indexed_at DESC, id DESC LIMIT 1",
+            (candidate,),
+        ).fetchone()
         if row is not None:
             return row  # type: ignore[no-any-return]
     rows = db.execute("SELECT * FROM recordings WHERE name = ? ORDER BY path", (text,)).fetchall()
@@ -79,7 +83,12 @@ def resolve_recording(db: sqlite3.Connection, ref: str) -> sqlite3.Row:
 
 
 def recording_file(db: sqlite3.Connection, row: sqlite3.Row) -> Path:
-    """Absolute path of an indexed recording's file."""
+    """Absolute path of an indexed recording's file (in its own recordings directory when a
+    shared database holds several: `origin` is `<host>:<directory>`, tracetool.index.source)."""
+    origin = row["origin"] if "origin" in row.keys() else ""
+    host, _, folder = (origin or "").partition(":")
+    if folder and host == socket.gethostname():
+        return Path(folder) / row["path"]
     root = trace_dir_of(db)
     path = Path(row["path"])
     return path if root is None else root / path
