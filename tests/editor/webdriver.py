@@ -20,17 +20,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.realparts.chromium import FLAGS as CHROMIUM_FLAGS
+from tests.realparts.chromium import find_chromium
+
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 FLAGS = [
     "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
+    *(flag for flag in CHROMIUM_FLAGS if flag != "--headless"),
     "--disable-dev-shm-usage",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
     "--hide-scrollbars",
 ]
 
@@ -51,11 +48,7 @@ def chromedriver() -> str | None:
 
 
 def chromium_binary() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
+    return find_chromium()
 
 
 class Browser:

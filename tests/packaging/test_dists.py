@@ -34,6 +34,20 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
+def _optional_imports(tree: ast.Module) -> set[int]:
+    """ids of the import statements inside a `try` whose handler catches ImportError."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+            isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+            for h in node.handlers
+        ):
+            found.update(
+                id(stmt) for stmt in node.body if isinstance(stmt, (ast.Import, ast.ImportFrom))
+            )
+    return found
+
+
 def agent_closure() -> set[str]:
     """Every tracetool / pytest_tracetool module the agent and the plugin import, at any depth."""
     todo = []
@@ -51,7 +65,11 @@ def agent_closure() -> set[str]:
         parts = name.split(".")
         todo += [".".join(parts[:i]) for i in range(1, len(parts))]
         package = parts if file.name == "__init__.py" else parts[:-1]
-        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+        optional = _optional_imports(tree)
+        for node in ast.walk(tree):
+            if id(node) in optional:
+                continue  # `try: import x / except ImportError:` — the tool's, not needed here
             if isinstance(node, ast.Import):
                 todo += [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):

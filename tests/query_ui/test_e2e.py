@@ -7,7 +7,6 @@ import http.client
 import os
 import queue
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import orjson
 import pytest
 
 from tests.query_mcp.shop_index import ROUTES, ShopIndex, clean_env
+from tests.realparts.chromium import FLAGS, chromium
 
 pytestmark = pytest.mark.e2e
 DEADLINE = 30.0
@@ -173,26 +173,11 @@ def test_missing_index_exits_with_the_prompt(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- headless Chromium
 
 
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        found = shutil.which(name)
-        if found:
-            return found
-    pytest.skip("Chromium is not installed (apt-get install -y chromium)")
-
-
 def render(url: str, tmp_path: Path, screenshot: Path | None = None) -> str:
     """The DOM of `url` after its scripts ran (or a screenshot of it)."""
     args = [
         chromium(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
+        *FLAGS,
         "--hide-scrollbars",
         f"--user-data-dir={tmp_path / 'chromium-profile'}",
         # Lets the page's fetches finish before the DOM is dumped.
