@@ -133,3 +133,18 @@ def appmap_validate() -> Callable[[Iterable[Path]], int]:
 
     validator_lib()
     return assert_valid
+
+
+@pytest.fixture(autouse=True)
+def _cli_verbosity_does_not_outlive_the_test() -> Iterator[None]:
+    """`-v` in an in-process CLI run (CliRunner) turns the `tracetool` logger to DEBUG for the
+    process; later tests' daemons would then log into the test output."""
+    yield
+    import sys
+
+    common = sys.modules.get("tracetool.cli.common")
+    if common is not None and common._state["verbose"]:
+        import logging
+
+        common._state["verbose"] = False
+        logging.getLogger("tracetool").setLevel(logging.WARNING)

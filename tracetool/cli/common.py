@@ -104,8 +104,9 @@ def _configure_logging() -> None:
         handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG if is_verbose() else logging.WARNING)
         logger.propagate = False
+    # every run starts from its own flags (an earlier in-process run's -v does not stay on)
+    logger.setLevel(logging.DEBUG if is_verbose() else logging.WARNING)
 
 
 # import name -> the distribution that provides it, for the ones whose names differ
@@ -159,6 +160,7 @@ def disk_full_message(exc: BaseException) -> str | None:
 
 def run_cli(group: click.Group, argv: list[str] | None = None) -> Any:
     """Run `group` with tracetool's single error path; always ends in `sys.exit`."""
+    _state["verbose"] = False
     _configure_logging()
     try:
         rv = group.main(args=argv, prog_name="tracetool", standalone_mode=False)
