@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.agent_e2e.conftest import EXAMPLE_DEPS, _StubHandler, record, started_apps
-from tests.analysis.test_real_apps import tool
+from tests.analysis.test_real_apps import compare_v1_v2, tool
 from tests.openapi.test_examples import DRIVERS
 from tracetool.index import IndexOptions, index_directory
 from tracetool.query import endpoints, open_db
@@ -102,17 +102,6 @@ def test_runs_on_other_ephemeral_ports_compare_unchanged(
     for name in ("shop", "django"):  # present on one side only: not part of this check
         (recorded / "rep" / "base" / f"{name}.trace.json").unlink()
     monkeypatch.chdir(recorded)
-    code, out, err = tool(
-        capsys,
-        "compare",
-        "-b",
-        "v1",
-        "-h",
-        "v2",
-        "--output-dir",
-        "rep",
-        "--json",
-        "--no-delete-unreferenced",
-    )
+    code, out, err = compare_v1_v2(capsys)
     assert code == 0, err
     assert json.loads(out)["changed"] == []

@@ -51,6 +51,22 @@ def tool(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
     return int(exited.value.code or 0), out, err
 
 
+def compare_v1_v2(capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """`tracetool compare` of the recordings under rep/base (v1) and rep/head (v2), as JSON."""
+    return tool(
+        capsys,
+        "compare",
+        "-b",
+        "v1",
+        "-h",
+        "v2",
+        "--output-dir",
+        "rep",
+        "--json",
+        "--no-delete-unreferenced",
+    )
+
+
 def inspect(capsys: pytest.CaptureFixture[str], apps: Path, ref: str) -> dict[str, Any]:
     code, out, err = tool(
         capsys,
@@ -264,18 +280,7 @@ def test_runs_differing_only_in_ephemeral_ports_compare_unchanged(
     # control: the same ports, another client route is a change
     realapps.flask_shop(tmp_path / "rep" / "base", quote_port=33025, name="other")
     realapps.flask_shop(tmp_path / "rep" / "head", 33025, name="other", quote_path="/quotes/5")
-    code, out, err = tool(
-        capsys,
-        "compare",
-        "-b",
-        "v1",
-        "-h",
-        "v2",
-        "--output-dir",
-        "rep",
-        "--json",
-        "--no-delete-unreferenced",
-    )
+    code, out, err = compare_v1_v2(capsys)
     assert code == 0, err
     summary = json.loads(out)
     assert summary["changed"] == ["other"], summary
