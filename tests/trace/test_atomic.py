@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,3 +123,25 @@ def test_a_failed_write_leaves_nothing_and_keeps_the_old_file(tmp_path: Path) ->
     assert [p.name for p in tmp_path.iterdir()] == ["x.trace.json"]
     atomic_write_bytes(target, b"new")
     assert target.read_bytes() == b"new" and (target.stat().st_mode & 0o777) == 0o600
+
+
+def test_a_folder_removed_between_mkdir_and_mkstemp_is_created_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The index drops emptied sidecar folders while its workers write new sidecars into them.
+    import tempfile
+
+    real = tempfile.mkstemp
+    calls: list[str] = []
+
+    def racing_mkstemp(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        calls.append(str(kwargs["dir"]))
+        if len(calls) == 1:
+            Path(kwargs["dir"]).rmdir()  # another process empties and removes the folder
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", racing_mkstemp)
+    target = tmp_path / "sidecars" / "poison" / "a.index.json"
+    atomic_write_bytes(target, b"{}", fsync=False)
+    assert target.read_bytes() == b"{}"
+    assert len(calls) == 2

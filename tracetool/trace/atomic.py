@@ -45,13 +45,31 @@ def temp_prefix(target_name: str) -> str:
     return f".{target_name}.tt{os.getpid()}."
 
 
+def _mkstemp_beside(target: Path) -> tuple[int, str]:
+    """A new temporary file in `target`'s folder, creating the folder.
+
+    Another process may remove the folder between our mkdir and mkstemp (the index drops
+    emptied sidecar folders while its workers write into them), so a vanished folder is
+    created again, a few times, before giving up.
+    """
+    directory = target.parent
+    for attempt in range(5):
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            return tempfile.mkstemp(
+                prefix=temp_prefix(target.name), suffix=TEMP_SUFFIX, dir=directory
+            )
+        except FileNotFoundError:
+            if attempt == 4:
+                raise
+    raise AssertionError("unreachable")
+
+
 @contextlib.contextmanager
 def atomic_open(path: PathLike, *, fsync: bool = True) -> Iterator[BinaryIO]:
     """A temporary file renamed over `path` on success (module doc)."""
     target = Path(path)
-    directory = target.parent
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=TEMP_SUFFIX, dir=directory)
+    fd, tmp = _mkstemp_beside(target)
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
