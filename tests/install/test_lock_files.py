@@ -16,7 +16,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -38,42 +38,51 @@ PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 PIP_DOWNLOAD = ["-m", "pip", "download", "-q", "--disable-pip-version-check"]
 
 
-def _tool(shared_dir: Path, name: str, *requirements: str) -> Path:
-    """`name`'s executable, installed with `requirements` from PyPI into a venv of its own."""
-
-    def build(env: Path) -> None:
-        make_venv(env)
-        sh([python_of(env), *PIP, *requirements])
-
+def _installed(shared_dir: Path, name: str, build: Callable[[Path], None], what: str) -> Path:
     try:
         exe = bin_dir(once(shared_dir, f"{name}-env", build)) / name
     except (AssertionError, OSError, subprocess.SubprocessError) as exc:
-        need(name, f"`pip install {' '.join(requirements)}` failed: {exc}")
+        need(name, f"installing {what} from PyPI failed: {exc}")
     if not exe.exists():
-        need(name, f"{exe} is missing after `pip install {' '.join(requirements)}`")
+        need(name, f"{exe} is missing after installing {what}")
     return exe
 
 
 @pytest.fixture(scope="session")
 def uv_exe(shared_dir: Path) -> Path:
-    return _tool(shared_dir, "uv", "uv")
+    def build(env: Path) -> None:
+        make_venv(env)
+        sh([python_of(env), *PIP, "uv"])
+
+    return _installed(shared_dir, "uv", build, "uv")
+
+
+def _tool(shared_dir: Path, uv: Path, name: str, *requirements: str) -> Path:
+    """`name`'s executable, installed with `requirements` from PyPI into a venv of its own (by
+    uv: pip takes minutes for poetry's and pdm's dependencies on a busy 2-core machine)."""
+
+    def build(env: Path) -> None:
+        sh([str(uv), "venv", "-q", "--python", sys.executable, str(env)])
+        sh([str(uv), "pip", "install", "-q", "--python", python_of(env), *requirements])
+
+    return _installed(shared_dir, name, build, " ".join(requirements))
 
 
 @pytest.fixture(scope="session")
-def poetry_exe(shared_dir: Path) -> Path:
-    return _tool(shared_dir, "poetry", "poetry")
+def poetry_exe(shared_dir: Path, uv_exe: Path) -> Path:
+    return _tool(shared_dir, uv_exe, "poetry", "poetry")
 
 
 @pytest.fixture(scope="session")
-def pdm_exe(shared_dir: Path) -> Path:
+def pdm_exe(shared_dir: Path, uv_exe: Path) -> Path:
     # pdm 2.29 asks for hishel>=1.4 without a ceiling, and fails on hishel 2 ("module 'hishel'
     # has no attribute 'SyncSqliteStorage'") as soon as it fetches anything
-    return _tool(shared_dir, "pdm", "pdm", "hishel[httpx2]>=1.4,<2")
+    return _tool(shared_dir, uv_exe, "pdm", "pdm", "hishel[httpx2]>=1.4,<2")
 
 
 @pytest.fixture(scope="session")
-def pipenv_exe(shared_dir: Path) -> Path:
-    return _tool(shared_dir, "pipenv", "pipenv")
+def pipenv_exe(shared_dir: Path, uv_exe: Path) -> Path:
+    return _tool(shared_dir, uv_exe, "pipenv", "pipenv")
 
 
 @pytest.fixture(scope="session")
