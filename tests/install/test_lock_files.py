@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -38,9 +39,11 @@ PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 PIP_DOWNLOAD = ["-m", "pip", "download", "-q", "--disable-pip-version-check"]
 
 
-def _installed(shared_dir: Path, name: str, build: Callable[[Path], None], what: str) -> Path:
+def _installed(
+    shared_dir: Path, venv: str, name: str, build: Callable[[Path], None], what: str
+) -> Path:
     try:
-        exe = bin_dir(once(shared_dir, f"{name}-env", build)) / name
+        exe = bin_dir(once(shared_dir, venv, build)) / name
     except (AssertionError, OSError, subprocess.SubprocessError) as exc:
         need(name, f"installing {what} from PyPI failed: {exc}")
     if not exe.exists():
@@ -54,35 +57,41 @@ def uv_exe(shared_dir: Path) -> Path:
         make_venv(env)
         sh([python_of(env), *PIP, "uv"])
 
-    return _installed(shared_dir, "uv", build, "uv")
+    return _installed(shared_dir, "uv-env", "uv", build, "uv")
 
 
-def _tool(shared_dir: Path, uv: Path, name: str, *requirements: str) -> Path:
-    """`name`'s executable, installed with `requirements` from PyPI into a venv of its own (by
-    uv: pip takes minutes for poetry's and pdm's dependencies on a busy 2-core machine)."""
+def _tool(shared_dir: Path, uv: Path, venv: str, name: str, *requirements: str) -> Path:
+    """`name`'s executable, installed with `requirements` from PyPI into venv `venv` of its own
+    (by uv: pip takes minutes for poetry's and pdm's dependencies on a busy 2-core machine)."""
 
     def build(env: Path) -> None:
         sh([str(uv), "venv", "-q", "--python", sys.executable, str(env)])
         sh([str(uv), "pip", "install", "-q", "--python", python_of(env), *requirements])
 
-    return _installed(shared_dir, name, build, " ".join(requirements))
+    return _installed(shared_dir, venv, name, build, " ".join(requirements))
 
 
 @pytest.fixture(scope="session")
 def poetry_exe(shared_dir: Path, uv_exe: Path) -> Path:
-    return _tool(shared_dir, uv_exe, "poetry", "poetry")
+    return _tool(shared_dir, uv_exe, "poetry-env", "poetry", "poetry")
+
+
+@pytest.fixture(scope="session")
+def poetry1_exe(shared_dir: Path, uv_exe: Path) -> Path:
+    """Poetry 1, still common, whose plain `poetry lock` moves every pin to the newest."""
+    return _tool(shared_dir, uv_exe, "poetry1-env", "poetry", "poetry<2")
 
 
 @pytest.fixture(scope="session")
 def pdm_exe(shared_dir: Path, uv_exe: Path) -> Path:
     # pdm 2.29 asks for hishel>=1.4 without a ceiling, and fails on hishel 2 ("module 'hishel'
     # has no attribute 'SyncSqliteStorage'") as soon as it fetches anything
-    return _tool(shared_dir, uv_exe, "pdm", "pdm", "hishel[httpx2]>=1.4,<2")
+    return _tool(shared_dir, uv_exe, "pdm-env", "pdm", "pdm", "hishel[httpx2]>=1.4,<2")
 
 
 @pytest.fixture(scope="session")
 def pipenv_exe(shared_dir: Path, uv_exe: Path) -> Path:
-    return _tool(shared_dir, uv_exe, "pipenv", "pipenv")
+    return _tool(shared_dir, uv_exe, "pipenv-env", "pipenv", "pipenv")
 
 
 @pytest.fixture(scope="session")
@@ -142,40 +151,65 @@ SHOP = {
     ),
 }
 
-# kind: (manifest, its text before install ({url}: the index), lock file, after install)
+POETRY = (
+    '[tool.poetry]\nname = "shop"\nversion = "0.1.0"\ndescription = ""\n'
+    'authors = ["t <t@e.st>"]\n\n[tool.poetry.dependencies]\npython = "^{py}"\n'
+    'pyyaml = "*"\n\n[[tool.poetry.source]]\nname = "local"\nurl = "{url}/"\n'
+    'priority = "primary"\n'
+)
+PEP735_DEV = '[dependency-groups]\ndev = [\n    "tracetool-agent",\n]\n'
+
+
+class Kind(NamedTuple):
+    manifest: str
+    text: str  # before install; {py}: this Python, {url}: the index
+    lock: str
+    added: str  # in the manifest after install
+    command: str  # the lock command install runs
+
+
 KINDS = {
-    "uv": (
+    "uv": Kind(
         "pyproject.toml",
         '[project]\nname = "shop"\nversion = "0.1.0"\nrequires-python = ">={py}"\n'
         'dependencies = ["pyyaml"]\n\n[tool.uv]\npackage = false\n\n'
         '[[tool.uv.index]]\nname = "local"\nurl = "{url}/"\ndefault = true\n',
         "uv.lock",
-        '[dependency-groups]\ndev = [\n    "tracetool-agent",\n]\n',
+        PEP735_DEV,
+        "uv lock",
     ),
-    "poetry": (
+    "poetry": Kind(
         "pyproject.toml",
-        '[tool.poetry]\nname = "shop"\nversion = "0.1.0"\ndescription = ""\n'
-        'authors = ["t <t@e.st>"]\n\n[tool.poetry.dependencies]\npython = "^{py}"\n'
-        'pyyaml = "*"\n\n[[tool.poetry.source]]\nname = "local"\nurl = "{url}/"\n'
-        'priority = "primary"\n',
+        POETRY,
         "poetry.lock",
         '[tool.poetry.group.dev.dependencies]\ntracetool-agent = "*"\n',
+        "poetry lock",
     ),
-    "pdm": (
+    "poetry1": Kind(
+        "pyproject.toml",
+        POETRY,
+        "poetry.lock",
+        '[tool.poetry.group.dev.dependencies]\ntracetool-agent = "*"\n',
+        "poetry lock --no-update",
+    ),
+    "pdm": Kind(
         "pyproject.toml",
         '[project]\nname = "shop"\nversion = "0.1.0"\nrequires-python = ">={py}"\n'
         'dependencies = ["pyyaml"]\n\n[tool.pdm]\ndistribution = false\n\n'
         # a source named "pypi" replaces the default one
         '[[tool.pdm.source]]\nname = "pypi"\nurl = "{url}/"\n',
         "pdm.lock",
-        '[dependency-groups]\ndev = [\n    "tracetool-agent",\n]\n',
+        PEP735_DEV,
+        # the first lock recorded only the default group
+        "pdm lock --update-reuse -G dev",
     ),
-    "pipenv": (
+    "pipenv": Kind(
         "Pipfile",
         '[[source]]\nname = "local"\nurl = "{url}/"\nverify_ssl = false\n\n'
         '[packages]\npyyaml = "*"\n\n[dev-packages]\n',
         "Pipfile.lock",
         '[dev-packages]\ntracetool-agent = "*"\n',
+        "pipenv lock",
     ),
 }
 
@@ -211,30 +245,33 @@ def test_install_refreshes_the_lock_with_the_projects_tool(
     index_wheels: Path,
 ) -> None:
     exe: Path = request.getfixturevalue(f"{kind}_exe")
-    manifest, text, lock_name, added = KINDS[kind]
+    spec = KINDS[kind]
     env = tool_env(agent_env, exe, tmp_path / "home")
     root = tmp_path / "shop"
     root.mkdir()
-    (root / manifest).write_text(text.format(py=PY, url=index.url))
-    subprocess.run(
-        [kind, "lock"],
+    (root / spec.manifest).write_text(spec.text.format(py=PY, url=index.url))
+    first = subprocess.run(
+        [exe.name, "lock"],
         cwd=root,
         env={**os.environ, **env},
-        check=True,
         capture_output=True,
+        text=True,
         timeout=600,
+        check=False,
     )
-    pinned = locked_version((root / lock_name).read_text(), "pyyaml") if kind != "pipenv" else ""
-    assert pinned == wheel_version(index_wheels / "base", "pyyaml") or kind == "pipenv"
+    assert first.returncode == 0, first.stdout + first.stderr
+    pinned = wheel_version(index_wheels / "base", "pyyaml")
+    if kind != "pipenv":
+        assert locked_version((root / spec.lock).read_text(), "pyyaml") == pinned
     make(root, SHOP)
     index.publish(*(index_wheels / "newer").glob("*.whl"))  # a PyYAML release since the lock
 
     done = install_yes(root, env)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"running {kind} lock" in done.stdout, done.stdout
-    assert added in (root / manifest).read_text()
-    lock = (root / lock_name).read_text()
-    if kind == "pipenv":
+    assert f"running {spec.command} ..." in done.stdout, done.stdout
+    assert spec.added in (root / spec.manifest).read_text()
+    lock = (root / spec.lock).read_text()
+    if kind == "pipenv":  # `pipenv lock` re-resolves: no pin to keep
         locked = json.loads(lock)
         assert set(locked["develop"]) == {"tracetool-agent", "orjson", "pyyaml"}, locked
         assert set(locked["default"]) == {"pyyaml"}, locked
@@ -244,6 +281,7 @@ def test_install_refreshes_the_lock_with_the_projects_tool(
     if kind in ("poetry", "pdm"):  # tracetool-agent is locked in the dev group only
         entry = lock[lock.index('name = "tracetool-agent"') :].split("[[package]]")[0]
         assert 'groups = ["dev"]' in entry, entry
-    extra = {"pytest.ini"} if manifest == "Pipfile" else set()
-    assert last_commit_files(root) == {manifest, lock_name, "trace.yml", ".gitignore", *extra}
+    extra = {"pytest.ini"} if spec.manifest == "Pipfile" else set()
+    committed = {spec.manifest, spec.lock, "trace.yml", ".gitignore", *extra}
+    assert last_commit_files(root) == committed
     assert len(recordings(root, "pytest")) == 1  # validation recorded one test
