@@ -182,8 +182,10 @@ class _Raws:
     def __init__(self, doc: SlimDocument, bound: Bound) -> None:
         self.by_id: dict[int, Any] = {}
         events = bound.events
-        # minimal structs carry their own text; dict events need a side table
-        if not (events and isinstance(events[0], MinimalEvent)):
+        # minimal structs carry their own text (`event.raw`, read inline by the loops below);
+        # dict events need a side table
+        self.structs = bool(events) and isinstance(events[0], MinimalEvent)
+        if not self.structs:
             self.by_id = _raw_events(doc, bound)
 
     def __getitem__(self, event: Any) -> Any:
@@ -212,21 +214,29 @@ def _candidates(bound: Bound, raws: _Raws, kept: set[int]) -> list[Removed]:
     calls: dict[int, int] = {}
     sizes: dict[int, int] = {}
     objects: dict[int, CodeObject] = {}
+    cos = bound.code_objects
+    structs = raws.structs
+    skipped: set[int] = set()  # code objects that are never candidates
     for n in bound.nodes:
         if id(n) not in kept:
             continue
-        co = bound.code_objects[id(n)]
-        if co.type != "function":
-            continue
+        co = cos[id(n)]
         key = id(co)
         if key not in objects:
+            if key in skipped:
+                continue
             # a message or unknown call is bound to a bare function object: keep it
-            if co.parent is None and ev.kind(n.call) in _KEEP_KINDS:
+            if co.type != "function" or (co.parent is None and ev.kind(n.call) in _KEEP_KINDS):
+                if co.type != "function":
+                    skipped.add(key)
                 continue
             objects[key] = co
-        nbytes = len(raws[n.call]) + 1
-        if n.ret is not None:
-            nbytes += len(raws[n.ret]) + 1
+        call, ret = n.call, n.ret  # MinimalEvent structs when `structs`
+        raw = call.raw if structs else None  # type: ignore[attr-defined]
+        nbytes = len(raws[call] if raw is None else raw) + 1
+        if ret is not None:
+            raw = ret.raw if structs else None  # type: ignore[attr-defined]
+            nbytes += len(raws[ret] if raw is None else raw) + 1
         calls[key] = calls.get(key, 0) + 1
         sizes[key] = sizes.get(key, 0) + nbytes
     by_fqid: dict[str, list[int]] = {}
@@ -267,21 +277,16 @@ def _serialize(
     for key, value in doc.data.items():
         if key not in ("version", "metadata", "classMap", "events", "eventUpdates", "pruneFilter"):
             put(key, dumps(value))
-    kept_raws = [raws[e] for e in bound.events if id(e) in keep_events]
-    put("events", b"[", *_interleave(kept_raws), b"]")
+    if raws.structs:
+        structs: list[Any] = bound.events
+        kept_raws = [raws[e] if e.raw is None else e.raw for e in structs if id(e) in keep_events]
+    else:
+        kept_raws = [raws[e] for e in bound.events if id(e) in keep_events]
+    put("events", b"[", b",".join(kept_raws), b"]")
     if prune_filter is not None:
         put("pruneFilter", dumps(filters.to_json(prune_filter)))
     parts.append(b"}")
     return b"".join(parts)
-
-
-def _interleave(items: list[Any]) -> list[Any]:
-    out: list[Any] = []
-    for i, item in enumerate(items):
-        if i:
-            out.append(b",")
-        out.append(item)
-    return out
 
 
 def output_path(source: Path, output_dir: Path) -> Path:
