@@ -298,10 +298,16 @@ def _function_json(a: Action) -> dict[str, Any]:
 
 def to_json(diagram: Diagram) -> dict[str, Any]:
     """AppMap's sequence.json object for `diagram` (built iteratively)."""
+    return {
+        "actors": [a.to_json() for a in diagram.actors],
+        "rootActions": actions_json(diagram.root_actions),
+    }
+
+
+def actions_json(actions: list[Action]) -> list[dict[str, Any]]:
+    """The sequence.json objects of `actions` and their subtrees (`to_json`'s `rootActions`)."""
     roots: list[dict[str, Any]] = []
-    stack: list[tuple[Action, list[dict[str, Any]]]] = [
-        (a, roots) for a in reversed(diagram.root_actions)
-    ]
+    stack: list[tuple[Action, list[dict[str, Any]]]] = [(a, roots) for a in reversed(actions)]
     pop, push = stack.pop, stack.append
     while stack:
         action, into = pop()
@@ -312,7 +318,7 @@ def to_json(diagram: Diagram) -> dict[str, Any]:
             inner = node["children"]
             for child in reversed(children):
                 push((child, inner))
-    return {"actors": [a.to_json() for a in diagram.actors], "rootActions": roots}
+    return roots
 
 
 def from_json(obj: Any, source: str = "<diagram>") -> Diagram:

@@ -138,19 +138,14 @@ def prune_document(
             hidden.append(item.fqid)
             removed.append(item)
             excess -= item.bytes
-        fqids: dict[int, str] = {}
+        cos = bound.code_objects
+        distinct = {id(co): co for co in cos.values()}
         while True:
             drop = set(hidden)
-            kept_now = set()
-            for n in bound.nodes:
-                if id(n) not in kept:
-                    continue
-                co = bound.code_objects[id(n)]
-                fqid = fqids.get(id(co))
-                if fqid is None:
-                    fqid = fqids[id(co)] = co.fqid
-                if fqid not in drop:
-                    kept_now.add(id(n))
+            dropped = {key for key, co in distinct.items() if co.fqid in drop}
+            kept_now = {
+                id(n) for n in bound.nodes if id(n) in kept and id(cos[id(n)]) not in dropped
+            }
             state = filters.with_hidden_names(prune_filter or FilterState(), hidden)
             data = _serialize(doc, bound, raws, kept_now, state)
             if len(data) <= size or not candidates:
