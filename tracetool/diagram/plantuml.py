@@ -18,6 +18,7 @@ Contract:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from tracetool.diagram.model import (
     CHANGE,
@@ -121,6 +122,23 @@ def render(
     diagram: Diagram, *, markup: bool = True, notes: bool = True, include_theme: bool = True
 ) -> str:
     """The PlantUML document (module doc)."""
+    return "".join(chunks(diagram, markup=markup, notes=notes, include_theme=include_theme))
+
+
+def chunks(
+    diagram: Diagram,
+    *,
+    markup: bool = True,
+    notes: bool = True,
+    include_theme: bool = True,
+    lines_per_chunk: int = 8192,
+) -> Iterator[str]:
+    """`render`'s text in pieces of about `lines_per_chunk` lines (written as they come)."""
+    participants = [
+        f'participant {alias(a.name)} as "{single_line(a.name)}"' for a in diagram.actors
+    ]
+    head = ["@startuml", *([THEME] if include_theme else [])]
+    yield "\n".join([*head, *participants])
     w = _Writer(markup, notes)
     lines = w.lines
     emit = lines.append
@@ -134,6 +152,9 @@ def render(
     ]
     pop, push = stack.pop, stack.append
     while stack:
+        if len(lines) >= lines_per_chunk:
+            yield "\n" + "\n".join(lines)
+            lines.clear()
         item = pop()
         if isinstance(item, str):
             emit(item)
@@ -204,11 +225,8 @@ def render(
             push(f"{line}: {result}" if result else line)
         for child in reversed(action.children):
             push((child, depth + 1, in_loop))
-    participants = [
-        f'participant {alias(a.name)} as "{single_line(a.name)}"' for a in diagram.actors
-    ]
-    head = ["@startuml", *([THEME] if include_theme else [])]
-    return "\n".join([*head, *participants, *lines, "@enduml"])
+    lines.append("@enduml")
+    yield "\n" + "\n".join(lines)
 
 
 class _Texts:

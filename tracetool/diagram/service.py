@@ -194,6 +194,10 @@ def _write_one(path: Path, request: DiagramRequest) -> list[WrittenDiagram]:
             with guarded(path):
                 write_json(diagram, base)
             outputs = [base]
+        elif request.format == "plantuml":
+            with guarded(path):
+                atomic_write_stream(base, (c.encode() for c in plantuml.chunks(diagram)))
+            outputs = [base]
         else:
             with guarded(path):
                 payload = render_bytes(diagram, request.format)
