@@ -138,20 +138,31 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
         functions: dict[tuple[Any, ...], CodeObject] = {}
         # `get(call, key)` is `call.get(key)` without a Python-level call for event structs
         get = field_getter(nodes[0].call) if nodes else dict.get
+        # `key in call` of a struct is a Python-level call; its request fields are None when
+        # absent, so `get(...) is not None` says the same (for dicts, `in` counts a null too)
+        structs = get is not dict.get
         for n in nodes:
             call = n.call
-            if unnamed is not None and "sql_query" in call:
+            if structs:
+                sql = get(call, "sql_query") is not None
+                server = get(call, "http_server_request") is not None
+                client = get(call, "http_client_request") is not None
+            else:
+                sql = "sql_query" in call
+                server = "http_server_request" in call
+                client = "http_client_request" in call
+            if unnamed is not None and sql:
                 code_objects[id(n)] = unnamed
                 continue
             method = get(call, "method_id")
-            if method is not None and "http_server_request" not in call:
+            if method is not None and not server:
                 key = (
                     method,
                     get(call, "path"),
                     get(call, "lineno"),
                     get(call, "defined_class"),
                     get(call, "static"),
-                    "sql_query" in call or "http_client_request" in call,
+                    sql or client,
                 )
                 co = functions.get(key)
                 if co is None:

@@ -250,12 +250,7 @@ def _serialize(
     kept: set[int],
     prune_filter: FilterState | None,
 ) -> bytes:
-    keep_events: set[int] = set()
-    for n in bound.nodes:
-        if id(n) in kept:
-            keep_events.add(id(n.call))
-            if n.ret is not None:
-                keep_events.add(id(n.ret))
+    keep_events = _kept_events(bound, kept)
     parts: list[bytes] = [b"{"]
     first = True
 
@@ -282,6 +277,13 @@ def _serialize(
         put("pruneFilter", dumps(filters.to_json(prune_filter)))
     parts.append(b"}")
     return b"".join(parts)
+
+
+def _kept_events(bound: Bound, kept: set[int]) -> set[int]:
+    """ids of the calls and returns of the `kept` nodes."""
+    calls = {id(n.call) for n in bound.nodes if id(n) in kept}
+    returns = {id(n.ret) for n in bound.nodes if id(n) in kept and n.ret is not None}
+    return calls | returns
 
 
 def output_path(source: Path, output_dir: Path) -> Path:
