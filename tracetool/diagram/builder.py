@@ -164,9 +164,9 @@ def _build(bound: Bound, options: DiagramOptions, kept: set[int] | None) -> Diag
             for child in reversed(children):
                 push((child, action))
 
-    _subtree_digests(roots)
+    order = _subtree_digests(roots)
     if options.loops:
-        fold_loops(roots)
+        fold_loops(roots, order)
     return Diagram(actors.sorted(), roots)
 
 
@@ -460,7 +460,7 @@ def _return_key(ret: dict[str, Any]) -> Any:
     return (None, None, raises, bool(value))
 
 
-def _subtree_digests(roots: list[Action]) -> None:
+def _subtree_digests(roots: list[Action]) -> list[Action]:
     # dg.subtree_digest, inlined: this runs once per action. A leaf's subtree digest depends
     # only on its own digest, and most actions are leaves with a repeated digest.
     order: list[Action] = []
@@ -482,3 +482,4 @@ def _subtree_digests(roots: list[Action]) -> None:
         else:
             joined = "\n".join([action.digest, *[c.subtree_digest for c in children]])
             action.subtree_digest = sha256(joined.encode()).hexdigest()
+    return order  # parents before children
