@@ -35,6 +35,7 @@ from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import CodeObject
 from tracetool.trace.document import dumps, gc_paused
 from tracetool.trace.reader import guarded
+from tracetool.trace.tree import CallNode
 
 DEFAULT_SIZE = "15mb"
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "m": 2**20, "mb": 2**20, "g": 2**30, "gb": 2**30}
@@ -118,17 +119,20 @@ def prune_document(
     needs_names = prune_filter is not None and filters.has_patterns(prune_filter)
     bound = filters.bind(doc, sql_names=needs_names)
     raws = _Raws(doc, bound)
-    kept = {id(n) for n in bound.nodes}
+    # the kept call nodes, in pre-order, and the set of their ids (what `filters` takes)
+    nodes: list[CallNode] = bound.nodes
+    kept = {id(n) for n in nodes}
     if prune_filter is not None:
         kept = filters.filter_nodes(bound, prune_filter)
+        nodes = [n for n in nodes if id(n) in kept]
 
     removed: list[Removed] = []
     reached = True
     data = b""
     if size is None or filter is not None or original_size <= size:
-        data = _serialize(doc, bound, raws, kept, prune_filter)
+        data = _serialize(doc, bound, raws, nodes, kept, prune_filter)
     if size is not None and (len(data) > size or not data):
-        candidates = _candidates(bound, raws, kept)
+        candidates = _candidates(bound, raws, nodes)
         # without a filter the output before pruning is the file itself, so skip encoding it
         excess = (len(data) if data else original_size) - size
         hidden: list[str] = []
@@ -143,20 +147,19 @@ def prune_document(
         while True:
             drop = set(hidden)
             dropped = {key for key, co in distinct.items() if co.fqid in drop}
-            kept_now = {
-                id(n) for n in bound.nodes if id(n) in kept and id(cos[id(n)]) not in dropped
-            }
+            nodes_now = [n for n in nodes if id(cos[id(n)]) not in dropped]
+            kept_now = {id(n) for n in nodes_now}
             state = filters.with_hidden_names(prune_filter or FilterState(), hidden)
-            data = _serialize(doc, bound, raws, kept_now, state)
+            data = _serialize(doc, bound, raws, nodes_now, kept_now, state)
             if len(data) <= size or not candidates:
                 break
             item = candidates.pop(0)  # the estimate fell short (commas, classMap): one more
             hidden.append(item.fqid)
             removed.append(item)
-        kept = kept_now
+        nodes = nodes_now
         prune_filter = state
         reached = len(data) <= size
-    events_after = sum(1 + (n.ret is not None) for n in bound.nodes if id(n) in kept)
+    events_after = sum([1 if n.ret is None else 2 for n in nodes])
     return PruneResult(
         source=source,
         size_before=original_size,
@@ -204,7 +207,7 @@ def _raw_events(doc: SlimDocument, bound: Bound) -> dict[int, Any]:
     return raws
 
 
-def _candidates(bound: Bound, raws: _Raws, kept: set[int]) -> list[Removed]:
+def _candidates(bound: Bound, raws: _Raws, kept: list[CallNode]) -> list[Removed]:
     """Function code objects ranked by the bytes their calls take (most first)."""
     calls: dict[int, int] = {}
     sizes: dict[int, int] = {}
@@ -212,9 +215,7 @@ def _candidates(bound: Bound, raws: _Raws, kept: set[int]) -> list[Removed]:
     cos = bound.code_objects
     structs = raws.structs
     skipped: set[int] = set()  # code objects that are never candidates
-    for n in bound.nodes:
-        if id(n) not in kept:
-            continue
+    for n in kept:
         co = cos[id(n)]
         key = id(co)
         if key not in objects:
@@ -247,10 +248,12 @@ def _serialize(
     doc: SlimDocument,
     bound: Bound,
     raws: _Raws,
+    nodes: list[CallNode],
     kept: set[int],
     prune_filter: FilterState | None,
 ) -> bytes:
-    keep_events = _kept_events(bound, kept)
+    """The pruned document: the calls and returns of `nodes` (pre-order, ids in `kept`)."""
+    keep_events = _kept_events(nodes)
     parts: list[bytes] = [b"{"]
     first = True
 
@@ -279,10 +282,10 @@ def _serialize(
     return b"".join(parts)
 
 
-def _kept_events(bound: Bound, kept: set[int]) -> set[int]:
-    """ids of the calls and returns of the `kept` nodes."""
-    calls = {id(n.call) for n in bound.nodes if id(n) in kept}
-    returns = {id(n.ret) for n in bound.nodes if id(n) in kept and n.ret is not None}
+def _kept_events(nodes: list[CallNode]) -> set[int]:
+    """ids of the calls and returns of `nodes`."""
+    calls = {id(n.call) for n in nodes}
+    returns = {id(n.ret) for n in nodes if n.ret is not None}
     return calls | returns
 
 
