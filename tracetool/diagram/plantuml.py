@@ -283,13 +283,6 @@ class _Texts:
         return text
 
 
-def _has_response(action: Action) -> bool:
-    if action.node_type == FUNCTION:
-        return action.return_value is not None
-    # queries (and loops) have no response line
-    return action.node_type in (SERVER_RPC, CLIENT_RPC)
-
-
 def _request_arrow(w: _Writer, action: Action, caller: object, callee: object) -> str:
     if caller and callee:
         return w.arrow("-", ">", action)
