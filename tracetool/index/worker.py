@@ -100,6 +100,16 @@ def _digest_hooks() -> dict[str, tuple[Callable[[Any], Any], bool]]:
     return _hooks
 
 
+def warm_up() -> None:
+    """Import what `process` imports lazily (digest hooks, the SQL tokenizer), so processes
+    forked from this one start with it: a pool replaces its workers now and then, and each would
+    pay the imports again."""
+    from tracetool.sql import analyze
+
+    _digest_hooks()
+    analyze("SELECT 1")
+
+
 def _digests(bound: Bound) -> dict[str, str | None]:
     digests: dict[str, str | None] = {}
     for name, (hook, takes_bound) in _digest_hooks().items():
