@@ -1,16 +1,22 @@
-"""Index benchmark: `tracetool index` and `tracetool query` against AppMap's `appmap index`.
+"""Index benchmark: `tracetool index` against AppMap's `appmap index`, side by side.
 
-One run measures, on the same generated corpus (default: 1000 recordings, ~300 MB):
-- cold index: wall time, CPU time and peak memory of the whole process tree (sum of RSS of the
-  process and its workers, sampled every 20 ms; PSS too, which counts shared pages once);
-- re-index with one file changed, and with nothing changed;
-- every `query` verb: warm time of the core function (best of 5, after one warm-up call) and the
-  wall time of the CLI command (`--json`, new process each time, so it includes start-up).
-The peer (`appmap index`, AppMap CLI 3.198.0) runs on an identical copy of the corpus named
-`*.appmap.json` when `/tmp/peer/node_modules/.bin/appmap` exists; otherwise the README's figure
-for this machine is printed, labelled as a reference and not measured.
+Default run, on the same recordings for both (default: 1000 generated recordings, ~300 MB,
+`make_corpus.py` seed 1; `--corpus DIR` takes an existing folder of `*.trace.json` or
+`*.appmap.json`, mirrored by hard links so nothing is copied and the folder is never written):
+- cold index, re-index with nothing changed, re-index with one file changed: wall time, CPU time
+  (the process and its workers) and peak memory of the process tree (sum of RSS, sampled every
+  20 ms; PSS too, which counts shared pages once) — each run `--repeat` times (default 3),
+  ours and the peer's interleaved, medians compared with the targets (>= 10x faster in wall
+  and CPU time, <= 1/2 the peer's peak memory);
+- every `query` verb on our database: warm time of the core function (best of 5, after one
+  warm-up call) and the wall time of the CLI command (`--json`, a new process each time).
+The peer is AppMap CLI 3.198.0 (`/tmp/peer/node_modules/.bin/appmap`, see ../shared/README.md;
+~1.8 s of Node start-up per call, included). Without it (or with `--no-peer`) the shared
+README's figure is printed, labelled as a reference and not measured.
+`benchmarks/scale_index.py` prints MB/s and peak memory per input size.
 
-    python benchmarks/index.py [--count 1000] [--total-mb 300] [--corpus DIR] [--no-peer]
+    python benchmarks/index.py [--count 1000] [--total-mb 300] [--corpus DIR] [--repeat 3]
+                               [--no-peer] [--no-queries]
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,7 +49,8 @@ SHARED = _find_shared()
 PEER = Path("/tmp/peer/node_modules/.bin/appmap")
 # shared/README.md: "appmap index on 1000 generated recordings (300 MB) 98 s wall / 415 MB peak"
 PEER_REFERENCE = {"wall": 98.0, "cpu": 185.0, "peak_mb": 415.0}
-TARGETS = {"speedup": 5.0, "memory_share": 0.5, "reindex_s": 1.0, "query_ms": 200.0}
+TARGETS = {"speedup": 10.0, "memory_share": 0.5, "reindex_s": 1.0, "query_ms": 200.0}
+SUFFIXES = (".trace.json", ".appmap.json")
 
 
 def _children(pid: int) -> list[int]:
@@ -185,119 +193,202 @@ print(json.dumps({"times": out, "largest": rec, "median": mid, "branch": branch}
 """
 
 
+def _link(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system
+        shutil.copy2(src, dst)
+
+
+def recordings(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.name.endswith(SUFFIXES) and p.is_file())
+
+
+def mirror(src: Path, dst: Path, ext: str) -> list[Path]:
+    """Hard-link every recording below `src` into `dst`, named `*<ext>`; returns the links."""
+    out = []
+    for f in recordings(src):
+        rel = f.relative_to(src).as_posix()
+        stem = next(rel[: -len(s)] for s in SUFFIXES if rel.endswith(s))
+        target = dst / (stem + ext)
+        _link(f, target)
+        out.append(target)
+    return out
+
+
+def replace_bytes(path: Path, data: bytes) -> None:
+    """New content under the same name without writing through a hard link (the source
+    corpus may be shared)."""
+    tmp = path.with_name(path.name + ".bench-tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def reset_peer(folder: Path) -> None:
+    """Remove what `appmap index` wrote (a folder beside every recording), for a cold run."""
+    for f in folder.rglob("*.appmap.json"):
+        index_dir = f.with_name(f.name[: -len(".appmap.json")])
+        if index_dir.is_dir():
+            shutil.rmtree(index_dir)
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        k: statistics.median(r[k] for r in runs) for k in ("wall", "cpu", "peak_mb", "peak_pss_mb")
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--total-mb", type=float, default=300)
-    parser.add_argument("--corpus", type=Path, help="existing *.trace.json corpus to use")
+    parser.add_argument(
+        "--corpus", type=Path, help="existing recordings (*.trace.json or *.appmap.json)"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved runs per side (median)")
     parser.add_argument("--no-peer", action="store_true", help="do not run appmap index")
+    parser.add_argument("--no-queries", action="store_true", help="skip the query verbs")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="tt-index-bench-"))
     env = {**os.environ, "HOME": str(work / "home"), "TRACETOOL_TRACE_DIR": ""}
+    peer_env = {**env, "APPMAP_TELEMETRY_DISABLED": "true"}
+    use_peer = not args.no_peer and PEER.exists()
     try:
-        corpus = args.corpus
-        if corpus is None:
-            corpus = work / "corpus"
+        source = args.corpus
+        if source is None:
+            source = work / "source"
             print(f"generating {args.count} recordings ({args.total_mb:.0f} MB) ...", flush=True)
-            generate(corpus, args.count, args.total_mb, ".trace.json")
-        files = sorted(corpus.rglob("*.trace.json"))
+            generate(source, args.count, args.total_mb, ".trace.json")
+        ours_dir, peer_dir = work / "ours", work / "peer"
+        files = mirror(source, ours_dir, ".trace.json")
+        peer_files = mirror(source, peer_dir, ".appmap.json") if use_peer else []
+        if not files:
+            raise SystemExit(f"{source}: no recordings")
         size_mb = sum(f.stat().st_size for f in files) / 1e6
-        qdb = work / "query.db"
-        index = tracetool("index", "--trace-dir", str(corpus), "--query-db", str(qdb))
+        victim = len(files) // 2
+        original = files[victim].read_bytes()
 
-        print(f"tracetool index: cold, {len(files)} files, {size_mb:.0f} MB ...", flush=True)
-        cold = measure(index, env)
-        nochange = measure(index, env)
-        victim = files[len(files) // 2]
-        original = victim.read_bytes()
-        victim.write_bytes(original + b"\n")
-        one = measure(index, env)
-        victim.write_bytes(original)
-        measure(index, env)
-
-        print("query verbs ...", flush=True)
-        verbs = json.loads(
-            subprocess.run(
-                [sys.executable, "-c", QUERY_CODE, str(qdb)],
-                check=True,
-                capture_output=True,
-                text=True,
-                env=env,
-                cwd=ROOT,
-            ).stdout
+        runs: dict[str, list[dict[str, Any]]] = {}
+        qdb = work / "query.db"  # the query verbs run on the last run's database
+        print(
+            f"{len(files)} recordings, {size_mb:.0f} MB; {args.repeat} interleaved runs per side"
+            f"{' (peer: appmap index)' if use_peer else ''} ...",
+            flush=True,
         )
-        cli_cases = {
-            "endpoints": ["endpoints"],
-            "find queries --table users": ["find", "queries", "--table", "users"],
-            "tree <largest recording>": ["tree", verbs["largest"]],
-            "related <largest recording>": ["related", verbs["largest"]],
-            "hotspots": ["hotspots"],
-            "compare": ["compare", verbs["branch"], verbs["branch"]],
-        }
-        cli = {
-            name: measure(tracetool("query", *a, "--query-db", str(qdb), "--json"), env)["wall"]
-            for name, a in cli_cases.items()
-        }
+        for rep in range(args.repeat):
+            qdb = work / f"run{rep}" / "query.db"
+            index = tracetool("index", "--trace-dir", str(ours_dir), "--query-db", str(qdb))
+            peer_cmd = [str(PEER), "index", "--appmap-dir", str(peer_dir)]
+            replace_bytes(files[victim], original)
+            if use_peer:
+                replace_bytes(peer_files[victim], original)
+                reset_peer(peer_dir)
+            steps = [
+                ("cold", None),
+                ("nothing changed", None),
+                ("one file changed", original + b"\n"),
+            ]
+            for step, content in steps:
+                if content is not None:
+                    replace_bytes(files[victim], content)
+                runs.setdefault(f"ours {step}", []).append(measure(index, env))
+                if use_peer:
+                    if content is not None:
+                        replace_bytes(peer_files[victim], content)
+                    runs.setdefault(f"peer {step}", []).append(measure(peer_cmd, peer_env, work))
+            print(
+                f"  run {rep + 1}: "
+                + ", ".join(f"{k} {v[-1]['wall']:.1f} s" for k, v in runs.items()),
+                flush=True,
+            )
 
-        peer: dict[str, Any] | None = None
-        if not args.no_peer and PEER.exists():
-            print("appmap index (peer): cold, same corpus as *.appmap.json ...", flush=True)
-            peer_corpus = work / "peer"
-            if args.corpus is None:
-                generate(peer_corpus, args.count, args.total_mb, ".appmap.json")
-            else:
-                for f in files:
-                    target = peer_corpus / f.relative_to(corpus)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy(f, str(target)[: -len(".trace.json")] + ".appmap.json")
-            peer_env = {**env, "APPMAP_TELEMETRY_DISABLED": "true"}
-            peer = measure([str(PEER), "index", "--appmap-dir", str(peer_corpus)], peer_env, work)
-        report(len(files), size_mb, cold, nochange, one, verbs["times"], cli, peer)
+        verbs: dict[str, Any] = {"times": {}}
+        cli: dict[str, float] = {}
+        if not args.no_queries:
+            print("query verbs ...", flush=True)
+            verbs, cli = query_verbs(qdb, env)
+        report(len(files), size_mb, runs, verbs["times"], cli, use_peer, args.repeat)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def query_verbs(qdb: Path, env: dict[str, str]) -> tuple[dict[str, Any], dict[str, float]]:
+    verbs = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", QUERY_CODE, str(qdb)],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        ).stdout
+    )
+    cli_cases = {
+        "endpoints": ["endpoints"],
+        "find queries --table users": ["find", "queries", "--table", "users"],
+        "tree <largest recording>": ["tree", verbs["largest"]],
+        "related <largest recording>": ["related", verbs["largest"]],
+        "hotspots": ["hotspots"],
+        "compare": ["compare", verbs["branch"], verbs["branch"]],
+    }
+    cli = {
+        name: measure(tracetool("query", *a, "--query-db", str(qdb), "--json"), env)["wall"]
+        for name, a in cli_cases.items()
+    }
+    return verbs, cli
+
+
+def _verdict(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
 
 
 def report(
     n: int,
     size_mb: float,
-    cold: dict[str, Any],
-    nochange: dict[str, Any],
-    one: dict[str, Any],
+    runs: dict[str, list[dict[str, Any]]],
     verbs: dict[str, float],
     cli: dict[str, float],
-    peer: dict[str, Any] | None,
+    measured_peer: bool,
+    repeat: int,
 ) -> None:
-    label = (
-        "appmap index" if peer else "appmap index (REFERENCE from shared/README.md, not measured)"
-    )
-    ref = peer or PEER_REFERENCE
+    load = os.getloadavg()[0]
     print(
-        f"\n== cold index of {n} recordings, {size_mb:.0f} MB (2 workers on this machine: "
-        f"{os.cpu_count()} CPUs)"
+        f"\n== index of {n} recordings, {size_mb:.0f} MB: median of {repeat} interleaved runs "
+        f"({os.cpu_count()} CPUs, load average {load:.1f})"
     )
-    print(f"{'':28}{'tracetool':>12}{label:>16}   ratio")
-    print(
-        f"{'wall (s)':28}{cold['wall']:12.1f}{ref['wall']:16.1f}   "
-        f"{ref['wall'] / cold['wall']:.1f}x faster (target >= {TARGETS['speedup']:.0f}x)"
-    )
-    print(
-        f"{'CPU (s)':28}{cold['cpu']:12.1f}{ref['cpu']:16.1f}   "
-        f"{ref['cpu'] / max(cold['cpu'], 1e-9):.1f}x less"
-    )
-    print(
-        f"{'peak memory, RSS sum (MB)':28}{cold['peak_mb']:12.0f}{ref['peak_mb']:16.0f}   "
-        f"{cold['peak_mb'] / ref['peak_mb']:.2f} of peer (target <= {TARGETS['memory_share']})"
-    )
-    print(f"{'peak memory, PSS sum (MB)':28}{cold['peak_pss_mb']:12.0f}")
-    print("\n== incremental")
-    print(
-        f"{'re-index, 1 file changed (s)':34}{one['wall']:8.2f}   (target <= "
-        f"{TARGETS['reindex_s']:.0f} s; includes ~0.15 s Python start-up)"
-    )
-    print(f"{'re-index, nothing changed (s)':34}{nochange['wall']:8.2f}")
+    label = "appmap index" if measured_peer else "appmap (README)"
+    print(f"{'':34}{'tracetool':>10}{label:>16}   ratio")
+    speed, share = TARGETS["speedup"], TARGETS["memory_share"]
+    for step in ("cold", "nothing changed", "one file changed"):
+        ours = median_run(runs[f"ours {step}"])
+        if measured_peer:
+            ref: dict[str, Any] | None = median_run(runs[f"peer {step}"])
+        else:
+            ref = PEER_REFERENCE if step == "cold" else None
+        for key, name in (("wall", "wall (s)"), ("cpu", "CPU (s)")):
+            line = f"{step + ', ' + name:34}{ours[key]:10.2f}"
+            if ref is not None:
+                ratio = ref[key] / max(ours[key], 1e-9)
+                line += f"{ref[key]:16.2f}   {ratio:5.1f}x  (target >= {speed:.0f}x: "
+                line += f"{_verdict(ratio >= speed)})"
+            print(line)
+        line = f"{step + ', peak RSS (MB)':34}{ours['peak_mb']:10.0f}"
+        if ref is not None:
+            part = ours["peak_mb"] / ref["peak_mb"]
+            line += f"{ref['peak_mb']:16.0f}   {part:5.2f}   (target <= {share}: "
+            line += f"{_verdict(part <= share)})"
+        print(line)
+        print(f"{step + ', peak PSS (MB)':34}{ours['peak_pss_mb']:10.0f}")
+    print("\nevery run (wall s / CPU s / peak RSS MB):")
+    for name, values in runs.items():
+        cells = "   ".join(f"{r['wall']:.1f}/{r['cpu']:.1f}/{r['peak_mb']:.0f}" for r in values)
+        print(f"  {name:26}{cells}")
+    if not verbs:
+        return
     print("\n== query verbs on that database (warm; target <= 200 ms)")
     print(f"{'':34}{'function ms':>12}{'CLI wall ms':>13}")
     for name, ms in verbs.items():

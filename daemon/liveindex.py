@@ -284,15 +284,13 @@ def _warm() -> None:
     """Pool worker start-up: import what indexing a file needs before the first file arrives,
     and leave when the daemon does (even killed, it must not leave workers behind)."""
     from tracetool.index import worker
-    from tracetool.sql import analyze
 
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(
             target=_exit_with, args=(parent.sentinel,), name="parent-watch", daemon=True
         ).start()
-    worker._digest_hooks()
-    analyze("SELECT 1")
+    worker.warm_up()
 
 
 def _exit_with(sentinel: int) -> None:

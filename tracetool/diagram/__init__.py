@@ -24,6 +24,7 @@ from tracetool.diagram.service import (
     DiffReport,
     DiffRequest,
     WrittenDiagram,
+    bound_digest,
     diagram_of,
     diff_diagrams,
     load_diagram,
@@ -34,6 +35,7 @@ from tracetool.diagram.service import (
 )
 
 __all__ = [
+    "bound_digest",
     "recording_digest",
     "roots_digest",
     "Action",

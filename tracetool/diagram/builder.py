@@ -79,6 +79,16 @@ def build_diagram(
     return diagram
 
 
+def root_digests(bound: Bound) -> list[str]:
+    """Subtree digests of the root actions of `bound`'s default diagram (no filter, expand or
+    exclude): what a recording's digest is made of. Cheaper than `build_from_bound`: actions
+    carry only their digests, and loops are not folded (root actions are never folded, and
+    subtree digests are computed before folding)."""
+    with gc_paused():
+        diagram = _build(bound, DiagramOptions(loops=False), None, digests_only=True)
+    return [a.subtree_digest for a in diagram.root_actions]
+
+
 def release(bound: Bound) -> None:
     """Break the call tree's parent links so it is freed at once, without the cyclic GC."""
     for node in bound.nodes:
@@ -97,7 +107,9 @@ def build_from_bound(
         return _build(bound, options, kept)
 
 
-def _build(bound: Bound, options: DiagramOptions, kept: set[int] | None) -> Diagram:
+def _build(
+    bound: Bound, options: DiagramOptions, kept: set[int] | None, digests_only: bool = False
+) -> Diagram:
     live = _live_code_objects(bound, kept)
     included = _included(bound, live, options)
     actors = _Actors(included)
@@ -110,7 +122,8 @@ def _build(bound: Bound, options: DiagramOptions, kept: set[int] | None) -> Diag
     # of every diagram — plain function calls — is made inline (`_Factory._plain_function`
     # does the same for one action; both share its templates).
     pop, push = stack.pop, stack.append
-    nearest, actor_for, make = actors.nearest, actors.actor_for, factory.action
+    nearest, actor_for = actors.nearest, actors.actor_for
+    make = factory.digest_action if digests_only else factory.action
     templates, template_of = factory.templates, factory._template
     new_function = Action.function
     while stack:
@@ -126,7 +139,8 @@ def _build(bound: Bound, options: DiagramOptions, kept: set[int] | None) -> Diag
         if actor is not None:
             call = node.call
             if (
-                "sql_query" in call
+                digests_only
+                or "sql_query" in call
                 or "http_server_request" in call
                 or "http_client_request" in call
             ):
@@ -335,6 +349,25 @@ class _Factory:
         if event_id is not None:
             a.event_ids = [event_id]
         return a
+
+    def digest_action(
+        self, node: CallNode, co: CodeObject, callee: Actor, caller: Actor | None
+    ) -> Action:
+        """An action with only what its subtree digest needs: its digest (as `action` makes
+        it) and, through the caller, its children."""
+        call, ret = node.call, node.ret
+        if (
+            "sql_query" not in call
+            and "http_server_request" not in call
+            and "http_client_request" not in call
+        ):
+            key = (id(co), bool((ret or {}).get("exceptions")))
+            cached = self.functions.get(key)
+            if cached is None:
+                props = dg.stable_properties(call, ret, co.id)
+                cached = self.functions[key] = (props, dg.digest(props))
+            return Action(FUNCTION, cached[1])
+        return self._special(call, ret, co, caller)
 
     def _special(
         self, call: dict[str, Any], ret: dict[str, Any] | None, co: CodeObject, caller: Actor | None

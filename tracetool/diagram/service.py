@@ -19,10 +19,10 @@ import orjson
 
 from tracetool.diagram import diff as diffmod
 from tracetool.diagram import plantuml, text
-from tracetool.diagram.builder import DiagramOptions, build_diagram
+from tracetool.diagram.builder import DiagramOptions, build_diagram, release, root_digests
 from tracetool.diagram.model import Diagram, actions_json, from_json, to_json
 from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError, UsageError
-from tracetool.filters import FilterState
+from tracetool.filters import Bound, FilterState, bind, without_sql_names
 from tracetool.slim import load_slim
 from tracetool.trace.document import (
     TraceDocument,
@@ -61,7 +61,18 @@ def roots_digest(root_subtree_digests: Iterable[str]) -> str:
 
 def recording_digest(doc: TraceDocument) -> str:
     """The sequence-diagram digest of one recording (default diagram options, no filter)."""
-    return roots_digest(a.subtree_digest for a in build_diagram(doc).root_actions)
+    bound = bind(doc, sql_names=False)
+    try:
+        return bound_digest(bound)
+    finally:
+        release(bound)
+
+
+def bound_digest(bound: Bound) -> str:
+    """`recording_digest` of a recording already bound (by `bind` or the indexer's extract):
+    the tree is not built again. SQL calls count as one unnamed query object, as in
+    `recording_digest`, whatever `bound` names them."""
+    return roots_digest(root_digests(without_sql_names(bound)))
 
 
 def render(diagram: Diagram, fmt: str, **kwargs: Any) -> str:

@@ -36,6 +36,9 @@ Contract:
   hideMediaRequests, hideUnlabeled, hideExternal, hideElapsedTimeUnder, hideName. Events keep
   their ids and order; a dropped call takes its return with it and its children move up to the
   nearest kept ancestor. The classMap keeps only code objects that still have events.
+- `bind(doc, sql_names=)` → `Bound`: the call tree with each call's code object, shared by
+  filters, prune, diagrams and the indexer; `without_sql_names(bound)` is a bound tree as
+  `bind(doc, sql_names=False)` makes it (every SQL call one unnamed query object).
 
 Differences from AppMap, on purpose: hideTree hides the descendants and keeps the matching call
 (as AppMap documents; its code drops both), `*` prefixes are literal (AppMap builds an unescaped
@@ -55,6 +58,7 @@ from tracetool.filters.apply import (
     matching_code_objects,
     prune_class_map,
     rebuild,
+    without_sql_names,
 )
 from tracetool.filters.state import (
     DEFAULT_CONTEXT_DEPTH,
@@ -90,4 +94,5 @@ __all__ = [
     "rebuild",
     "to_json",
     "with_hidden_names",
+    "without_sql_names",
 ]

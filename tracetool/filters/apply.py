@@ -130,9 +130,7 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
         cmap = ClassMap.from_json(doc.class_map)
         static = {id(o) for o in cmap}
         nodes = preorder(tree.roots)
-        unnamed = None
-        if not sql_names:
-            unnamed = cmap.child(cmap.child(None, "database", DATABASE_ROOT), "query", "")
+        unnamed = None if sql_names else unnamed_query(cmap)
         code_objects: dict[int, CodeObject] = {}
         # Function calls repeat: resolve each (location, name) once.
         functions: dict[tuple[Any, ...], CodeObject] = {}
@@ -171,6 +169,22 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
                 continue
             code_objects[id(n)] = cmap.code_object_for(call)
     return Bound(doc, events, nodes, tree.roots, cmap, static, code_objects)
+
+
+def unnamed_query(cmap: ClassMap) -> CodeObject:
+    """The one `query` object every SQL call shares when `bind(sql_names=False)`."""
+    return cmap.child(cmap.child(None, "database", DATABASE_ROOT), "query", "")
+
+
+def without_sql_names(bound: Bound) -> Bound:
+    """`bound` as `bind(doc, sql_names=False)` binds it: every SQL call to `unnamed_query`
+    (same tree and classMap; the code-object map is a copy)."""
+    unnamed = unnamed_query(bound.cmap)
+    cos = dict(bound.code_objects)
+    for node in bound.nodes:
+        if "sql_query" in node.call:
+            cos[id(node)] = unnamed
+    return Bound(bound.doc, bound.events, bound.nodes, bound.roots, bound.cmap, bound.static, cos)
 
 
 def has_patterns(state: FilterState) -> bool:

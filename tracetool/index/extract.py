@@ -16,6 +16,10 @@ collecting:
 - the AppMap canonical forms (`tracetool.index.canonical`) and the bound classMap (only code
   objects with events, dynamic ones included), which go to the sidecar.
 
+`extract_bound` returns the same and the call tree it walked with every call's code object
+(`tracetool.filters.Bound`, as `bind(doc)` makes it), so the indexer's digests reuse the tree
+instead of building it again; `release_bound` frees it.
+
 Pure: no I/O, so the indexer can run it in worker processes and tests can call it directly.
 """
 
@@ -26,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracetool import route_model, sql
+from tracetool.filters import Bound
 from tracetool.index.canonical import Canonical, bound_class_map
 from tracetool.trace import ClassMap, TraceDocument, build_call_tree
 from tracetool.trace import events as ev
@@ -159,11 +164,35 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
     Event ids stay those of the file (reference/appmap.md §6 lesson 3): `event_id` columns point
     at the recording's own events, as `tracetool query tree` shows them.
     """
+    out, bound = extract_bound(doc, source)
+    release_bound(bound)
+    return out
+
+
+def release_bound(bound: Bound) -> None:
+    """Break the call tree's and the classMap's cycles, so reference counting frees the
+    document at once (not a cyclic-GC pass over every event later)."""
+    for node in bound.nodes:
+        node.parent = None
+        node.children = []
+    for co in list(bound.cmap):
+        co.parent = None
+        co.children = []
+    bound.nodes.clear()
+    bound.roots.clear()
+    bound.code_objects.clear()
+
+
+def extract_bound(doc: TraceDocument, source: str = "") -> tuple[Extract, Bound]:
+    """`extract(doc)` and the bound call tree it walked (module doc); the caller frees the
+    tree with `release_bound`."""
     apply_event_updates(doc)
     events = doc.events
     has_http = any("http_server_request" in e for e in events)
     tree = build_call_tree(events)
     cmap = ClassMap.from_json(doc.class_map)
+    static = {id(o) for o in cmap}
+    nodes: list[CallNode] = []  # pre-order, as `bind` lists them
     canonical = Canonical()
     out = Extract(recording={})
     items = out.items
@@ -194,6 +223,7 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
         if node is None:
             active[parent_co] -= 1
             continue
+        nodes.append(node)
         call = node.call
         kind = ev.kind(call)
         ms = _ms(node)
@@ -349,12 +379,7 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
     if isinstance(meta.get("git"), dict):
         meta["git"] = {k: v for k, v in meta["git"].items() if k != "status"}
     out.metadata = meta
-    # Free the document by reference counting now, not by a GC pass over every event later.
-    tree.release()
-    for co in list(cmap):
-        co.parent = None
-        co.children = []
-    return out
+    return out, Bound(doc, events, nodes, tree.roots, cmap, static, codes)
 
 
 def _exceptions(

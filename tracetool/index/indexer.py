@@ -37,7 +37,7 @@ from tracetool.errors import NotFoundError
 from tracetool.index import schema, sidecar
 from tracetool.index.lock import WriterLock
 from tracetool.index.source import Source, detect
-from tracetool.index.worker import Indexed, Result, Same, Skipped, Task, process
+from tracetool.index.worker import Indexed, Result, Same, Skipped, Task, process, warm_up
 from tracetool.index.writer import Known, Writer
 from tracetool.paths import query_db_path
 from tracetool.trace import TRACE_SUFFIXES, find_trace_files
@@ -161,6 +161,8 @@ def _run_tasks(
     methods = multiprocessing.get_all_start_methods()
     method = "fork" if "fork" in methods and threading.active_count() == 1 else "spawn"
     ctx = multiprocessing.get_context(method)
+    if method == "fork":
+        warm_up()
     # maxtasksperchild bounds the memory a long-lived worker keeps after big documents.
     with ctx.Pool(processes=min(workers, len(tasks)), maxtasksperchild=200) as pool:
         yield from pool.imap_unordered(process, tasks, chunksize=1)

@@ -10,8 +10,11 @@ memory, see `tracetool.index.indexer`), changes while it is read (still being wr
 JSON or not a trace document, or cannot be modelled at all.
 
 Digest hooks: `DIGEST_HOOKS` maps a digest name to `"module:function"`; the function receives
-the normalized `TraceDocument` and returns a string (or None). A hook whose module does not
-exist yet is skipped, so the sequence-diagram digest appears in sidecars and in
+the normalized `TraceDocument` and returns a string (or None). A target ending in `:bound`
+(`"module:function:bound"`) receives the recording's bound call tree instead
+(`tracetool.filters.Bound`: the document, its call tree and every call's code object, built once
+by `extract_bound` for the rows and the digests alike). A hook whose module does not exist yet
+is skipped, so the sequence-diagram digest appears in sidecars and in
 `recordings.diagram_digest` as soon as `tracetool.diagram` provides it.
 """
 
@@ -27,14 +30,16 @@ from typing import Any, Union
 
 from tracetool import __version__
 from tracetool.errors import NotFoundError, TraceToolError
+from tracetool.filters import Bound
 from tracetool.index import sidecar
-from tracetool.index.extract import Extract, extract
+from tracetool.index.extract import Extract, extract_bound, release_bound
 from tracetool.trace import gc_paused, parse
 from tracetool.trace.reader import describe, diagnose, open_regular
 
-# name -> "module:function(TraceDocument) -> str | None". Wired by the lead to tracetool.diagram.
+# name -> "module:function(TraceDocument) -> str | None", or "module:function(Bound):bound".
+# Wired by the lead to tracetool.diagram.
 DIGEST_HOOKS: dict[str, str] = {
-    "sequence_diagram": "tracetool.diagram:recording_digest",
+    "sequence_diagram": "tracetool.diagram:bound_digest:bound",
 }
 
 
@@ -75,29 +80,41 @@ class Skipped:
 
 Result = Union[Indexed, Same, Skipped]
 
-_hooks: dict[str, Callable[[Any], Any]] | None = None
+# name -> (function, whether it takes the Bound rather than the document)
+_hooks: dict[str, tuple[Callable[[Any], Any], bool]] | None = None
 
 
-def _digest_hooks() -> dict[str, Callable[[Any], Any]]:
+def _digest_hooks() -> dict[str, tuple[Callable[[Any], Any], bool]]:
     global _hooks
     if _hooks is None:
         _hooks = {}
         for name, target in DIGEST_HOOKS.items():
-            module_name, _, attr = target.partition(":")
+            takes_bound = target.endswith(":bound")
+            module_name, _, attr = target.removesuffix(":bound").partition(":")
             try:
                 func = getattr(importlib.import_module(module_name), attr, None)
             except ImportError:  # the module does not exist (yet)
                 continue
             if callable(func):
-                _hooks[name] = func
+                _hooks[name] = (func, takes_bound)
     return _hooks
 
 
-def _digests(doc: Any) -> dict[str, str | None]:
+def warm_up() -> None:
+    """Import what `process` imports lazily (digest hooks, the SQL tokenizer), so processes
+    forked from this one start with it: a pool replaces its workers now and then, and each would
+    pay the imports again."""
+    from tracetool.sql import analyze
+
+    _digest_hooks()
+    analyze("SELECT 1")
+
+
+def _digests(bound: Bound) -> dict[str, str | None]:
     digests: dict[str, str | None] = {}
-    for name, hook in _digest_hooks().items():
+    for name, (hook, takes_bound) in _digest_hooks().items():
         try:
-            value = hook(doc)
+            value = hook(bound if takes_bound else bound.doc)
         except Exception:  # a digest is optional; the recording is still indexed
             value = None
         digests[name] = None if value is None else str(value)
@@ -143,9 +160,13 @@ def process(task: Task) -> Result:
         with gc_paused():
             doc = parse(raw, rel)
             del raw
-            data = extract(doc, rel)
-            digests = _digests(doc)
+            data, bound = extract_bound(doc, rel)
             del doc
+            try:
+                digests = _digests(bound)
+            finally:
+                release_bound(bound)
+            del bound
     except TraceToolError as exc:
         reason = str(exc)
         if reason.startswith(f"{rel}: "):
