@@ -102,8 +102,13 @@ def _file_overhead(path: Path, names: Names) -> dict[Key, list[float]]:
     recording = names.recording(stream.class_map)
     for raw, (count, seconds, call) in raw_sums.items():
         # (a `sql_query` that is not an object makes a 2-tuple: named like any other call)
-        sql = raw[0] == _SQL and len(raw) == 3
-        key: Key = raw[1:] if sql else recording.function(call.to_dict())[0]
+        key: Key
+        if len(raw) == 5:  # a function call: its head reads like the event for naming
+            key = recording.function(call)[0]
+        elif raw[0] == _SQL and len(raw) == 3:
+            key = raw[1:]
+        else:
+            key = recording.function(call.to_dict())[0]
         entry = sums.get(key)
         if entry is None:
             sums[key] = [count, seconds]

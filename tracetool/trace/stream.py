@@ -130,6 +130,7 @@ class TraceStream:
         self.events_at = -1  # byte offset of the events value (streamed)
         self._events: Optional[list[Any]] = None
         self._raws: Optional[list[Any]] = None
+        self._bytes: Optional[bytes] = None
         updates = header.pop("eventUpdates", None)
         if isinstance(updates, dict):
             self.updates = updates
@@ -160,6 +161,9 @@ class TraceStream:
         text of an event replaced by `eventUpdates` is its update's compact JSON."""
         if not self.streamed:
             heads, self._events = self._events or [], None
+            if self._bytes is not None:
+                self._raws = _RAW_DOC.decode(self._bytes).get("events") or []
+                self._bytes = None
             raws, self._raws = self._raws or [], None
             pairs: Iterator[tuple[Any, Any]] = zip(heads, raws)
         else:
@@ -400,7 +404,6 @@ def _open_heads(path: Path, raw: bytes) -> Optional[TraceStream]:
     try:
         with gc_paused():
             data = _HEAD_DOC.decode(raw)
-            texts = _RAW_DOC.decode(raw).get("events") or []
     except msgspec.DecodeError:
         return None
     if not any(key in data for key in ("events", "classMap", "metadata")):
@@ -413,7 +416,7 @@ def _open_heads(path: Path, raw: bytes) -> Optional[TraceStream]:
     stream = TraceStream(path, len(raw), dict(data), streamed=False)
     stream.heads = True
     stream._events = events
-    stream._raws = texts
+    stream._bytes = raw  # the events' texts are cut from it if asked for (`raw_heads`)
     return stream
 
 
