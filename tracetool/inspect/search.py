@@ -30,12 +30,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional, TypedDict
+
+import msgspec
 
 from tracetool.errors import TraceToolError, UsageError
+from tracetool.slim import _Request
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject
-from tracetool.trace.document import parse
+from tracetool.trace.document import TraceDocument, from_data, gc_paused, parse
 from tracetool.trace.reader import find_trace_files, guarded, read_file, skip_lines
 from tracetool.trace.tree import CallNode, build_call_tree, iter_postorder, iter_preorder
 
@@ -121,6 +124,7 @@ class _Matcher:
         self.ref = ref
         self.ident = ref.identifier
         self.key = loose(self.ident)  # forgiving spelling: `a.b.C.m` is `a/b/C#m`
+        self._seen: dict[str, bool] = {}  # function fqid -> whether it matches
         if ref.type == "query":
             from tracetool import sql
 
@@ -145,6 +149,14 @@ class _Matcher:
 
     def _code_match(self, co: CodeObject) -> bool:
         """Whether a function code object is the function, or in the class or package."""
+        if self.ref.type != "function":  # depends on the ancestors' types, not only the fqid
+            return self._code_match_uncached(co)
+        found = self._seen.get(co.fqid)
+        if found is None:
+            found = self._seen[co.fqid] = self._code_match_uncached(co)
+        return found
+
+    def _code_match_uncached(self, co: CodeObject) -> bool:
         from tracetool.identifiers import loose
 
         t, key = self.ref.type, self.key
@@ -159,10 +171,18 @@ class _Matcher:
             for a in co.ancestors()
         )
 
-    def matches(self, node: CallNode, co: CodeObject) -> bool:
+    def matches(self, node: CallNode, cos: _CodeObjects) -> bool:
         t = self.ref.type
         call = node.call
         if t in ("function", "class", "package"):
+            # SQL and HTTP calls are queries and routes, never functions: not even named
+            if (
+                "http_server_request" in call
+                or "http_client_request" in call
+                or "sql_query" in call
+            ):
+                return False
+            co = cos[node]
             return co.type == "function" and self._code_match(co)
         if t in ("database", "table", "query"):
             if "sql_query" not in call:
@@ -185,10 +205,41 @@ class _Matcher:
             return (method, route_model.shape(template)) == self.route
         if t == "http":
             return "http_server_request" in call
+        co = cos[node]
         return co.type == t and (co.id == self.ident or co.fqid == self.ref.text)
 
 
 # ---------------------------------------------------------------- context of a match
+
+
+class _CodeObjects(dict):  # type: ignore[type-arg]
+    """node -> its code object, resolved when first asked for: naming a SQL call normalizes its
+    query, which only the matches' contexts need. A call that is not SQL or HTTP is named by its
+    defined_class, method_id, path, lineno and static alone, so equal ones are resolved once."""
+
+    def __init__(self, cmap: ClassMap) -> None:
+        super().__init__()
+        self.cmap = cmap
+        self.by_key: dict[tuple[Any, ...], CodeObject] = {}
+
+    def __missing__(self, node: CallNode) -> CodeObject:
+        call = node.call
+        if "http_server_request" in call or "http_client_request" in call or "sql_query" in call:
+            co = self[node] = self.cmap.code_object_for(call)
+            return co
+        get = call.get
+        key = (get("defined_class"), get("method_id"), get("path"), get("lineno"), get("static"))
+        try:
+            found = self.by_key.get(key)
+        except TypeError:  # a field of an unhashable type (a malformed recording)
+            found = None
+            key = ()
+        if found is None:
+            found = self.cmap.code_object_for(call)
+            if key:
+                self.by_key[key] = found
+        self[node] = found
+        return found
 
 
 def _fqid(co: CodeObject, node: CallNode) -> str:
@@ -243,17 +294,13 @@ class _Notable:
     per recording so that each match visits only those of its ancestors and subtrees: a call
     chain 100,000 deep costs one pass, not one pass per match."""
 
-    def __init__(self, roots: list[CallNode], cos: dict[int, CodeObject]) -> None:
+    def __init__(self, roots: list[CallNode], cos: _CodeObjects) -> None:
         self.up: dict[int, CallNode | None] = {}  # nearest notable proper ancestor
         self.below: set[int] = set()  # nodes with a notable proper descendant
         self.notable: set[int] = set()
         for node, _ in iter_preorder(roots):
             call = node.call
-            if (
-                "sql_query" in call
-                or "http_server_request" in call
-                or _labeled(cos[id(node)], node)
-            ):
+            if "sql_query" in call or "http_server_request" in call or _labeled(cos[node], node):
                 self.notable.add(id(node))
             parent = node.parent
             if parent is None:
@@ -285,11 +332,11 @@ class _Notable:
 
 
 def _context(
-    node: CallNode, cos: dict[int, CodeObject], recording: str, notable: _Notable
+    node: CallNode, cos: _CodeObjects, recording: str, notable: _Notable
 ) -> dict[str, list[str]]:
     from tracetool import sql
 
-    co = cos[id(node)]
+    co = cos[node]
     parent = node.parent
     ancestors = notable.ancestors(node)
     http = [a for a in [node, *ancestors] if "http_server_request" in a.call]
@@ -301,9 +348,9 @@ def _context(
             info = sql.analyze(ev.sql_text(d.call), ev.database_type(d.call))
             queries.append(info.normalized)
             tables.update(info.tables)
-        elif d is not node and _labeled(cos[id(d)], d):
-            descendants.append(cos[id(d)].fqid)
-    caller_co = cos[id(parent)] if parent is not None else None
+        elif d is not node and _labeled(cos[d], d):
+            descendants.append(cos[d].fqid)
+    caller_co = cos[parent] if parent is not None else None
     callees: list[CallNode | None] = list(node.children) or [None]
     trigrams: dict[str, list[str]] = {
         "packageTrigrams": [],
@@ -311,7 +358,7 @@ def _context(
         "functionTrigrams": [],
     }
     for callee in callees:
-        callee_co = cos[id(callee)] if callee is not None else None
+        callee_co = cos[callee] if callee is not None else None
         for key, name in (
             ("packageTrigrams", _package),
             ("classTrigrams", _class),
@@ -335,9 +382,9 @@ def _context(
         "callers": [caller_co.fqid] if caller_co is not None else [],
         "ancestors": sorted(
             {
-                cos[id(a)].fqid
+                cos[a].fqid
                 for a in ancestors
-                if "http_server_request" in a.call or _labeled(cos[id(a)], a)
+                if "http_server_request" in a.call or _labeled(cos[a], a)
             }
         ),
         "descendants": sorted(set(descendants)),
@@ -390,20 +437,73 @@ def _find_in(path: Path, recording: str, matcher: _Matcher) -> list[Match]:
     assert raw is not None
     if not matcher.might_match(raw):
         return []
+    # The document and its call tree are acyclic once released: the cyclic GC would only walk
+    # them again and again (everything is freed before it runs again).
+    with guarded(path), gc_paused():
+        return _matches_in(_parse(raw, str(path)), recording, matcher)
+
+
+def _matches_in(doc: TraceDocument, recording: str, matcher: _Matcher) -> list[Match]:
     matches: list[Match] = []
-    with guarded(path):
-        doc = parse(raw, str(path))
-        tree = build_call_tree(doc.events)
-        cmap = ClassMap.from_json(doc.class_map)
-        cos = {id(n): cmap.code_object_for(n.call) for n, _ in iter_preorder(tree.roots)}
-        notable: _Notable | None = None
+    tree = build_call_tree(doc.events)
+    cos = _CodeObjects(ClassMap.from_json(doc.class_map))
+    notable: _Notable | None = None
+    try:
         for node, _ in iter_preorder(tree.roots):
-            if matcher.matches(node, cos[id(node)]):
+            if matcher.matches(node, cos):
                 if notable is None:
                     notable = _Notable(tree.roots, cos)
                 context = _context(node, cos, recording, notable)
                 matches.append(Match(recording, node.id, context))
+    finally:
+        tree.release()
+        for co in cos.cmap:
+            co.parent = None
+        cos.clear()
     return matches
+
+
+class _Event(TypedDict, total=False):
+    """The event fields a match and its context read; msgspec skips the others unparsed
+    (parameters, receivers, messages, request headers)."""
+
+    id: Any
+    event: Any
+    thread_id: Any
+    parent_id: Any
+    defined_class: Any
+    method_id: Any
+    path: Any
+    lineno: Any
+    static: Any
+    labels: Any
+    sql_query: Any
+    http_server_request: Optional[_Request]
+    http_client_request: Optional[_Request]
+    http_server_response: Any
+    http_client_response: Any
+    return_value: Any
+    exceptions: Any
+
+
+class _Doc(TypedDict, total=False):
+    version: Any
+    metadata: Any
+    classMap: Any
+    events: list[_Event]
+
+
+_DOC = msgspec.json.Decoder(_Doc)
+
+
+def _parse(raw: bytes, source: str) -> TraceDocument:
+    """The recording with only the fields inspect reads (`_Event`); anything unusual (an event
+    or request that is not an object, invalid JSON) is read by the full parser, which reports it."""
+    try:
+        data = _DOC.decode(raw)
+    except msgspec.DecodeError:
+        return parse(raw, source)
+    return from_data(data, source)
 
 
 # ---------------------------------------------------------------- not found
