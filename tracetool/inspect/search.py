@@ -228,7 +228,13 @@ class _CodeObjects(dict):  # type: ignore[type-arg]
             co = self[node] = self.cmap.code_object_for(call)
             return co
         get = call.get
-        key = (get("defined_class"), get("method_id"), get("path"), get("lineno"), get("static"))
+        key: tuple[Any, ...] = (
+            get("defined_class"),
+            get("method_id"),
+            get("path"),
+            get("lineno"),
+            get("static"),
+        )
         try:
             found = self.by_key.get(key)
         except TypeError:  # a field of an unhashable type (a malformed recording)
