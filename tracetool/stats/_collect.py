@@ -145,18 +145,34 @@ def js_length(encoded: bytes) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
-# A number whose compact JSON orjson may write otherwise than the source (`2.50`, `1e5`, `-0`,
-# integers past 64 bits): after whitespace is stripped a number always follows `:`, `,` or `[`.
-_NUMBER_RISK = re.compile(rb"[:,\[](?:-?[0-9]+[.eE]|-0[,\]}]|-?[0-9]{19})")
+# What orjson may write otherwise than the source's compact text: a `\\u` escape (orjson writes
+# the character itself, or `\\n` for a newline) or `\\/`; a number with a fraction or exponent
+# (`2.50`, `1e5`), `-0`, an integer past 64 bits. Numbers are found in the text mapped to
+# classes (`_CLASSES`: separators `,:[]}` -> `:`, digits -> `0`, `.eE` -> `e`, `-` kept, the
+# rest -> `x`): after whitespace is stripped a number always follows a separator, so a number
+# token is `:` then `-?0+`; digits inside a string follow a quote (`x`), or are a false alarm.
+_ESCAPE_RISK = re.compile(rb"\\[u/]")
+_NUMBER_RISK = re.compile(rb":-?0+e|:-0:|:-?0{19}")
+
+
+def _classes() -> bytes:
+    table = bytearray(b"x" * 256)
+    for chars, mapped in ((b",:[]}", b":"), (b"0123456789", b"0"), (b".eE", b"e"), (b"-", b"-")):
+        for c in chars:
+            table[c] = mapped[0]
+    return bytes(table)
+
+
+_CLASSES = _classes()
 
 
 def compact_length(text: Any) -> int:
     """`js_length(orjson.dumps(event))` of an event given as its JSON text, without parsing it
-    when the text, whitespace stripped, is already what orjson writes: no escape sequence
-    (orjson writes every character but `"`, `\\` and controls as is) and no number it would
-    spell differently. Duplicate keys are the one difference left (counted as written)."""
+    when the text, whitespace stripped, is already what orjson writes (no escape or number it
+    would write otherwise, see `_ESCAPE_RISK`). Duplicate keys are the one difference left
+    (counted as written)."""
     compact = msgspec.json.format(text, indent=-1)
-    if b"\\" in compact or _NUMBER_RISK.search(compact):
+    if _ESCAPE_RISK.search(compact) or _NUMBER_RISK.search(compact.translate(_CLASSES)):
         compact = orjson.dumps(orjson.loads(compact))
     return js_length(compact)
 
