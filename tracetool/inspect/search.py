@@ -27,7 +27,8 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, TypedDict
@@ -39,8 +40,9 @@ from tracetool.slim import _Request
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject
 from tracetool.trace.document import TraceDocument, from_data, gc_paused, parse
-from tracetool.trace.reader import find_trace_files, guarded, read_file, skip_lines
-from tracetool.trace.tree import CallNode, build_call_tree, iter_postorder, iter_preorder
+from tracetool.trace.reader import find_trace_files, guarded, skip_lines
+from tracetool.trace.stream import open_stream, read_small
+from tracetool.trace.tree import CallNode, CallTreeBuilder, iter_postorder, iter_preorder, release
 
 TYPES = (
     "function",
@@ -408,11 +410,16 @@ def find(
     warn: Any = None,
     query_db: Path | str | None = None,
     use_index: bool = True,
+    workers: int | None = None,
 ) -> list[Match]:
-    """Every event matching `ref` in the recordings below `trace_dir` (module doc)."""
-    from tracetool.inspect.indexed import select
+    """Every event matching `ref` in the recordings below `trace_dir` (module doc).
 
-    matcher = _Matcher(ref)
+    Recordings are searched on a process pool (`tracetool.workers`); matches and warnings come
+    in file order."""
+    from tracetool.inspect.indexed import select
+    from tracetool.trace.stream import file_size
+    from tracetool.workers import map_batches
+
     selection = select(ref, trace_dir, query_db) if use_index else None
     matches: list[Match] = []
     unusable: list[tuple[Path, str]] = []
@@ -420,53 +427,118 @@ def find(
     if warn:
         for line in skip_lines(unusable):
             warn(line)
-    for path in files:
-        try:
-            recording = path.relative_to(trace_dir).as_posix()
-        except ValueError:
-            recording = str(path)
-        if selection is not None and not selection.must_read(recording, path):
-            continue
-        try:
-            found = _find_in(path, recording, matcher)
-        except TraceToolError as exc:
+    chosen = [
+        path
+        for path in files
+        if selection is None or selection.must_read(_recording(path, trace_dir), path)
+    ]
+    found: dict[Path, tuple[list[Match], str | None]] = {}
+    search = functools.partial(_find_batch, ref, trace_dir)
+    for part in map_batches(search, [(p, file_size(p)) for p in chosen], workers=workers):
+        found.update(part)
+    for path in chosen:
+        in_file, error = found[path]
+        if error is not None:
             if warn:
-                warn(str(exc))
+                warn(error)
             continue
-        matches.extend(found)
+        matches.extend(in_file)
     return matches
+
+
+def _recording(path: Path, trace_dir: Path) -> str:
+    try:
+        return path.relative_to(trace_dir).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _find_batch(
+    ref: CodeObjectRef, trace_dir: Path, paths: list[Path]
+) -> dict[Path, tuple[list[Match], str | None]]:
+    """(matches, or the error line) of each recording of a batch (run in a worker process)."""
+    matcher = _Matcher(ref)
+    out: dict[Path, tuple[list[Match], str | None]] = {}
+    for path in paths:
+        try:
+            out[path] = (_find_in(path, _recording(path, trace_dir), matcher), None)
+        except TraceToolError as exc:
+            out[path] = ([], str(exc))
+    return out
+
+
+# Calls held before finished call trees are searched and dropped (a recording bigger than
+# `STREAM_THRESHOLD` is read event by event, so memory follows this, not the file size).
+HELD_CALLS = 10_000
 
 
 def _find_in(path: Path, recording: str, matcher: _Matcher) -> list[Match]:
     """The matches of one recording; any defect of its content is one TraceToolError."""
-    raw = read_file(path)
-    assert raw is not None
-    if not matcher.might_match(raw):
+    raw = read_small(path)
+    if raw is not None and not matcher.might_match(raw):
         return []
-    # The document and its call tree are acyclic once released: the cyclic GC would only walk
+    # The document and its call trees are acyclic once released: the cyclic GC would only walk
     # them again and again (everything is freed before it runs again).
     with guarded(path), gc_paused():
-        return _matches_in(_parse(raw, str(path)), recording, matcher)
+        if raw is not None:
+            doc = _parse(raw, str(path))
+            del raw
+            return _matches_in(doc.class_map, [doc.events], recording, matcher)
+        stream = open_stream(path, header_keys=("classMap",), event_updates=False, fields=_Event)
+        return _matches_in(stream.class_map, _blocks(stream.events()), recording, matcher)
 
 
-def _matches_in(doc: TraceDocument, recording: str, matcher: _Matcher) -> list[Match]:
+def _blocks(events: Iterator[dict[str, Any]], size: int = 4096) -> Iterator[list[dict[str, Any]]]:
+    block: list[dict[str, Any]] = []
+    for event in events:
+        block.append(event)
+        if len(block) >= size:
+            yield block
+            block = []
+    yield block
+
+
+def _matches_in(
+    class_map: Any, blocks: Iterable[list[dict[str, Any]]], recording: str, matcher: _Matcher
+) -> list[Match]:
+    """Matches in the call trees of the events, searched tree by tree once more than
+    `HELD_CALLS` calls are held (in document order: the same matches, in the same order)."""
     matches: list[Match] = []
-    tree = build_call_tree(doc.events)
-    cos = _CodeObjects(ClassMap.from_json(doc.class_map))
-    notable: _Notable | None = None
+    builder = CallTreeBuilder()
+    cos = _CodeObjects(ClassMap.from_json(class_map))
     try:
-        for node, _ in iter_preorder(tree.roots):
-            if matcher.matches(node, cos):
-                if notable is None:
-                    notable = _Notable(tree.roots, cos)
-                context = _context(node, cos, recording, notable)
-                matches.append(Match(recording, node.id, context))
+        for block in blocks:
+            builder.add(block)
+            if len(builder.nodes) > HELD_CALLS:
+                _search(builder.take_finished(), cos, recording, matcher, matches)
+        _search(builder.roots, cos, recording, matcher, matches)
     finally:
-        tree.release()
+        release(builder.roots)
         for co in cos.cmap:
             co.parent = None
         cos.clear()
     return matches
+
+
+def _search(
+    roots: list[CallNode],
+    cos: _CodeObjects,
+    recording: str,
+    matcher: _Matcher,
+    matches: list[Match],
+) -> None:
+    notable: _Notable | None = None
+    try:
+        for node, _ in iter_preorder(roots):
+            if matcher.matches(node, cos):
+                if notable is None:
+                    notable = _Notable(roots, cos)
+                context = _context(node, cos, recording, notable)
+                matches.append(Match(recording, node.id, context))
+    finally:
+        for node in [n for n, _ in iter_preorder(roots)]:
+            cos.pop(node, None)
+        release(roots)
 
 
 class _Event(TypedDict, total=False):
@@ -549,9 +621,9 @@ def known_identifiers(
             if n >= _SUGGEST_SCAN_FILES:
                 break
             try:
-                raw = read_file(file)
                 with guarded(file):
-                    doc = parse(raw or b"", str(file))
+                    # a big recording is streamed: its classMap is read, its events only here
+                    doc = open_stream(file, header_keys=("classMap",), event_updates=False)
                     cmap = ClassMap.from_json(doc.class_map)
                     for co in cmap:
                         if co.type == wanted:
@@ -559,7 +631,7 @@ def known_identifiers(
                     if wanted in ("route", "query"):
                         from tracetool import route_model, sql
 
-                        for event in doc.events:
+                        for event in doc.events():
                             if event.get("event") != "call":
                                 continue
                             if wanted == "route" and "http_server_request" in event:

@@ -126,6 +126,7 @@ class TraceStream:
         self.header = header
         self.streamed = streamed
         self.heads = False
+        self.fields: Any = None  # a TypedDict: streamed events hold only its fields
         self.updates: dict[str, Any] = {}
         self.events_at = -1  # byte offset of the events value (streamed)
         self._events: Optional[list[Any]] = None
@@ -203,6 +204,11 @@ class TraceStream:
                             items = _HEAD_ITEMS.decode(block)
                         except msgspec.ValidationError:
                             break  # an item that is not an object: read on with ijson
+                    elif self.fields is not None:
+                        try:
+                            items = _decoder(self.fields).decode(block)
+                        except msgspec.ValidationError:
+                            break  # not an object, or a field not of its type: ijson, whole
                     else:
                         with gc_paused():
                             items = orjson.loads(block)
@@ -225,6 +231,16 @@ class TraceStream:
                     continue
                 text = orjson.dumps(item, option=orjson.OPT_NON_STR_KEYS) if raw else None
                 yield [_head(item) if self.heads else item], [text] if raw else None
+
+
+_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder(fields: Any) -> msgspec.json.Decoder[Any]:
+    found = _DECODERS.get(fields)
+    if found is None:
+        found = _DECODERS[fields] = msgspec.json.Decoder(list[fields])  # type: ignore[valid-type]
+    return found
 
 
 def _head(event: dict[str, Any]) -> EventHead:
@@ -349,6 +365,8 @@ def open_stream(
     raw: Optional[bytes] = None,
     header_keys: tuple[str, ...] = HEADER_KEYS,
     heads: bool = False,
+    event_updates: bool = True,
+    fields: Any = None,
 ) -> TraceStream:
     """Open a recording for one pass over its events (module doc).
 
@@ -357,9 +375,26 @@ def open_stream(
     like a whole recording, so that a broken file still gets its error), and its stream has no
     events and an empty header — a cheap way to skip recordings that cannot matter. `raw` passes the file's
     bytes when the caller has already read them (see `read_small`). `heads` reads `EventHead`s
-    (module doc).
+    (module doc). `event_updates=False` yields the events as written (`eventUpdates` not applied).
+    `fields` (a TypedDict of event fields) lets a streamed recording's events be decoded with
+    only those fields (msgspec skips the rest); an event whose fields are not of those types is
+    read whole, as are the events of a recording read at once.
     """
-    p = Path(path)
+    stream = _open(Path(path), threshold, must_contain, raw, header_keys, heads)
+    if not event_updates:
+        stream.updates = {}
+    stream.fields = fields
+    return stream
+
+
+def _open(
+    p: Path,
+    threshold: Optional[int],
+    must_contain: Optional[str],
+    raw: Optional[bytes],
+    header_keys: tuple[str, ...],
+    heads: bool,
+) -> TraceStream:
     if raw is None:
         raw = read_small(p, threshold)
         if raw is None:
