@@ -418,7 +418,7 @@ def find(
     in file order."""
     from tracetool.inspect.indexed import select
     from tracetool.trace.stream import file_size
-    from tracetool.workers import map_batches
+    from tracetool.workers import INPROCESS_BYTES, INPROCESS_FILES, map_batches
 
     selection = select(ref, trace_dir, query_db) if use_index else None
     matches: list[Match] = []
@@ -434,7 +434,12 @@ def find(
     ]
     found: dict[Path, tuple[list[Match], str | None]] = {}
     search = functools.partial(_find_batch, ref, trace_dir)
-    for part in map_batches(search, [(p, file_size(p)) for p in chosen], workers=workers):
+    sized = [(p, file_size(p)) for p in chosen]
+    if len(sized) > INPROCESS_FILES and sum(s for _, s in sized) > INPROCESS_BYTES:
+        from tracetool import sql
+
+        sql.analyze("SELECT 1")  # SQL contexts import sqlglot: once here, not in every worker
+    for part in map_batches(search, sized, workers=workers):
         found.update(part)
     for path in chosen:
         in_file, error = found[path]
