@@ -188,11 +188,11 @@ def main() -> None:
             [str(PEER), "stats", "-a", str(big), "-f", "json"],
         ),
     }
-    wanted = [
-        label
-        for label in ("openapi", "stats", "stats -a (60 MB)", "inspect")
-        if not args.only or any(label.startswith(o) for o in args.only)
-    ]
+
+    def chosen(label: str) -> bool:
+        return not args.only or any(label.startswith(o) or o.startswith(label) for o in args.only)
+
+    wanted = [label for label in ("openapi", "stats", "stats -a", "inspect") if chosen(label)]
     if "inspect" in wanted:
         db = our_index(corpus, args.work / "query.db", our_env)
         mirror = peer_index(corpus, args.work / "peer-corpus", env) if have_peer else corpus
@@ -205,7 +205,9 @@ def main() -> None:
                 ours("inspect", code_object, "--trace-dir", str(corpus), "--query-db", index),
                 [str(PEER), "inspect", code_object, "--appmap-dir", str(mirror)],
             )
-    cases = {k: v for k, v in cases.items() if any(k.startswith(w) for w in wanted)}
+    cases = {
+        k: v for k, v in cases.items() if not args.only or any(k.startswith(o) for o in args.only)
+    }
 
     size_mb = sum(p.stat().st_size for p in corpus.rglob("*.appmap.json")) / 1e6
     print(
