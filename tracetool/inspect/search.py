@@ -21,6 +21,12 @@ Contract:
   with, per match, the values of the spec's 11 fields (`FIELDS`): event, return value, HTTP server requests (self and ancestors), SQL queries and
   tables (self and descendants), caller, ancestors (HTTP requests and labeled functions),
   descendants (labeled functions), package/class/function trigrams.
+- A recording bigger than `tracetool.trace.stream.STREAM_THRESHOLD` is read event by event
+  (`open_stream`, only the fields `_Event` names); once more than `HELD_CALLS` calls are held,
+  the finished call trees at the front are searched and dropped, so memory follows the largest
+  call tree, not the file (a return naming a call of a dropped tree is then ignored: only a
+  malformed recording returns a call after its caller returned). Recordings are searched on
+  the worker pool (`tracetool.workers`); matches come in file order.
 - `summarize(matches)` → the distinct values of each field (sorted; events in scan order).
   Filters (`(field, value)` pairs) keep matches whose field holds the value.
 """
