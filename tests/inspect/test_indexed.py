@@ -62,17 +62,17 @@ def _json(matches: list[Any]) -> list[dict[str, Any]]:
 
 
 def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record the recordings `find` opens (it reads each file with the reader's read_file)."""
+    """Record the recordings `find` opens (it reads each file with the stream's read_small)."""
     import tracetool.inspect.search as search
 
     seen: list[str] = []
-    original = search.read_file
+    original = search.read_small
 
-    def read_file(path: Path, limit: int | None = None) -> bytes | None:
+    def read_small(path: Path, threshold: int | None = None) -> bytes | None:
         seen.append(Path(path).name)
-        return original(path, limit)
+        return original(path, threshold)
 
-    monkeypatch.setattr(search, "read_file", read_file)
+    monkeypatch.setattr(search, "read_small", read_small)
     return seen
 
 

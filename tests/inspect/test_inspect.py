@@ -192,3 +192,33 @@ def test_interactive_through_a_real_terminal() -> None:
         os.close(fd)
     assert os.waitstatus_to_exitcode(status) == 0
     assert b"Callers = " in output
+
+
+@pytest.mark.parametrize(
+    "code_object",
+    [
+        "function:app/models/ApiKey.authenticate",
+        "class:app/models/User",
+        "package:app/models",
+        "database:",
+        "table:users",
+        "http:",
+        "route:GET /api/api_keys",
+    ],
+)
+def test_streamed_recordings_give_the_same_matches(
+    code_object: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recording over the stream threshold is read block by block, its finished call trees
+    searched and dropped on the way: the same matches in the same order as a whole read."""
+    from tracetool.inspect import find
+    from tracetool.inspect import search as inspect_search
+    from tracetool.trace import stream
+
+    ref = parse_code_object(code_object)
+    whole = [m.to_json() for m in find(ref, CORPUS, use_index=False)]
+    monkeypatch.setattr(stream, "STREAM_THRESHOLD", 0)
+    monkeypatch.setattr(stream, "_CHUNK", 4096)
+    monkeypatch.setattr(inspect_search, "HELD_CALLS", 1)
+    streamed = [m.to_json() for m in find(ref, CORPUS, use_index=False)]
+    assert streamed == whole

@@ -15,7 +15,7 @@ from tests.conftest import ROOT, SHARED, DocBuilder
 from tracetool.cli import cli
 from tracetool.errors import NotFoundError, UsageError
 from tracetool.stats import directory_stats, recording_stats
-from tracetool.stats._collect import js_length
+from tracetool.stats._collect import compact_length, js_length
 from tracetool.trace import stream
 
 STATS = "packages/cli/tests/unit/fixtures/stats/appmap"
@@ -82,6 +82,40 @@ def test_js_length_counts_utf16_code_units() -> None:
         assert (
             js_length(encoded) == len(json.dumps(text, ensure_ascii=False).encode("utf-16-le")) // 2
         )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"id":1,"event":"call","lineno":12,"static":false,"path":"a.rb"}',
+        b'{ "id" : 1 ,\n "event" : "call", "v": [1, 2, {"a": null}] }',
+        b'{"a":2.50,"b":1e5,"c":-0,"d":1.0}',
+        b'{"a":[-0],"b":{"c":-0}}',
+        b'{"a":12345678901234567890}',
+        b'{"s":"caf\\u00e9 \\/ \\u000a \\u001b \\n \\" \\\\ \\t"}',
+        b'{"s":"\\\\u0041 \\\\/"}',
+        b'{"s":"1.5, 2e3 :-0, [3.25]","n":-12}',
+        '{"s":"日本 😀 é"}'.encode(),
+    ],
+)
+def test_compact_length_is_the_length_of_orjsons_text(text: bytes) -> None:
+    """Sizes come from the event's own text unless orjson would write it otherwise."""
+    assert compact_length(text) == js_length(orjson.dumps(orjson.loads(text)))
+
+
+def test_recording_sizes_agree_with_reencoding_every_call(corpus: Path) -> None:
+    path = corpus / STATS / MICROPOSTS
+    doc = orjson.loads(path.read_bytes())
+    sizes: dict[tuple[object, ...], int] = {}
+    for event in doc["events"]:
+        if event.get("event") != "call" or "sql_query" in event or "http_server_request" in event:
+            continue
+        if "http_client_request" in event:
+            continue
+        key = tuple(event.get(k) for k in ("defined_class", "method_id", "path", "lineno"))
+        sizes[key] = sizes.get(key, 0) + js_length(orjson.dumps(event))
+    stats = recording_stats(path, limit=None)
+    assert sum(f.size for f in stats.functions) == sum(sizes.values())
 
 
 def _write(doc: dict[str, object], path: Path) -> Path:

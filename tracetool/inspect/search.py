@@ -21,23 +21,34 @@ Contract:
   with, per match, the values of the spec's 11 fields (`FIELDS`): event, return value, HTTP server requests (self and ancestors), SQL queries and
   tables (self and descendants), caller, ancestors (HTTP requests and labeled functions),
   descendants (labeled functions), package/class/function trigrams.
+- A recording bigger than `tracetool.trace.stream.STREAM_THRESHOLD` is read event by event
+  (`open_stream`, only the fields `_Event` names); once more than `HELD_CALLS` calls are held,
+  the finished call trees at the front are searched and dropped, so memory follows the largest
+  call tree, not the file (a return naming a call of a dropped tree is then ignored: only a
+  malformed recording returns a call after its caller returned). Recordings are searched on
+  the worker pool (`tracetool.workers`); matches come in file order.
 - `summarize(matches)` → the distinct values of each field (sorted; events in scan order).
   Filters (`(field, value)` pairs) keep matches whose field holds the value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional, TypedDict
+
+import msgspec
 
 from tracetool.errors import TraceToolError, UsageError
+from tracetool.slim import _Request
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject
-from tracetool.trace.document import parse
-from tracetool.trace.reader import find_trace_files, guarded, read_file, skip_lines
-from tracetool.trace.tree import CallNode, build_call_tree, iter_postorder, iter_preorder
+from tracetool.trace.document import TraceDocument, from_data, gc_paused, parse
+from tracetool.trace.reader import find_trace_files, guarded, skip_lines
+from tracetool.trace.stream import open_stream, read_small
+from tracetool.trace.tree import CallNode, CallTreeBuilder, iter_postorder, iter_preorder, release
 
 TYPES = (
     "function",
@@ -121,6 +132,7 @@ class _Matcher:
         self.ref = ref
         self.ident = ref.identifier
         self.key = loose(self.ident)  # forgiving spelling: `a.b.C.m` is `a/b/C#m`
+        self._seen: dict[str, bool] = {}  # function fqid -> whether it matches
         if ref.type == "query":
             from tracetool import sql
 
@@ -145,6 +157,14 @@ class _Matcher:
 
     def _code_match(self, co: CodeObject) -> bool:
         """Whether a function code object is the function, or in the class or package."""
+        if self.ref.type != "function":  # depends on the ancestors' types, not only the fqid
+            return self._code_match_uncached(co)
+        found = self._seen.get(co.fqid)
+        if found is None:
+            found = self._seen[co.fqid] = self._code_match_uncached(co)
+        return found
+
+    def _code_match_uncached(self, co: CodeObject) -> bool:
         from tracetool.identifiers import loose
 
         t, key = self.ref.type, self.key
@@ -159,10 +179,18 @@ class _Matcher:
             for a in co.ancestors()
         )
 
-    def matches(self, node: CallNode, co: CodeObject) -> bool:
+    def matches(self, node: CallNode, cos: _CodeObjects) -> bool:
         t = self.ref.type
         call = node.call
         if t in ("function", "class", "package"):
+            # SQL and HTTP calls are queries and routes, never functions: not even named
+            if (
+                "http_server_request" in call
+                or "http_client_request" in call
+                or "sql_query" in call
+            ):
+                return False
+            co = cos[node]
             return co.type == "function" and self._code_match(co)
         if t in ("database", "table", "query"):
             if "sql_query" not in call:
@@ -185,10 +213,47 @@ class _Matcher:
             return (method, route_model.shape(template)) == self.route
         if t == "http":
             return "http_server_request" in call
+        co = cos[node]
         return co.type == t and (co.id == self.ident or co.fqid == self.ref.text)
 
 
 # ---------------------------------------------------------------- context of a match
+
+
+class _CodeObjects(dict):  # type: ignore[type-arg]
+    """node -> its code object, resolved when first asked for: naming a SQL call normalizes its
+    query, which only the matches' contexts need. A call that is not SQL or HTTP is named by its
+    defined_class, method_id, path, lineno and static alone, so equal ones are resolved once."""
+
+    def __init__(self, cmap: ClassMap) -> None:
+        super().__init__()
+        self.cmap = cmap
+        self.by_key: dict[tuple[Any, ...], CodeObject] = {}
+
+    def __missing__(self, node: CallNode) -> CodeObject:
+        call = node.call
+        if "http_server_request" in call or "http_client_request" in call or "sql_query" in call:
+            co = self[node] = self.cmap.code_object_for(call)
+            return co
+        get = call.get
+        key: tuple[Any, ...] = (
+            get("defined_class"),
+            get("method_id"),
+            get("path"),
+            get("lineno"),
+            get("static"),
+        )
+        try:
+            found = self.by_key.get(key)
+        except TypeError:  # a field of an unhashable type (a malformed recording)
+            found = None
+            key = ()
+        if found is None:
+            found = self.cmap.code_object_for(call)
+            if key:
+                self.by_key[key] = found
+        self[node] = found
+        return found
 
 
 def _fqid(co: CodeObject, node: CallNode) -> str:
@@ -243,17 +308,13 @@ class _Notable:
     per recording so that each match visits only those of its ancestors and subtrees: a call
     chain 100,000 deep costs one pass, not one pass per match."""
 
-    def __init__(self, roots: list[CallNode], cos: dict[int, CodeObject]) -> None:
+    def __init__(self, roots: list[CallNode], cos: _CodeObjects) -> None:
         self.up: dict[int, CallNode | None] = {}  # nearest notable proper ancestor
         self.below: set[int] = set()  # nodes with a notable proper descendant
         self.notable: set[int] = set()
         for node, _ in iter_preorder(roots):
             call = node.call
-            if (
-                "sql_query" in call
-                or "http_server_request" in call
-                or _labeled(cos[id(node)], node)
-            ):
+            if "sql_query" in call or "http_server_request" in call or _labeled(cos[node], node):
                 self.notable.add(id(node))
             parent = node.parent
             if parent is None:
@@ -285,11 +346,11 @@ class _Notable:
 
 
 def _context(
-    node: CallNode, cos: dict[int, CodeObject], recording: str, notable: _Notable
+    node: CallNode, cos: _CodeObjects, recording: str, notable: _Notable
 ) -> dict[str, list[str]]:
     from tracetool import sql
 
-    co = cos[id(node)]
+    co = cos[node]
     parent = node.parent
     ancestors = notable.ancestors(node)
     http = [a for a in [node, *ancestors] if "http_server_request" in a.call]
@@ -301,9 +362,9 @@ def _context(
             info = sql.analyze(ev.sql_text(d.call), ev.database_type(d.call))
             queries.append(info.normalized)
             tables.update(info.tables)
-        elif d is not node and _labeled(cos[id(d)], d):
-            descendants.append(cos[id(d)].fqid)
-    caller_co = cos[id(parent)] if parent is not None else None
+        elif d is not node and _labeled(cos[d], d):
+            descendants.append(cos[d].fqid)
+    caller_co = cos[parent] if parent is not None else None
     callees: list[CallNode | None] = list(node.children) or [None]
     trigrams: dict[str, list[str]] = {
         "packageTrigrams": [],
@@ -311,7 +372,7 @@ def _context(
         "functionTrigrams": [],
     }
     for callee in callees:
-        callee_co = cos[id(callee)] if callee is not None else None
+        callee_co = cos[callee] if callee is not None else None
         for key, name in (
             ("packageTrigrams", _package),
             ("classTrigrams", _class),
@@ -335,9 +396,9 @@ def _context(
         "callers": [caller_co.fqid] if caller_co is not None else [],
         "ancestors": sorted(
             {
-                cos[id(a)].fqid
+                cos[a].fqid
                 for a in ancestors
-                if "http_server_request" in a.call or _labeled(cos[id(a)], a)
+                if "http_server_request" in a.call or _labeled(cos[a], a)
             }
         ),
         "descendants": sorted(set(descendants)),
@@ -355,11 +416,16 @@ def find(
     warn: Any = None,
     query_db: Path | str | None = None,
     use_index: bool = True,
+    workers: int | None = None,
 ) -> list[Match]:
-    """Every event matching `ref` in the recordings below `trace_dir` (module doc)."""
-    from tracetool.inspect.indexed import select
+    """Every event matching `ref` in the recordings below `trace_dir` (module doc).
 
-    matcher = _Matcher(ref)
+    Recordings are searched on a process pool (`tracetool.workers`); matches and warnings come
+    in file order."""
+    from tracetool.inspect.indexed import select
+    from tracetool.trace.stream import file_size
+    from tracetool.workers import INPROCESS_BYTES, INPROCESS_FILES, map_batches
+
     selection = select(ref, trace_dir, query_db) if use_index else None
     matches: list[Match] = []
     unusable: list[tuple[Path, str]] = []
@@ -367,43 +433,166 @@ def find(
     if warn:
         for line in skip_lines(unusable):
             warn(line)
-    for path in files:
-        try:
-            recording = path.relative_to(trace_dir).as_posix()
-        except ValueError:
-            recording = str(path)
-        if selection is not None and not selection.must_read(recording, path):
-            continue
-        try:
-            found = _find_in(path, recording, matcher)
-        except TraceToolError as exc:
+    chosen = [
+        path
+        for path in files
+        if selection is None or selection.must_read(_recording(path, trace_dir), path)
+    ]
+    found: dict[Path, tuple[list[Match], str | None]] = {}
+    search = functools.partial(_find_batch, ref, trace_dir)
+    sized = [(p, file_size(p)) for p in chosen]
+    if len(sized) > INPROCESS_FILES and sum(s for _, s in sized) > INPROCESS_BYTES:
+        from tracetool import sql
+
+        sql.analyze("SELECT 1")  # SQL contexts import sqlglot: once here, not in every worker
+    for part in map_batches(search, sized, workers=workers):
+        found.update(part)
+    for path in chosen:
+        in_file, error = found[path]
+        if error is not None:
             if warn:
-                warn(str(exc))
+                warn(error)
             continue
-        matches.extend(found)
+        matches.extend(in_file)
     return matches
+
+
+def _recording(path: Path, trace_dir: Path) -> str:
+    try:
+        return path.relative_to(trace_dir).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _find_batch(
+    ref: CodeObjectRef, trace_dir: Path, paths: list[Path]
+) -> dict[Path, tuple[list[Match], str | None]]:
+    """(matches, or the error line) of each recording of a batch (run in a worker process)."""
+    matcher = _Matcher(ref)
+    out: dict[Path, tuple[list[Match], str | None]] = {}
+    for path in paths:
+        try:
+            out[path] = (_find_in(path, _recording(path, trace_dir), matcher), None)
+        except TraceToolError as exc:
+            out[path] = ([], str(exc))
+    return out
+
+
+# Calls held before finished call trees are searched and dropped (a recording bigger than
+# `STREAM_THRESHOLD` is read event by event, so memory follows this, not the file size).
+HELD_CALLS = 10_000
 
 
 def _find_in(path: Path, recording: str, matcher: _Matcher) -> list[Match]:
     """The matches of one recording; any defect of its content is one TraceToolError."""
-    raw = read_file(path)
-    assert raw is not None
-    if not matcher.might_match(raw):
+    raw = read_small(path)
+    if raw is not None and not matcher.might_match(raw):
         return []
+    # The document and its call trees are acyclic once released: the cyclic GC would only walk
+    # them again and again (everything is freed before it runs again).
+    with guarded(path), gc_paused():
+        if raw is not None:
+            doc = _parse(raw, str(path))
+            del raw
+            return _matches_in(doc.class_map, [doc.events], recording, matcher)
+        stream = open_stream(path, header_keys=("classMap",), event_updates=False, fields=_Event)
+        return _matches_in(stream.class_map, _blocks(stream.events()), recording, matcher)
+
+
+def _blocks(events: Iterator[dict[str, Any]], size: int = 4096) -> Iterator[list[dict[str, Any]]]:
+    block: list[dict[str, Any]] = []
+    for event in events:
+        block.append(event)
+        if len(block) >= size:
+            yield block
+            block = []
+    yield block
+
+
+def _matches_in(
+    class_map: Any, blocks: Iterable[list[dict[str, Any]]], recording: str, matcher: _Matcher
+) -> list[Match]:
+    """Matches in the call trees of the events, searched tree by tree once more than
+    `HELD_CALLS` calls are held (in document order: the same matches, in the same order)."""
     matches: list[Match] = []
-    with guarded(path):
-        doc = parse(raw, str(path))
-        tree = build_call_tree(doc.events)
-        cmap = ClassMap.from_json(doc.class_map)
-        cos = {id(n): cmap.code_object_for(n.call) for n, _ in iter_preorder(tree.roots)}
-        notable: _Notable | None = None
-        for node, _ in iter_preorder(tree.roots):
-            if matcher.matches(node, cos[id(node)]):
+    builder = CallTreeBuilder()
+    cos = _CodeObjects(ClassMap.from_json(class_map))
+    try:
+        for block in blocks:
+            builder.add(block)
+            if len(builder.nodes) > HELD_CALLS:
+                _search(builder.take_finished(), cos, recording, matcher, matches)
+        _search(builder.roots, cos, recording, matcher, matches)
+    finally:
+        release(builder.roots)
+        for co in cos.cmap:
+            co.parent = None
+        cos.clear()
+    return matches
+
+
+def _search(
+    roots: list[CallNode],
+    cos: _CodeObjects,
+    recording: str,
+    matcher: _Matcher,
+    matches: list[Match],
+) -> None:
+    notable: _Notable | None = None
+    try:
+        for node, _ in iter_preorder(roots):
+            if matcher.matches(node, cos):
                 if notable is None:
-                    notable = _Notable(tree.roots, cos)
+                    notable = _Notable(roots, cos)
                 context = _context(node, cos, recording, notable)
                 matches.append(Match(recording, node.id, context))
-    return matches
+    finally:
+        for node in [n for n, _ in iter_preorder(roots)]:
+            cos.pop(node, None)
+        release(roots)
+
+
+class _Event(TypedDict, total=False):
+    """The event fields a match and its context read; msgspec skips the others unparsed
+    (parameters, receivers, messages, request headers)."""
+
+    id: Any
+    event: Any
+    thread_id: Any
+    parent_id: Any
+    defined_class: Any
+    method_id: Any
+    path: Any
+    lineno: Any
+    static: Any
+    labels: Any
+    sql_query: Any
+    http_server_request: Optional[_Request]
+    http_client_request: Optional[_Request]
+    http_server_response: Any
+    http_client_response: Any
+    return_value: Any
+    exceptions: Any
+
+
+class _Doc(TypedDict, total=False):
+    version: Any
+    metadata: Any
+    classMap: Any
+    events: list[_Event]
+
+
+_DOC = msgspec.json.Decoder(_Doc)
+
+
+def _parse(raw: bytes, source: str) -> TraceDocument:
+    """The recording with only the fields inspect reads (`_Event`); anything unusual (an event
+    or request that is not an object, invalid JSON) is read by the full parser, which reports it."""
+    try:
+        data = _DOC.decode(raw)
+    except msgspec.DecodeError:
+        return parse(raw, source)
+    return from_data(data, source)
 
 
 # ---------------------------------------------------------------- not found
@@ -443,9 +632,9 @@ def known_identifiers(
             if n >= _SUGGEST_SCAN_FILES:
                 break
             try:
-                raw = read_file(file)
                 with guarded(file):
-                    doc = parse(raw or b"", str(file))
+                    # a big recording is streamed: its classMap is read, its events only here
+                    doc = open_stream(file, header_keys=("classMap",), event_updates=False)
                     cmap = ClassMap.from_json(doc.class_map)
                     for co in cmap:
                         if co.type == wanted:
@@ -453,7 +642,7 @@ def known_identifiers(
                     if wanted in ("route", "query"):
                         from tracetool import route_model, sql
 
-                        for event in doc.events:
+                        for event in doc.events():
                             if event.get("event") != "call":
                                 continue
                             if wanted == "route" and "http_server_request" in event:

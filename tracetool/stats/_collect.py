@@ -14,10 +14,12 @@ code units like JavaScript's `JSON.stringify(event).length`, which AppMap report
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+import msgspec
 import orjson
 
 from tracetool.errors import TraceToolError
@@ -25,8 +27,9 @@ from tracetool.stats._names import Names
 from tracetool.trace import events as ev
 from tracetool.trace.document import gc_paused
 from tracetool.trace.reader import guarded
-from tracetool.trace.stream import iter_pairs, open_stream
+from tracetool.trace.stream import EventHead, iter_pairs, open_stream
 
+UNSET: Any = msgspec.UNSET
 SqlKey = tuple[str, str]  # (sql text, database type or "")
 Key = Union[str, SqlKey]  # fqid, or raw SQL awaiting its name
 
@@ -51,55 +54,61 @@ class OverheadPartial:
         self.warnings.extend(other.warnings)
 
 
-def _function_key(call: dict[str, Any]) -> tuple[Any, ...]:
-    get = call.get
-    return (get("defined_class"), get("method_id"), get("path"), get("lineno"), get("static"))
+def _function_key(call: EventHead) -> tuple[Any, ...]:
+    return (call.defined_class, call.method_id, call.path, call.lineno, call.static)
 
 
 _SQL = "\0sql"
 
 
-def _other_key(call: dict[str, Any]) -> tuple[str, ...]:
-    sql = call.get("sql_query")
+def _other_key(call: EventHead) -> tuple[str, ...]:
+    sql = call.sql_query
     if isinstance(sql, dict):
         return (_SQL, str(sql.get("sql") or ""), str(sql.get("database_type") or ""))
-    return ("\0" + ev.kind(call), ev.route(call) or str(call.get("defined_class") or ""))
+    event = call.to_dict()
+    return ("\0" + ev.kind(event), ev.route(event) or str(event.get("defined_class") or ""))
 
 
 def _file_overhead(path: Path, names: Names) -> dict[Key, list[float]]:
-    stream = open_stream(path, header_keys=("classMap",))
+    stream = open_stream(path, header_keys=("classMap",), heads=True)
     # Sum under a raw key first (cheap: a tuple of the call's identifying fields) and name each
     # distinct key once at the end; a function call is identified by its defined_class,
     # method_id, path, lineno and static, anything else by its kind and text.
     raw_sums: dict[Any, list[Any]] = {}  # raw key -> [calls, seconds, sample call]
     number = (int, float)
+    unset = UNSET
     for call, ret in iter_pairs(stream.events()):
         if ret is None:
             continue
-        get = call.get
-        method_id = get("method_id")
+        method_id = call.method_id
         if (
             method_id is not None
-            and "sql_query" not in call
-            and "http_server_request" not in call
-            and "http_client_request" not in call
+            and method_id is not unset
+            and call.sql_query is unset
+            and call.http_server_request is unset
+            and call.http_client_request is unset
         ):
-            raw: Any = (get("defined_class"), method_id, get("path"), get("lineno"), get("static"))
+            raw: Any = (call.defined_class, method_id, call.path, call.lineno, call.static)
         else:
             raw = _other_key(call)
         entry = raw_sums.get(raw)
         if entry is None:
             entry = raw_sums[raw] = [0, 0.0, call]
         entry[0] += 1
-        seconds = ret.get("elapsed_instrumentation")
+        seconds = ret.elapsed_instrumentation
         if seconds and type(seconds) in number:
             entry[1] += seconds
     sums: dict[Key, list[float]] = {}
     recording = names.recording(stream.class_map)
     for raw, (count, seconds, call) in raw_sums.items():
         # (a `sql_query` that is not an object makes a 2-tuple: named like any other call)
-        sql = raw[0] == _SQL and len(raw) == 3
-        key: Key = raw[1:] if sql else recording.function(call)[0]
+        key: Key
+        if len(raw) == 5:  # a function call: its head reads like the event for naming
+            key = recording.function(call)[0]
+        elif raw[0] == _SQL and len(raw) == 3:
+            key = raw[1:]
+        else:
+            key = recording.function(call.to_dict())[0]
         entry = sums.get(key)
         if entry is None:
             sums[key] = [count, seconds]
@@ -136,23 +145,55 @@ def js_length(encoded: bytes) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
+# What orjson may write otherwise than the source's compact text: a `\\u` escape (orjson writes
+# the character itself, or `\\n` for a newline) or `\\/`; a number with a fraction or exponent
+# (`2.50`, `1e5`), `-0`, an integer past 64 bits. Numbers are found in the text mapped to
+# classes (`_CLASSES`: separators `,:[]}` -> `:`, digits -> `0`, `.eE` -> `e`, `-` kept, the
+# rest -> `x`): after whitespace is stripped a number always follows a separator, so a number
+# token is `:` then `-?0+`; digits inside a string follow a quote (`x`), or are a false alarm.
+_ESCAPE_RISK = re.compile(rb"\\[u/]")
+_NUMBER_RISK = re.compile(rb":-?0+e|:-0:|:-?0{19}")
+
+
+def _classes() -> bytes:
+    table = bytearray(b"x" * 256)
+    for chars, mapped in ((b",:[]}", b":"), (b"0123456789", b"0"), (b".eE", b"e"), (b"-", b"-")):
+        for c in chars:
+            table[c] = mapped[0]
+    return bytes(table)
+
+
+_CLASSES = _classes()
+
+
+def compact_length(text: Any) -> int:
+    """`js_length(orjson.dumps(event))` of an event given as its JSON text, without parsing it
+    when the text, whitespace stripped, is already what orjson writes (no escape or number it
+    would write otherwise, see `_ESCAPE_RISK`). Duplicate keys are the one difference left
+    (counted as written)."""
+    compact = msgspec.json.format(text, indent=-1)
+    if _ESCAPE_RISK.search(compact) or _NUMBER_RISK.search(compact.translate(_CLASSES)):
+        compact = orjson.dumps(orjson.loads(compact))
+    return js_length(compact)
+
+
 def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], int]:
     """(fqid, count, size, location) per function of one recording, and the number of calls."""
-    stream = open_stream(path, header_keys=("classMap",))
+    stream = open_stream(path, header_keys=("classMap",), heads=True)
     sums: dict[tuple[Any, ...], list[Any]] = {}
     calls = 0
-    dumps = orjson.dumps
-    for event in stream.events():
+    unset = UNSET
+    for event, text in stream.raw_heads():
         if (
-            event.get("event") != "call"
-            or "sql_query" in event
-            or "http_server_request" in event
-            or "http_client_request" in event
+            event.event != "call"
+            or event.sql_query is not unset
+            or event.http_server_request is not unset
+            or event.http_client_request is not unset
         ):
             continue
         calls += 1
         key = _function_key(event)
-        size = js_length(dumps(event))
+        size = compact_length(text)
         entry = sums.get(key)
         if entry is None:
             sums[key] = [1, size, event]
@@ -162,7 +203,7 @@ def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], 
     recording = Names().recording(stream.class_map)
     by_fqid: dict[str, list[Any]] = {}
     for count, size, sample in sums.values():
-        fqid, location = recording.function(sample)
+        fqid, location = recording.function(sample.to_dict())
         entry = by_fqid.get(fqid)
         if entry is None:
             by_fqid[fqid] = [count, size, location]

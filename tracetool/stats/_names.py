@@ -86,8 +86,8 @@ class RecordingNames:
                 push((child, link, plain) for child in reversed(children))
         return index
 
-    def function(self, call: dict[str, Any]) -> tuple[str, Optional[str]]:
-        """(fqid, location) of a call's code object."""
+    def function(self, call: Any) -> tuple[str, Optional[str]]:
+        """(fqid, location) of a call's code object (a call event, or its `EventHead`)."""
         if ev.kind(call) != ev.FUNCTION:
             # routes, queries, external services: named from the event alone
             obj = self._names._scratch.code_object_for(call)

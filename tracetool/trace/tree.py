@@ -87,47 +87,89 @@ class CallTree:
 
 
 def build_call_tree(events: Iterable[Event]) -> CallTree:
-    roots: list[CallNode] = []
-    nodes: dict[Any, CallNode] = {}
-    stacks: dict[Any, list[CallNode]] = {}
-    it = iter(events)
-    first = next(it, None)
-    if first is None:
-        return CallTree(roots, nodes)
-    get = field_getter(first)
-    for event in itertools.chain((first,), it):
-        kind = get(event, "event")
-        if kind == "call":
-            stack = stacks.get(thread := get(event, "thread_id"))
-            if stack is None:
-                stack = stacks[thread] = []
-            parent = stack[-1] if stack else None
-            node = CallNode(event, parent)
-            (parent.children if parent is not None else roots).append(node)
-            stack.append(node)
-            nodes[get(event, "id")] = node
-        elif kind == "return":
-            parent_id = get(event, "parent_id")
-            if parent_id is None:
-                stack = stacks.get(get(event, "thread_id")) or []
-                if not stack:
-                    continue
-                target = stack[-1]
-            else:
-                found = nodes.get(parent_id)
-                if found is None:
-                    continue
-                target = found
-                stack = stacks.get(get(target.call, "thread_id")) or []
-            if target.ret is None:
-                target.ret = event
-            if target._open:
-                while stack:
-                    popped = stack.pop()
-                    popped._open = False
-                    if popped is target:
-                        break
-    return CallTree(roots, nodes)
+    builder = CallTreeBuilder()
+    builder.add(events)
+    return builder.tree()
+
+
+class CallTreeBuilder:
+    """`build_call_tree` fed in pieces, so that a reader can take the finished trees out on the
+    way (`take_finished`) and hold only the calls of unfinished ones."""
+
+    def __init__(self) -> None:
+        self.roots: list[CallNode] = []
+        self.nodes: dict[Any, CallNode] = {}
+        self.stacks: dict[Any, list[CallNode]] = {}
+
+    def add(self, events: Iterable[Event]) -> None:
+        roots, nodes, stacks = self.roots, self.nodes, self.stacks
+        it = iter(events)
+        first = next(it, None)
+        if first is None:
+            return
+        # `get(event, key)` without a Python-level call per field (dicts and event structs)
+        get = field_getter(first)
+        for event in itertools.chain((first,), it):
+            kind = get(event, "event")
+            if kind == "call":
+                stack = stacks.get(thread := get(event, "thread_id"))
+                if stack is None:
+                    stack = stacks[thread] = []
+                parent = stack[-1] if stack else None
+                node = CallNode(event, parent)
+                (parent.children if parent is not None else roots).append(node)
+                stack.append(node)
+                nodes[get(event, "id")] = node
+            elif kind == "return":
+                parent_id = get(event, "parent_id")
+                if parent_id is None:
+                    stack = stacks.get(get(event, "thread_id")) or []
+                    if not stack:
+                        continue
+                    target = stack[-1]
+                else:
+                    found = nodes.get(parent_id)
+                    if found is None:
+                        continue
+                    target = found
+                    stack = stacks.get(get(target.call, "thread_id")) or []
+                if target.ret is None:
+                    target.ret = event
+                if target._open:
+                    while stack:
+                        popped = stack.pop()
+                        popped._open = False
+                        if popped is target:
+                            break
+
+    def tree(self) -> CallTree:
+        return CallTree(self.roots, self.nodes)
+
+    def take_finished(self) -> list[CallNode]:
+        """The leading roots whose calls all returned or were closed, removed from the builder.
+
+        A return naming a call of a tree taken out is ignored from then on (in a whole tree it
+        would still become that call's return if it had none: only a malformed recording
+        returns a call after its caller returned)."""
+        done = 0
+        for root in self.roots:
+            if root._open:  # a closed root closed every call opened inside it
+                break
+            done += 1
+        taken, self.roots[:done] = self.roots[:done], []
+        nodes = self.nodes
+        for node, _ in iter_preorder(taken):
+            key = node.call.get("id")
+            if nodes.get(key) is node:
+                del nodes[key]
+        return taken
+
+
+def release(roots: list[CallNode]) -> None:
+    """`CallTree.release` for some trees (their nodes unlinked, freed by reference counting)."""
+    for node in [n for n, _ in iter_preorder(roots)]:
+        node.parent = None
+        node.children = []
 
 
 def field_getter(event: Any) -> Callable[[Any, str], Any]:
