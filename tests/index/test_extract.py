@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.conftest import CORPUS
 from tests.index import shop
 from tracetool.index import extract
 from tracetool.trace import from_data
@@ -125,3 +133,33 @@ def test_event_timestamp_is_the_recording_time(builder) -> None:  # type: ignore
     builder.events[-1]["timestamp"] = 1700000000.5
     builder.ret(call)
     assert extract(from_data(builder.doc())).recording["recorded_at"] == 1700000000.5
+
+
+def _digests_agree(data: dict[str, Any]) -> None:
+    from tracetool.diagram import bound_digest, recording_digest
+    from tracetool.index.extract import extract_bound, release_bound
+
+    expected = recording_digest(from_data(copy.deepcopy(data)))
+    _, bound = extract_bound(from_data(copy.deepcopy(data)))
+    try:
+        assert bound_digest(bound) == expected
+    finally:
+        release_bound(bound)
+
+
+@pytest.mark.parametrize(
+    "path", sorted(CORPUS.rglob("*.appmap.json"))[:40], ids=lambda p: p.name[:40]
+)
+def test_indexer_digest_is_the_recording_digest(path: Path) -> None:
+    """The indexer's digest, from the tree extract walked, equals `recording_digest`."""
+    _digests_agree(orjson.loads(path.read_bytes()))
+
+
+def test_indexer_digest_with_sql_in_http_calls() -> None:
+    """SQL on an HTTP call counts as the unnamed query object in both (bind's sql_names=False),
+    though extract names that call's code object by its route or URL."""
+    data = shop.users_show()
+    for event in data["events"]:
+        if "http_server_request" in event or "sql_query" in event:
+            event["sql_query"] = {"sql": "", "database_type": "sqlite"}
+    _digests_agree(data)
