@@ -11,6 +11,8 @@ Contract:
   opens query.db (arguments' `query_db`, else arguments' `trace_dir`, else the server's
   `trace_dir` / `query_db`), runs the one `tracetool.query` function and returns a JSON-ready
   object: `{"count": n, "rows": [...]}` for row verbs, an object for `summary` / `recording`.
+  When `find` / `endpoints` match nothing, `"hints"` adds the CLI's "did you mean" lines for the
+  `route` / `class` values given (the closest routes and classes the index holds).
 - Every failure is a `TraceToolError` with one line naming the problem: `UsageError` for bad
   arguments (unknown tool, unknown or mistyped argument, bad filter text), `NotFoundError`,
   `IndexMissingError` ("run `tracetool index`").
@@ -102,6 +104,8 @@ class Tool:
     input_schema: dict[str, Any]
     run: Callable[[sqlite3.Connection, Args], Any]
     rows: bool = True  # the result is a list of rows (wrapped as {count, rows})
+    # filters whose values get "did you mean" hints when no row matched (tracetool.query.find.hints)
+    hint_filters: tuple[str, ...] = ()
 
     def default(self, key: str) -> Any:
         return self.input_schema["properties"].get(key, {}).get("default")
@@ -231,6 +235,7 @@ TOOLS: tuple[Tool, ...] = (
         "duration in ms, SQL queries per request.",
         _schema({"limit": _limit(None)}, _ENDPOINT_FILTERS),
         _endpoints,
+        hint_filters=_ENDPOINT_FILTERS,
     ),
     Tool(
         "find",
@@ -249,6 +254,7 @@ TOOLS: tuple[Tool, ...] = (
             required=("type",),
         ),
         _find,
+        hint_filters=_FIND_FILTERS,
     ),
     Tool(
         "tree",
@@ -435,10 +441,15 @@ def call_tool(
     db = open_index(args, trace_dir, query_db)
     try:
         result = tool.run(db, args)
+        hints: list[str] = []
+        if tool.rows and not result and tool.hint_filters:
+            from tracetool.query.find import hints as find_hints
+
+            hints = find_hints(db, _filters(args, tool.hint_filters))
     finally:
         db.close()
     if tool.rows:
-        return {"count": len(result), "rows": result}
+        return {"count": len(result), "rows": result, **({"hints": hints} if hints else {})}
     return result
 
 

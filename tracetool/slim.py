@@ -25,9 +25,10 @@ Contract:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, TypedDict
+from typing import Any, ClassVar, Optional, TypedDict
 
 import msgspec
 
@@ -110,6 +111,9 @@ class MinimalEvent(msgspec.Struct, gc=False):
     sql_query: Optional[_Marker] = None
     message: Any = None
     raw: Any = None  # the event's exact JSON, attached when loaded with raw=True
+    # `get(event, key)` without a Python-level call (`tracetool.trace.tree`): every key the
+    # call tree reads is a field, so plain `getattr` gives None for an absent one.
+    field_getter: ClassVar[Callable[[Any, str], Any]] = getattr
 
     def get(self, key: str, default: Any = None) -> Any:
         value = getattr(self, key, None)

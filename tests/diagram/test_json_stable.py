@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import CORPUS
 from tracetool.diagram.builder import DiagramOptions
-from tracetool.diagram.model import from_json, to_json
-from tracetool.diagram.service import diagram_of, render_bytes
+from tracetool.diagram.model import FUNCTION, Action, Actor, Diagram, from_json, to_json
+from tracetool.diagram.service import diagram_of, json_chunks, render_bytes, write_json
 from tracetool.slim import load_slim
 
 CASES = [
@@ -72,3 +72,31 @@ def test_extras_false_skips_only_unknown_top_level_keys(tmp_path: Path) -> None:
     # the diagram reads the lean load and is unaffected by the extra key
     expected = CASES[0][1]
     assert hashlib.sha256(render_bytes(diagram_of(path), "json")).hexdigest() == expected
+
+
+@pytest.mark.parametrize("rel", [case[0] for case in CASES])
+@pytest.mark.parametrize("batch", [1, 2, 256])
+def test_streamed_json_is_the_same_bytes(rel: str, batch: int) -> None:
+    diagram = diagram_of(CORPUS / rel)
+    assert b"".join(json_chunks(diagram, batch)) == render_bytes(diagram, "json")
+
+
+@pytest.mark.parametrize("roots", [0, 1, 3])
+def test_streamed_json_of_small_diagrams(roots: int) -> None:
+    actors = [Actor("package:app", "app", 1000)] if roots else []
+    diagram = Diagram(actors, [Action(FUNCTION, f"d{i}") for i in range(roots)])
+    assert b"".join(json_chunks(diagram, 2)) == render_bytes(diagram, "json")
+
+
+def test_too_deep_for_orjson_is_written_compact(tmp_path: Path) -> None:
+    root = action = Action(FUNCTION, "d")
+    for _ in range(300):
+        child = Action(FUNCTION, "d")
+        action.children.append(child)
+        action = child
+    diagram = Diagram([], [root])
+    target = tmp_path / "deep.sequence.json"
+    write_json(diagram, target)
+    assert target.read_bytes() == render_bytes(diagram, "json")
+    assert not target.read_bytes().startswith(b"{\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["deep.sequence.json"]

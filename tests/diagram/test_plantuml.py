@@ -11,7 +11,7 @@ import pytest
 from tests.diagram.conftest import APP, REVOKE, REVOKE_UML, app
 from tracetool.diagram import DiagramOptions, build_diagram
 from tracetool.diagram.diff import diff
-from tracetool.diagram.plantuml import THEME, js_number, render
+from tracetool.diagram.plantuml import THEME, chunks, js_number, render
 from tracetool.filters import decode
 from tracetool.trace import load
 
@@ -82,3 +82,10 @@ def test_plantuml_accepts_diagrams_and_diffs(tmp_path: Path) -> None:
 @pytest.mark.skipif(PLANTUML is None, reason="plantuml not installed (apt-get install plantuml)")
 def test_plantuml_rejects_garbage(tmp_path: Path) -> None:
     assert "ERROR" in _syntax("@startuml\nA->B: x\nnot plantuml at all\n@enduml", tmp_path)
+
+
+@pytest.mark.parametrize("per_chunk", [1, 3, 8192])
+def test_chunks_join_to_the_document(per_chunk: int) -> None:
+    diagram = build_diagram(load(app("list_users")))
+    expected = (APP / "list_users.sequence.uml").read_text()
+    assert "".join(chunks(diagram, lines_per_chunk=per_chunk)) == expected

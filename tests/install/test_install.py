@@ -213,3 +213,69 @@ def test_validation_fails_loudly_when_an_integration_does_not_fit(tmp_path: Path
     assert not result.ok
     assert result.message.startswith("an agent integration does not fit this project: ")
     assert "flask" in result.message
+
+
+def _stub(bin_dir: Path, name: str, version_line: str) -> None:
+    """A `name` executable that prints `version_line` (what `lock_command` asks it)."""
+    bin_dir.mkdir(exist_ok=True)
+    exe = bin_dir / name
+    exe.write_text(f"#!/bin/sh\necho '{version_line}'\n")
+    exe.chmod(0o755)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="shell-script stubs")
+@pytest.mark.parametrize(
+    ("files", "tool", "version_line", "expected"),
+    [
+        ({"uv.lock": ""}, "uv", "uv 0.9.0", ["uv", "lock"]),
+        ({"poetry.lock": ""}, "poetry", "Poetry (version 2.1.3)", ["poetry", "lock"]),
+        # Poetry 1's `poetry lock` re-resolves every pin to the newest
+        (
+            {"poetry.lock": ""},
+            "poetry",
+            "Poetry (version 1.8.3)",
+            ["poetry", "lock", "--no-update"],
+        ),
+        ({"Pipfile.lock": "{}"}, "pipenv", "pipenv, version 2024.0.1", ["pipenv", "lock"]),
+        # a plain `pdm lock` re-resolves every pin, and locks only the groups pdm.lock records
+        (
+            {"pdm.lock": '[metadata]\ngroups = ["default", "dev"]\n'},
+            "pdm",
+            "PDM, version 2.29.4",
+            ["pdm", "lock", "--update-reuse"],
+        ),
+        (
+            {"pdm.lock": '[metadata]\ngroups = ["default", "test"]\n'},
+            "pdm",
+            "PDM, version 2.29.4",
+            ["pdm", "lock", "--update-reuse", "-G", "test", "-G", "dev"],
+        ),
+        (
+            {"pdm.lock": "[metadata]\ngroups = ['lint']\n"},
+            "pdm",
+            "PDM, version 2.29.4",
+            ["pdm", "lock", "--update-reuse", "--no-default", "-G", "lint", "-G", "dev"],
+        ),
+    ],
+)
+def test_lock_command_keeps_the_projects_pins(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    files: dict[str, str],
+    tool: str,
+    version_line: str,
+    expected: list[str],
+) -> None:
+    manifest = "Pipfile" if tool == "pipenv" else "pyproject.toml"
+    text = {"Pipfile": "[dev-packages]\n", "pyproject.toml": "[project]\nname = 'x'\n"}[manifest]
+    if tool == "poetry":
+        text = "[tool.poetry]\nname = 'x'\n"
+    elif tool == "pdm":
+        text += "\n[tool.pdm]\ndistribution = false\n"
+    make_project(tmp_path / "p", {manifest: text, **files})
+    project = install.detect(tmp_path / "p")
+    assert project.type == tool
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    assert install.lock_command(project) is None  # the tool is not installed
+    _stub(tmp_path / "bin", tool, version_line)
+    assert install.lock_command(project) == expected

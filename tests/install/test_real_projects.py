@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from tests.install.terminal import run_in_terminal
-from tests.packaging.conftest import PIP, bin_dir, make_venv, once, python_of, sh
+from tests.packaging.conftest import python_of, sh
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -156,46 +156,6 @@ def test_failed_validation_never_commits(tmp_path: Path, agent_env: Path) -> Non
         ["git", "log", "--format=%s"], cwd=root, capture_output=True, text=True, check=True
     ).stdout
     assert log.strip() == "init"
-
-
-@pytest.fixture(scope="session")
-def uv_bin(shared_dir: Path) -> Path:
-    """uv, installed from PyPI into its own venv."""
-
-    def build(env: Path) -> None:
-        make_venv(env)
-        sh([python_of(env), *PIP, "uv"])
-
-    return bin_dir(once(shared_dir, "uv-env", build))
-
-
-def test_uv_project_group_and_lock(
-    tmp_path: Path, agent_env: Path, uv_bin: Path, wheels: Path
-) -> None:
-    pyproject = (
-        '[project]\nname = "shop"\nversion = "0.1.0"\nrequires-python = ">=3.9"\n'
-        "dependencies = []\n\n[tool.uv]\npackage = false\n"
-    )
-    root = tmp_path / "shop"
-    root.mkdir()
-    (root / "pyproject.toml").write_text(pyproject)
-    env = env_for(agent_env, UV_FIND_LINKS=str(wheels))
-    env["PATH"] = os.pathsep.join([str(uv_bin), env["PATH"]])
-    full_env = {**os.environ, **env}
-    subprocess.run(["uv", "lock", "-q"], cwd=root, env=full_env, check=True)
-    files = {
-        "shop/__init__.py": "def total(xs):\n    return sum(xs)\n",
-        "tests/test_total.py": "from shop import total\n\n\ndef test_total():\n    assert total([1, 2]) == 3\n",
-    }
-    make(root, files)
-    done = install_yes(root, env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    text = (root / "pyproject.toml").read_text()
-    assert '[dependency-groups]\ndev = [\n    "tracetool-agent",\n]' in text
-    assert '[tool.pytest.ini_options]\ntrace_record = "true"' in text
-    lock = (root / "uv.lock").read_text()
-    assert 'name = "tracetool-agent"' in lock
-    assert last_commit_files(root) >= {"pyproject.toml", "uv.lock", "trace.yml", ".gitignore"}
 
 
 DJANGO = {

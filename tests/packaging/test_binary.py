@@ -33,6 +33,8 @@ def binary() -> Path:
     return path
 
 
+# dozens of processes, each a cold start: allow for a loaded machine (default 300 s)
+@pytest.mark.timeout(900)
 def test_binary_runs_every_command(binary: Path, tmp_path: Path) -> None:
     project = tmp_path / "shop"
     shutil.copytree(ROOT / "examples" / "shop", project, ignore=shutil.ignore_patterns("tmp"))
@@ -45,3 +47,18 @@ def test_binary_runs_every_command(binary: Path, tmp_path: Path) -> None:
     )
     lsp = binary.with_name("tracetool-lsp" + binary.suffix)
     smoke([str(binary)], [str(lsp)], project)
+
+
+@pytest.mark.parametrize("columns", ["30", "80", "101", "200"])
+def test_binary_help_is_clicks_help_at_every_width(binary: Path, columns: str) -> None:
+    # The binary answers `--help` from texts click rendered at build time (scripts/binary/entry.py)
+    env = {**os.environ, "COLUMNS": columns}
+    ours = subprocess.run(
+        [str(binary), "--help"], capture_output=True, text=True, env=env, check=True
+    )
+    code = "import sys; from tracetool.cli import main; sys.argv[0] = 'tracetool'; main()"
+    clicks = subprocess.run(
+        [sys.executable, "-c", code, "--help"], capture_output=True, text=True, env=env, check=True
+    )
+    assert ours.stdout == clicks.stdout
+    assert "Commands:\n  archive" in ours.stdout

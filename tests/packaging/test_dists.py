@@ -128,6 +128,8 @@ def test_agent_only_venv_has_nothing_that_clashes_and_records(
     assert len(recordings) == 13, recordings
 
 
+# dozens of processes, each a cold start: allow for a loaded machine (default 300 s)
+@pytest.mark.timeout(900)
 def test_tool_install_runs_every_command(tool_env: Path, shop_copy: Path) -> None:
     smoke(
         [str(bin_dir(tool_env) / "tracetool")],

@@ -169,3 +169,19 @@ def test_arguments_from_strings() -> None:
     with pytest.raises(UsageError, match="fold must be true or false"):
         arguments_from_strings("tree", {"fold": "maybe"})
     assert get_tool("find").default("limit") == 100
+
+
+def test_nothing_found_gets_the_clis_did_you_mean_hints(shop: ShopIndex) -> None:
+    # Issue 15.2: MCP and the UI suggest the closest routes / classes, as `tracetool query` does.
+    q = str(shop.query_db)
+    result = call_tool("find", {"type": "requests", "route": "GET /user/{id}"}, query_db=q)
+    assert result["count"] == 0
+    assert result["hints"] == [
+        "--route 'GET /user/{id}': did you mean: GET /users/{id}, GET /users?"
+    ]
+    result = call_tool("endpoints", {"route": "GET /order"}, query_db=q)
+    assert result["count"] == 0 and "POST /orders" in result["hints"][0]
+    # a hit, or a miss with nothing close, has no hints key
+    assert "hints" not in call_tool("find", {"type": "requests", "route": "/users"}, query_db=q)
+    miss = call_tool("find", {"type": "calls", "class": "Zzqx"}, query_db=q)
+    assert miss == {"count": 0, "rows": []}

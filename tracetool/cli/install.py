@@ -10,6 +10,8 @@ import click
 
 from tracetool.cli.common import common_options
 
+_LOCK_TIMEOUT = 1800  # seconds: resolving a large project can take minutes
+
 
 def _ask(question: str, default: bool, assume_yes: bool, interactive: bool) -> bool:
     if assume_yes:
@@ -87,14 +89,30 @@ def command(assume_yes: bool) -> None:
         and _ask(f"Refresh the lock file with `{' '.join(lock)}`?", True, assume_yes, interactive)
     ):
         click.echo(f"  running {' '.join(lock)} ...")
-        done = subprocess.run(lock, cwd=project.root, capture_output=True, text=True, check=False)
-        if done.returncode == 0:
+        # its output is captured: a question it asked would hang unseen, so it reads no input
+        try:
+            done = subprocess.run(
+                lock,
+                cwd=project.root,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=_LOCK_TIMEOUT,
+                check=False,
+            )
+            failure = f"exit {done.returncode}" if done.returncode else None
+            output = done.stdout + done.stderr
+        except subprocess.TimeoutExpired:
+            failure, output = f"no result after {_LOCK_TIMEOUT} s", ""
+        except OSError as exc:
+            failure, output = "could not start", str(exc)
+        if failure is None:
             if project.lock_file is not None:
                 changed.append(project.lock_file)
         else:
             lock_ok = False
-            tail = (done.stdout + done.stderr).strip().splitlines()[-6:]
-            click.echo(f"✗ `{' '.join(lock)}` failed (exit {done.returncode}):", err=True)
+            tail = output.strip().splitlines()[-6:]
+            click.echo(f"✗ `{' '.join(lock)}` failed ({failure}):", err=True)
             for line in tail:
                 click.echo(f"    {line}", err=True)
     elif project.lock_file is not None and plan.edits and lock is None:

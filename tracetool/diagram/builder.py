@@ -106,9 +106,13 @@ def _build(bound: Bound, options: DiagramOptions, kept: set[int] | None) -> Diag
     factory = _Factory(options.client_routes)
 
     stack: list[tuple[CallNode, Action | None]] = [(n, None) for n in reversed(bound.roots)]
-    # this loop runs once per call: bound methods and the actor cache are looked up once
+    # This loop runs once per call: bound methods and caches are looked up once, and the bulk
+    # of every diagram — plain function calls — is made inline (`_Factory._plain_function`
+    # does the same for one action; both share its templates).
     pop, push = stack.pop, stack.append
     nearest, actor_for, make = actors.nearest, actors.actor_for, factory.action
+    templates, template_of = factory.templates, factory._template
+    new_function = Action.function
     while stack:
         node, parent = pop()
         co = cos[id(node)]
@@ -120,20 +124,49 @@ def _build(bound: Bound, options: DiagramOptions, kept: set[int] | None) -> Diag
             actor = None
         action = parent
         if actor is not None:
+            call = node.call
+            if (
+                "sql_query" in call
+                or "http_server_request" in call
+                or "http_client_request" in call
+            ):
+                action = make(node, co, actor, None if parent is None else parent.callee)
+            else:
+                ret = node.ret
+                key = (id(co), None if ret is None else _return_key(ret))
+                template = templates.get(key)
+                if template is None:
+                    template = templates[key] = template_of(call, ret, co)
+                labels = template[3]
+                event_labels = call.get("labels")
+                if event_labels and isinstance(event_labels, list):
+                    labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
+                elapsed = None if ret is None else ret.get("elapsed")
+                event_id = call.get("id")
+                action = new_function(
+                    template[0],
+                    None if parent is None else parent.callee,
+                    actor,
+                    co.name,
+                    co.static,
+                    template[1],
+                    template[2],
+                    labels,
+                    elapsed if isinstance(elapsed, (int, float)) else None,
+                    [] if event_id is None else [event_id],
+                )
             if parent is not None:
-                action = make(node, co, actor, parent.callee)
                 parent.children.append(action)
             else:
-                action = make(node, co, actor, None)
                 roots.append(action)
         children = node.children
         if children:
             for child in reversed(children):
                 push((child, action))
 
-    _subtree_digests(roots)
+    order = _subtree_digests(roots)
     if options.loops:
-        fold_loops(roots)
+        fold_loops(roots, order)
     return Diagram(actors.sorted(), roots)
 
 
@@ -427,7 +460,7 @@ def _return_key(ret: dict[str, Any]) -> Any:
     return (None, None, raises, bool(value))
 
 
-def _subtree_digests(roots: list[Action]) -> None:
+def _subtree_digests(roots: list[Action]) -> list[Action]:
     # dg.subtree_digest, inlined: this runs once per action. A leaf's subtree digest depends
     # only on its own digest, and most actions are leaves with a repeated digest.
     order: list[Action] = []
@@ -449,3 +482,4 @@ def _subtree_digests(roots: list[Action]) -> None:
         else:
             joined = "\n".join([action.digest, *[c.subtree_digest for c in children]])
             action.subtree_digest = sha256(joined.encode()).hexdigest()
+    return order  # parents before children

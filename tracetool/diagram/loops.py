@@ -23,14 +23,16 @@ from tracetool.diagram.model import LOOP, Action
 MAX_WINDOW = 5
 
 
-def fold_loops(roots: list[Action]) -> None:
-    """Fold loops below every root action, in place."""
-    order: list[Action] = []
-    stack = list(roots)
-    while stack:
-        action = stack.pop()
-        order.append(action)
-        stack.extend(action.children)
+def fold_loops(roots: list[Action], order: list[Action] | None = None) -> None:
+    """Fold loops below every root action, in place. `order`: every action below the roots
+    (included), parents before children, when the caller has it already."""
+    if order is None:
+        order = []
+        stack = list(roots)
+        while stack:
+            action = stack.pop()
+            order.append(action)
+            stack.extend(action.children)
     # children are folded before their parents: reverse pre-order is a valid post-order here
     for action in reversed(order):
         if len(action.children) >= 2:

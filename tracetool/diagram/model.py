@@ -27,6 +27,8 @@ SERVER_RPC = 4
 CLIENT_RPC = 5
 QUERY = 6
 
+_new = object.__new__
+
 INSERT = 1
 DELETE = 2
 CHANGE = 3
@@ -91,6 +93,46 @@ class Action:
         self.former_name: str | None = None
         self.former_result: str | None = None
         self.parent: Action | None = None
+
+    @classmethod
+    def function(
+        cls,
+        digest: str,
+        caller: Actor | None,
+        callee: Actor | None,
+        name: str | None,
+        static: bool,
+        stable_properties: dict[str, Any] | None,
+        return_value: dict[str, Any] | None,
+        labels: list[str] | None,
+        elapsed: float | None,
+        event_ids: list[int],
+    ) -> Action:
+        """A FUNCTION action with its fields set, in one step: the same as `Action(FUNCTION,
+        digest)` and setting these fields (the builder makes one per recorded call)."""
+        a = _new(cls)
+        a.node_type = FUNCTION
+        a.digest = digest
+        a.subtree_digest = ""
+        a.caller = caller
+        a.callee = callee
+        a.name = name
+        a.static = static
+        a.route = None
+        a.status = None
+        a.query = None
+        a.stable_properties = stable_properties
+        a.return_value = return_value
+        a.children = []
+        a.elapsed = elapsed
+        a.event_ids = event_ids
+        a.labels = labels
+        a.count = 0
+        a.diff_mode = None
+        a.former_name = None
+        a.former_result = None
+        a.parent = None
+        return a
 
     # -- what AppMap calls nodeName / nodeResult
 
@@ -256,10 +298,16 @@ def _function_json(a: Action) -> dict[str, Any]:
 
 def to_json(diagram: Diagram) -> dict[str, Any]:
     """AppMap's sequence.json object for `diagram` (built iteratively)."""
+    return {
+        "actors": [a.to_json() for a in diagram.actors],
+        "rootActions": actions_json(diagram.root_actions),
+    }
+
+
+def actions_json(actions: list[Action]) -> list[dict[str, Any]]:
+    """The sequence.json objects of `actions` and their subtrees (`to_json`'s `rootActions`)."""
     roots: list[dict[str, Any]] = []
-    stack: list[tuple[Action, list[dict[str, Any]]]] = [
-        (a, roots) for a in reversed(diagram.root_actions)
-    ]
+    stack: list[tuple[Action, list[dict[str, Any]]]] = [(a, roots) for a in reversed(actions)]
     pop, push = stack.pop, stack.append
     while stack:
         action, into = pop()
@@ -270,7 +318,7 @@ def to_json(diagram: Diagram) -> dict[str, Any]:
             inner = node["children"]
             for child in reversed(children):
                 push((child, inner))
-    return {"actors": [a.to_json() for a in diagram.actors], "rootActions": roots}
+    return roots
 
 
 def from_json(obj: Any, source: str = "<diagram>") -> Diagram:

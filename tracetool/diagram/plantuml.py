@@ -18,6 +18,7 @@ Contract:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from tracetool.diagram.model import (
     CHANGE,
@@ -26,6 +27,7 @@ from tracetool.diagram.model import (
     FUNCTION,
     INSERT,
     LOOP,
+    QUERY,
     SERVER_RPC,
     Action,
     Diagram,
@@ -120,17 +122,49 @@ def render(
     diagram: Diagram, *, markup: bool = True, notes: bool = True, include_theme: bool = True
 ) -> str:
     """The PlantUML document (module doc)."""
-    w = _Writer(markup, notes)
-    # (action, depth, inside_loop, phase): phase 0 opens an action, 1 closes it.
-    stack: list[tuple[Action, int, bool, int]] = [
-        (a, 1, False, 0) for a in reversed(diagram.root_actions)
+    return "".join(chunks(diagram, markup=markup, notes=notes, include_theme=include_theme))
+
+
+def chunks(
+    diagram: Diagram,
+    *,
+    markup: bool = True,
+    notes: bool = True,
+    include_theme: bool = True,
+    lines_per_chunk: int = 8192,
+) -> Iterator[str]:
+    """`render`'s text in pieces of about `lines_per_chunk` lines (written as they come)."""
+    participants = [
+        f'participant {alias(a.name)} as "{single_line(a.name)}"' for a in diagram.actors
     ]
+    head = ["@startuml", *([THEME] if include_theme else [])]
+    yield "\n".join([*head, *participants])
+    w = _Writer(markup, notes)
+    lines = w.lines
+    emit = lines.append
+    # Names, labels and elapsed texts repeat across the 10^5 actions of a big diagram: each
+    # distinct one is formatted once (`_Texts`).
+    texts = _Texts(w)
+    indents: list[str] = []
+    # (action, depth, inside_loop) opens an action; a str is a closing line, already indented.
+    stack: list[tuple[Action, int, bool] | str] = [
+        (a, 1, False) for a in reversed(diagram.root_actions)
+    ]
+    pop, push = stack.pop, stack.append
     while stack:
-        action, depth, in_loop, phase = stack.pop()
-        if action.node_type == LOOP:
-            if phase == 1:
-                w.emit(depth, "End")
-                continue
+        if len(lines) >= lines_per_chunk:
+            yield "\n" + "\n".join(lines)
+            lines.clear()
+        item = pop()
+        if isinstance(item, str):
+            emit(item)
+            continue
+        action, depth, in_loop = item
+        while len(indents) <= depth + 1:
+            indents.append("  " * len(indents))
+        indent = indents[depth]
+        node_type = action.node_type
+        if node_type == LOOP:
             color = {INSERT: "#green", DELETE: "#red", CHANGE: "#yellow"}.get(
                 action.diff_mode or 0, ""
             )
@@ -138,55 +172,115 @@ def render(
             text = f"Loop{color} {count} times"
             if action.elapsed:
                 text += f" {w.elapsed(action.elapsed)}"
-            w.emit(depth, text)
-            stack.append((action, depth, in_loop, 1))
+            emit(indent + text)
+            push(indent + "End")
             for child in reversed(action.children):
-                stack.append((child, depth + 1, True, 0))
+                push((child, depth + 1, True))
             continue
-        caller, callee = action.actors()
-        tokens = [alias(caller.name) if caller else "", alias(callee.name) if callee else ""]
-        has_response = _has_response(action)
+        if node_type == SERVER_RPC:
+            caller, callee = None, action.callee
+        elif node_type in (FUNCTION, CLIENT_RPC, QUERY):
+            caller, callee = action.caller, action.callee
+        else:
+            caller, callee = None, None
+        alias0 = texts.alias(caller.name) if caller else ""
+        alias1 = texts.alias(callee.name) if callee else ""
+        if node_type == FUNCTION:
+            has_response = action.return_value is not None
+        else:
+            # queries (and loops) have no response line
+            has_response = node_type in (SERVER_RPC, CLIENT_RPC)
         activate = has_response and callee is not None
-        if phase == 1:
-            if has_response:
-                line = tokens[0] + _response_arrow(w, action, caller, callee) + tokens[1]
-                result = _response_label(w, action)
-                w.emit(depth, f"{line}: {result}" if result else line)
-            if activate and callee is not None:
-                w.emit(depth, f"deactivate {alias(callee.name)}")
-            continue
-        w.emit(
-            depth,
-            tokens[0]
-            + _request_arrow(w, action, caller, callee)
-            + tokens[1]
-            + ": "
-            + _request_label(w, action),
-        )
+        plain = action.diff_mode is None and action.former_name is None
+        if plain:
+            arrow = "->" if caller and callee else ("->]" if caller else "[->")
+            label = texts.request_label(action)
+        else:
+            arrow = _request_arrow(w, action, caller, callee)
+            label = _request_label(w, action)
+        emit(indent + alias0 + arrow + alias1 + ": " + label)
         name = action.display_name
-        if w.notes and len(name) > LIMIT:
-            w.emit(depth, "Note right")
-            former = fold(action.former_name, 80) if action.former_name else None
-            note = fold(name, 80)
-            w.lines.append(w.diff_label(action, note, former) if action.diff_mode else note)
-            w.emit(depth, "End note")
-        if activate and callee is not None:
-            w.emit(depth, f"activate {alias(callee.name)}")
-        stack.append((action, depth, in_loop, 1))
+        if notes and len(name) > LIMIT:
+            emit(indent + "Note right")
+            if plain:
+                emit(texts.note(name))
+            else:
+                former = fold(action.former_name, 80) if action.former_name else None
+                note = fold(name, 80)
+                emit(w.diff_label(action, note, former) if action.diff_mode else note)
+            emit(indent + "End note")
+        if activate:
+            emit(indent + "activate " + alias1)
+        # the closing lines, pushed in reverse: the response, then `deactivate`
+        if activate:
+            push(indent + "deactivate " + alias1)
+        if has_response:
+            if plain and action.former_result is None:
+                arrow = "<--" if caller and callee else ("<--]" if caller else "[<--")
+                result = texts.response_label(action)
+            else:
+                arrow = _response_arrow(w, action, caller, callee)
+                result = _response_label(w, action)
+            line = indent + alias0 + arrow + alias1
+            push(f"{line}: {result}" if result else line)
         for child in reversed(action.children):
-            stack.append((child, depth + 1, in_loop, 0))
-    participants = [
-        f'participant {alias(a.name)} as "{single_line(a.name)}"' for a in diagram.actors
-    ]
-    head = ["@startuml", *([THEME] if include_theme else [])]
-    return "\n".join([*head, *participants, *w.lines, "@enduml"])
+            push((child, depth + 1, in_loop))
+    lines.append("@enduml")
+    yield "\n" + "\n".join(lines)
 
 
-def _has_response(action: Action) -> bool:
-    if action.node_type == FUNCTION:
-        return action.return_value is not None
-    # queries (and loops) have no response line
-    return action.node_type in (SERVER_RPC, CLIENT_RPC)
+class _Texts:
+    """Memoized texts of actions without diff marks (the same as the general helpers give)."""
+
+    def __init__(self, w: _Writer) -> None:
+        self.w = w
+        self.aliases: dict[str, str] = {}
+        self.labels: dict[tuple[str, bool], str] = {}
+        self.elapsed: dict[float, str] = {}
+        self.notes: dict[str, str] = {}
+        self.results: dict[tuple[str, bool], str] = {}
+
+    def alias(self, name: str) -> str:
+        found = self.aliases.get(name)
+        if found is None:
+            found = self.aliases[name] = alias(name)
+        return found
+
+    def request_label(self, action: Action) -> str:
+        static = action.node_type == FUNCTION and action.static and self.w.markup
+        key = (action.display_name, bool(static))
+        text = self.labels.get(key)
+        if text is None:
+            text = single_line(key[0])[:LIMIT]
+            if static:
+                text = f"<u>{text}</u>"
+            self.labels[key] = text
+        elapsed = action.elapsed
+        if elapsed:
+            shown = self.elapsed.get(elapsed)
+            if shown is None:
+                shown = self.elapsed[elapsed] = " " + self.w.elapsed(elapsed)
+            text += shown
+        return text
+
+    def note(self, name: str) -> str:
+        found = self.notes.get(name)
+        if found is None:
+            found = self.notes[name] = fold(name, 80)
+        return found
+
+    def response_label(self, action: Action) -> str | None:
+        result = action.result
+        if not result:
+            return None
+        key = (result, action.raises_exception and self.w.markup)
+        text = self.results.get(key)
+        if text is None:
+            text = single_line(result)[:LIMIT]
+            if key[1]:
+                text = f"<i>{text}</i>"
+            self.results[key] = text
+        return text
 
 
 def _request_arrow(w: _Writer, action: Action, caller: object, callee: object) -> str:

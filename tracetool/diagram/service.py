@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import webbrowser
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,13 +20,14 @@ import orjson
 from tracetool.diagram import diff as diffmod
 from tracetool.diagram import plantuml, text
 from tracetool.diagram.builder import DiagramOptions, build_diagram
-from tracetool.diagram.model import Diagram, from_json, to_json
+from tracetool.diagram.model import Diagram, actions_json, from_json, to_json
 from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError, UsageError
 from tracetool.filters import FilterState
 from tracetool.slim import load_slim
 from tracetool.trace.document import (
     TraceDocument,
     atomic_write_bytes,
+    atomic_write_stream,
     dumps_deep,
     gc_paused,
     is_trace_file,
@@ -36,6 +37,7 @@ from tracetool.trace.reader import describe, find_trace_files, guarded, read_fil
 
 EXTENSIONS = {"json": ".sequence.json", "plantuml": ".sequence.uml", "png": ".sequence.png"}
 DIAGRAM_SUFFIX = ".sequence.json"
+_INDENT = orjson.OPT_INDENT_2
 
 
 def diagram_of(
@@ -67,11 +69,38 @@ def render(diagram: Diagram, fmt: str, **kwargs: Any) -> str:
     return render_bytes(diagram, fmt, **kwargs).decode()
 
 
+def json_chunks(diagram: Diagram, batch: int = 256) -> Iterator[bytes]:
+    """`render_bytes(diagram, "json")` in pieces, a batch of root actions at a time, so the
+    whole document is never held (a diagram's JSON is bigger than its recording). Raises
+    `orjson.JSONEncodeError` where `render_bytes` falls back to compact JSON (too deep)."""
+    head = orjson.dumps({"actors": [a.to_json() for a in diagram.actors]}, option=_INDENT)
+    roots = diagram.root_actions
+    if not roots:
+        yield head[:-2] + b',\n  "rootActions": []\n}'
+        return
+    yield head[:-2] + b',\n  "rootActions": ['
+    for start in range(0, len(roots), batch):
+        # a list one level down: `[\n  {…},\n  {…}\n]` indented by two more spaces, then
+        # without its brackets
+        text = orjson.dumps(actions_json(roots[start : start + batch]), option=_INDENT)
+        body = text.replace(b"\n", b"\n  ")[1:-4]
+        yield body if start == 0 else b"," + body
+    yield b"\n  ]\n}"
+
+
+def write_json(diagram: Diagram, target: Path) -> None:
+    """The diagram's sequence.json, written atomically without a whole copy in memory."""
+    try:
+        atomic_write_stream(target, json_chunks(diagram))
+    except orjson.JSONEncodeError:  # (the partial file is gone) compact JSON, in one piece
+        atomic_write_bytes(target, render_bytes(diagram, "json"))
+
+
 def render_bytes(diagram: Diagram, fmt: str, **kwargs: Any) -> bytes:
     if fmt == "json":
         obj = to_json(diagram)
         try:
-            return orjson.dumps(obj, option=orjson.OPT_INDENT_2)
+            return orjson.dumps(obj, option=_INDENT)
         except orjson.JSONEncodeError:
             # nested deeper than orjson writes (a call chain hundreds of levels deep): compact
             # JSON, written iteratively (indented, its size would grow with the square of depth)
@@ -161,6 +190,14 @@ def _write_one(path: Path, request: DiagramRequest) -> list[WrittenDiagram]:
             from tracetool.diagram.png import render_png
 
             outputs = render_png(diagram, base)
+        elif request.format == "json":
+            with guarded(path):
+                write_json(diagram, base)
+            outputs = [base]
+        elif request.format == "plantuml":
+            with guarded(path):
+                atomic_write_stream(base, (c.encode() for c in plantuml.chunks(diagram)))
+            outputs = [base]
         else:
             with guarded(path):
                 payload = render_bytes(diagram, request.format)

@@ -11,7 +11,7 @@ from tracetool.errors import UsageError
 from tracetool.filters.state import ROOT_EVENT_LABELS, FilterState
 from tracetool.trace.codeobjects import DATABASE_ROOT, ClassMap, CodeObject
 from tracetool.trace.document import TraceDocument, gc_paused
-from tracetool.trace.tree import CallNode, build_call_tree, iter_preorder
+from tracetool.trace.tree import CallNode, build_call_tree, field_getter, preorder
 
 _MEDIA_EXTENSIONS = frozenset(
     "aac avi bmp css flv gif htm html ico jpeg jpg js json jsonld mid midi mjs mov mp3 mp4 mpeg "
@@ -129,27 +129,40 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
         tree = build_call_tree(events)
         cmap = ClassMap.from_json(doc.class_map)
         static = {id(o) for o in cmap}
-        nodes = [n for n, _ in iter_preorder(tree.roots)]
+        nodes = preorder(tree.roots)
         unnamed = None
         if not sql_names:
             unnamed = cmap.child(cmap.child(None, "database", DATABASE_ROOT), "query", "")
         code_objects: dict[int, CodeObject] = {}
         # Function calls repeat: resolve each (location, name) once.
         functions: dict[tuple[Any, ...], CodeObject] = {}
+        # `get(call, key)` is `call.get(key)` without a Python-level call for event structs
+        get = field_getter(nodes[0].call) if nodes else dict.get
+        # `key in call` of a struct is a Python-level call; its request fields are None when
+        # absent, so `get(...) is not None` says the same (for dicts, `in` counts a null too)
+        structs = get is not dict.get
         for n in nodes:
             call = n.call
-            if unnamed is not None and "sql_query" in call:
+            if structs:
+                sql = get(call, "sql_query") is not None
+                server = get(call, "http_server_request") is not None
+                client = get(call, "http_client_request") is not None
+            else:
+                sql = "sql_query" in call
+                server = "http_server_request" in call
+                client = "http_client_request" in call
+            if unnamed is not None and sql:
                 code_objects[id(n)] = unnamed
                 continue
-            method = call.get("method_id")
-            if method is not None and "http_server_request" not in call:
+            method = get(call, "method_id")
+            if method is not None and not server:
                 key = (
                     method,
-                    call.get("path"),
-                    call.get("lineno"),
-                    call.get("defined_class"),
-                    call.get("static"),
-                    "sql_query" in call or "http_client_request" in call,
+                    get(call, "path"),
+                    get(call, "lineno"),
+                    get(call, "defined_class"),
+                    get(call, "static"),
+                    sql or client,
                 )
                 co = functions.get(key)
                 if co is None:

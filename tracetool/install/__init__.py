@@ -450,17 +450,40 @@ def apply(plan: Plan) -> list[Path]:
     return plan.changed_files
 
 
+def _locked_pdm_groups(lock_file: Path) -> list[str]:
+    """The groups pdm.lock records (`[metadata] groups = [...]`): a plain `pdm lock` keeps them."""
+    match = re.search(r"^groups\s*=\s*\[([^\]]*)\]", _read(lock_file), re.M)
+    return re.findall(r"[\"']([^\"']+)[\"']", match.group(1)) if match else []
+
+
 def lock_command(project: Project) -> list[str] | None:
-    """The command that refreshes the project's lock file, if its tool is installed."""
-    commands = {
-        "poetry": ["poetry", "lock"],
-        "uv": ["uv", "lock"],
-        "pdm": ["pdm", "lock"],
-        "pipenv": ["pipenv", "lock"],
-    }
-    cmd = commands.get(project.type)
-    if cmd is None or project.lock_file is None or shutil.which(cmd[0]) is None:
+    """The command that refreshes the project's lock file, if its tool is installed.
+
+    Each keeps the versions already pinned and only adds what the new dev dependency needs:
+    `uv lock` and Poetry 2's `poetry lock` do so by default, Poetry 1 needs `--no-update`, pdm
+    `--update-reuse`. pdm locks only the groups its lock file records, so the dev group joins them
+    when missing. (`pipenv lock` always re-resolves: it has no way to keep the pins.)
+    """
+    tools = {"poetry": "poetry", "uv": "uv", "pdm": "pdm", "pipenv": "pipenv"}
+    tool = tools.get(project.type)
+    if tool is None or project.lock_file is None:
         return None
+    exe = shutil.which(tool)
+    if exe is None:
+        return None
+    cmd = [tool, "lock"]
+    if tool == "poetry":
+        version = re.search(r"(\d+)\.\d+", _run([exe, "--version"], project.root, timeout=60))
+        if version and int(version.group(1)) < 2:
+            cmd.append("--no-update")
+    elif tool == "pdm":
+        cmd.append("--update-reuse")
+        groups = _locked_pdm_groups(project.lock_file)
+        if groups and "dev" not in groups:
+            if "default" not in groups:
+                cmd.append("--no-default")
+            for group in [*(g for g in groups if g != "default"), "dev"]:
+                cmd += ["-G", group]
     return cmd
 
 

@@ -8,7 +8,8 @@ never returned. Roots are in document order. Deep trees (10^5 levels) are fine: 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from tracetool.trace import events as ev
@@ -102,19 +103,26 @@ class CallTreeBuilder:
 
     def add(self, events: Iterable[Event]) -> None:
         roots, nodes, stacks = self.roots, self.nodes, self.stacks
-        for event in events:
-            kind = event.get("event")
+        it = iter(events)
+        first = next(it, None)
+        if first is None:
+            return
+        get = field_getter(first)
+        for event in itertools.chain((first,), it):
+            kind = get(event, "event")
             if kind == "call":
-                stack = stacks.setdefault(event.get("thread_id"), [])
+                stack = stacks.get(thread := get(event, "thread_id"))
+                if stack is None:
+                    stack = stacks[thread] = []
                 parent = stack[-1] if stack else None
                 node = CallNode(event, parent)
                 (parent.children if parent is not None else roots).append(node)
                 stack.append(node)
-                nodes[event.get("id")] = node
+                nodes[get(event, "id")] = node
             elif kind == "return":
-                parent_id = event.get("parent_id")
+                parent_id = get(event, "parent_id")
                 if parent_id is None:
-                    stack = stacks.get(event.get("thread_id")) or []
+                    stack = stacks.get(get(event, "thread_id")) or []
                     if not stack:
                         continue
                     target = stack[-1]
@@ -123,7 +131,7 @@ class CallTreeBuilder:
                     if found is None:
                         continue
                     target = found
-                    stack = stacks.get(target.call.get("thread_id")) or []
+                    stack = stacks.get(get(target.call, "thread_id")) or []
                 if target.ret is None:
                     target.ret = event
                 if target._open:
@@ -149,7 +157,7 @@ class CallTreeBuilder:
             done += 1
         taken, self.roots[:done] = self.roots[:done], []
         nodes = self.nodes
-        for node, _ in iter_preorder(taken):
+        for node in preorder(taken):
             key = node.call.get("id")
             if nodes.get(key) is node:
                 del nodes[key]
@@ -158,9 +166,36 @@ class CallTreeBuilder:
 
 def release(roots: list[CallNode]) -> None:
     """`CallTree.release` for some trees (their nodes unlinked, freed by reference counting)."""
-    for node in [n for n, _ in iter_preorder(roots)]:
+    for node in preorder(roots):
         node.parent = None
         node.children = []
+
+
+def field_getter(event: Any) -> Callable[[Any, str], Any]:
+    """`get(event, key)` for this kind of event, without a Python-level call per field: `dict.get`
+    for dicts; event structs name theirs in `field_getter` (`getattr`, for `MinimalEvent`)."""
+    if isinstance(event, dict):
+        return dict.get
+    found = getattr(type(event), "field_getter", None)
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+    return lambda e, key: e.get(key)
+
+
+def preorder(roots: Iterable[CallNode]) -> list[CallNode]:
+    """Every node below `roots` (included), in pre-order (`iter_preorder` without depths)."""
+    out: list[CallNode] = []
+    append = out.append
+    stack = list(roots)
+    stack.reverse()
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        append(node)
+        children = node.children
+        if children:
+            extend(reversed(children))
+    return out
 
 
 def iter_preorder(nodes: Iterable[CallNode]) -> Iterator[tuple[CallNode, int]]:

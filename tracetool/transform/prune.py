@@ -35,6 +35,7 @@ from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import CodeObject
 from tracetool.trace.document import dumps, gc_paused
 from tracetool.trace.reader import guarded
+from tracetool.trace.tree import CallNode
 
 DEFAULT_SIZE = "15mb"
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "m": 2**20, "mb": 2**20, "g": 2**30, "gb": 2**30}
@@ -118,17 +119,20 @@ def prune_document(
     needs_names = prune_filter is not None and filters.has_patterns(prune_filter)
     bound = filters.bind(doc, sql_names=needs_names)
     raws = _Raws(doc, bound)
-    kept = {id(n) for n in bound.nodes}
+    # the kept call nodes, in pre-order, and the set of their ids (what `filters` takes)
+    nodes: list[CallNode] = bound.nodes
+    kept = {id(n) for n in nodes}
     if prune_filter is not None:
         kept = filters.filter_nodes(bound, prune_filter)
+        nodes = [n for n in nodes if id(n) in kept]
 
     removed: list[Removed] = []
     reached = True
     data = b""
     if size is None or filter is not None or original_size <= size:
-        data = _serialize(doc, bound, raws, kept, prune_filter)
+        data = _serialize(doc, bound, raws, nodes, kept, prune_filter)
     if size is not None and (len(data) > size or not data):
-        candidates = _candidates(bound, raws, kept)
+        candidates = _candidates(bound, raws, nodes)
         # without a filter the output before pruning is the file itself, so skip encoding it
         excess = (len(data) if data else original_size) - size
         hidden: list[str] = []
@@ -138,30 +142,24 @@ def prune_document(
             hidden.append(item.fqid)
             removed.append(item)
             excess -= item.bytes
-        fqids: dict[int, str] = {}
+        cos = bound.code_objects
+        distinct = {id(co): co for co in cos.values()}
         while True:
             drop = set(hidden)
-            kept_now = set()
-            for n in bound.nodes:
-                if id(n) not in kept:
-                    continue
-                co = bound.code_objects[id(n)]
-                fqid = fqids.get(id(co))
-                if fqid is None:
-                    fqid = fqids[id(co)] = co.fqid
-                if fqid not in drop:
-                    kept_now.add(id(n))
+            dropped = {key for key, co in distinct.items() if co.fqid in drop}
+            nodes_now = [n for n in nodes if id(cos[id(n)]) not in dropped]
+            kept_now = {id(n) for n in nodes_now}
             state = filters.with_hidden_names(prune_filter or FilterState(), hidden)
-            data = _serialize(doc, bound, raws, kept_now, state)
+            data = _serialize(doc, bound, raws, nodes_now, kept_now, state)
             if len(data) <= size or not candidates:
                 break
             item = candidates.pop(0)  # the estimate fell short (commas, classMap): one more
             hidden.append(item.fqid)
             removed.append(item)
-        kept = kept_now
+        nodes = nodes_now
         prune_filter = state
         reached = len(data) <= size
-    events_after = sum(1 + (n.ret is not None) for n in bound.nodes if id(n) in kept)
+    events_after = sum([1 if n.ret is None else 2 for n in nodes])
     return PruneResult(
         source=source,
         size_before=original_size,
@@ -182,8 +180,10 @@ class _Raws:
     def __init__(self, doc: SlimDocument, bound: Bound) -> None:
         self.by_id: dict[int, Any] = {}
         events = bound.events
-        # minimal structs carry their own text; dict events need a side table
-        if not (events and isinstance(events[0], MinimalEvent)):
+        # minimal structs carry their own text (`event.raw`, read inline by the loops below);
+        # dict events need a side table
+        self.structs = bool(events) and isinstance(events[0], MinimalEvent)
+        if not self.structs:
             self.by_id = _raw_events(doc, bound)
 
     def __getitem__(self, event: Any) -> Any:
@@ -207,26 +207,32 @@ def _raw_events(doc: SlimDocument, bound: Bound) -> dict[int, Any]:
     return raws
 
 
-def _candidates(bound: Bound, raws: _Raws, kept: set[int]) -> list[Removed]:
+def _candidates(bound: Bound, raws: _Raws, kept: list[CallNode]) -> list[Removed]:
     """Function code objects ranked by the bytes their calls take (most first)."""
     calls: dict[int, int] = {}
     sizes: dict[int, int] = {}
     objects: dict[int, CodeObject] = {}
-    for n in bound.nodes:
-        if id(n) not in kept:
-            continue
-        co = bound.code_objects[id(n)]
-        if co.type != "function":
-            continue
+    cos = bound.code_objects
+    structs = raws.structs
+    skipped: set[int] = set()  # code objects that are never candidates
+    for n in kept:
+        co = cos[id(n)]
         key = id(co)
         if key not in objects:
+            if key in skipped:
+                continue
             # a message or unknown call is bound to a bare function object: keep it
-            if co.parent is None and ev.kind(n.call) in _KEEP_KINDS:
+            if co.type != "function" or (co.parent is None and ev.kind(n.call) in _KEEP_KINDS):
+                if co.type != "function":
+                    skipped.add(key)
                 continue
             objects[key] = co
-        nbytes = len(raws[n.call]) + 1
-        if n.ret is not None:
-            nbytes += len(raws[n.ret]) + 1
+        call, ret = n.call, n.ret  # MinimalEvent structs when `structs`
+        raw = call.raw if structs else None  # type: ignore[attr-defined]
+        nbytes = len(raws[call] if raw is None else raw) + 1
+        if ret is not None:
+            raw = ret.raw if structs else None  # type: ignore[attr-defined]
+            nbytes += len(raws[ret] if raw is None else raw) + 1
         calls[key] = calls.get(key, 0) + 1
         sizes[key] = sizes.get(key, 0) + nbytes
     by_fqid: dict[str, list[int]] = {}
@@ -242,15 +248,12 @@ def _serialize(
     doc: SlimDocument,
     bound: Bound,
     raws: _Raws,
+    nodes: list[CallNode],
     kept: set[int],
     prune_filter: FilterState | None,
 ) -> bytes:
-    keep_events: set[int] = set()
-    for n in bound.nodes:
-        if id(n) in kept:
-            keep_events.add(id(n.call))
-            if n.ret is not None:
-                keep_events.add(id(n.ret))
+    """The pruned document: the calls and returns of `nodes` (pre-order, ids in `kept`)."""
+    keep_events = _kept_events(nodes)
     parts: list[bytes] = [b"{"]
     first = True
 
@@ -267,21 +270,23 @@ def _serialize(
     for key, value in doc.data.items():
         if key not in ("version", "metadata", "classMap", "events", "eventUpdates", "pruneFilter"):
             put(key, dumps(value))
-    kept_raws = [raws[e] for e in bound.events if id(e) in keep_events]
-    put("events", b"[", *_interleave(kept_raws), b"]")
+    if raws.structs:
+        structs: list[Any] = bound.events
+        kept_raws = [raws[e] if e.raw is None else e.raw for e in structs if id(e) in keep_events]
+    else:
+        kept_raws = [raws[e] for e in bound.events if id(e) in keep_events]
+    put("events", b"[", b",".join(kept_raws), b"]")
     if prune_filter is not None:
         put("pruneFilter", dumps(filters.to_json(prune_filter)))
     parts.append(b"}")
     return b"".join(parts)
 
 
-def _interleave(items: list[Any]) -> list[Any]:
-    out: list[Any] = []
-    for i, item in enumerate(items):
-        if i:
-            out.append(b",")
-        out.append(item)
-    return out
+def _kept_events(nodes: list[CallNode]) -> set[int]:
+    """ids of the calls and returns of `nodes`."""
+    calls = {id(n.call) for n in nodes}
+    returns = {id(n.ret) for n in nodes if n.ret is not None}
+    return calls | returns
 
 
 def output_path(source: Path, output_dir: Path) -> Path:
