@@ -158,7 +158,7 @@ class CallTreeBuilder:
             done += 1
         taken, self.roots[:done] = self.roots[:done], []
         nodes = self.nodes
-        for node, _ in iter_preorder(taken):
+        for node in preorder(taken):
             key = node.call.get("id")
             if nodes.get(key) is node:
                 del nodes[key]
@@ -167,7 +167,7 @@ class CallTreeBuilder:
 
 def release(roots: list[CallNode]) -> None:
     """`CallTree.release` for some trees (their nodes unlinked, freed by reference counting)."""
-    for node in [n for n, _ in iter_preorder(roots)]:
+    for node in preorder(roots):
         node.parent = None
         node.children = []
 
