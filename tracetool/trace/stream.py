@@ -26,7 +26,16 @@ from typing import Any, Optional
 
 import orjson
 
-from tracetool.errors import TraceFormatError
+from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError
+from tracetool.trace.checks import (
+    DEPTH_MESSAGE,
+    MAX_DEPTH,
+    DepthScan,
+    bytes_defect,
+    document_defect,
+    kind,
+    kind_of_raw,
+)
 from tracetool.trace.document import from_data, gc_paused
 from tracetool.trace.extract import WS as _WS
 from tracetool.trace.extract import is_recording, key_value_offset
@@ -35,6 +44,7 @@ from tracetool.trace.reader import describe, guarded, open_regular, read_file
 STREAM_THRESHOLD = 8 * 1024 * 1024
 HEADER_KEYS = ("version", "metadata", "classMap", "eventUpdates")
 _CHUNK = 4 * 1024 * 1024
+_REFEREE_LIMIT = 256 * 1024 * 1024
 
 
 class TraceStream:
@@ -79,8 +89,18 @@ class TraceStream:
     def _iter_streamed(self) -> Iterator[Any]:
         import ijson
 
-        with guarded(self.path), open_regular(self.path) as handle:
-            yield from ijson.items(handle, "events.item", use_float=True)
+        done = 0  # object events yielded
+        try:
+            with open_regular(self.path) as handle:
+                for item in ijson.items(handle, "events.item", use_float=True):
+                    done += isinstance(item, dict)
+                    yield item
+        except TraceToolError:
+            raise
+        except Exception as exc:  # the whole-file reader decides (tracetool.trace.checks)
+            with guarded(self.path):
+                refereed = _referee(self.path, exc)
+                yield from (refereed._events or [])[done:]
 
 
 def open_stream(
@@ -104,7 +124,12 @@ def open_stream(
         raw = read_small(p, threshold)
         if raw is None:
             with guarded(p):
-                return _open_streamed(p, file_size(p), must_contain, header_keys)
+                try:
+                    return _open_streamed(p, file_size(p), must_contain, header_keys)
+                except NotFoundError:
+                    raise
+                except Exception as exc:  # the whole-file reader decides (trace.checks)
+                    return _referee(p, exc, must_contain, header_keys)
     size = len(raw)
     if not raw or raw.isspace():
         raise TraceFormatError(f"{p}: empty file, not a trace document")
@@ -119,7 +144,7 @@ def open_stream(
             with gc_paused():
                 data = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise TraceFormatError(f"{p}: {describe(exc)}") from None
+            raise TraceFormatError(f"{p}: {bytes_defect(raw) or describe(exc)}") from None
         del raw
         doc = from_data(data, str(p))
     events = doc.data.pop("events", None) or []
@@ -151,10 +176,9 @@ def _open_streamed(
     extra = (must_contain,) if must_contain else ()
     wanted = tuple(dict.fromkeys((*header_keys, "eventUpdates")))
     found = _locate_keys(path, (*wanted, "events", *extra))
-    if not found.get("events"):
-        raise TraceFormatError(f"{path}: not a trace document (no events array)")
-    if must_contain and not found.get(must_contain):
+    if must_contain and found.get("events") and not found.get(must_contain):
         return TraceStream(path, size, {}, streamed=False)
+    _check_depth(path)
     for key in wanted:
         offsets = found.get(key, [])
         if not offsets:
@@ -162,12 +186,56 @@ def _open_streamed(
         value = _value_at(path, offsets[0]) if len(offsets) == 1 else _value_of_key(path, key)
         if value is not None:
             header[key] = value
-    for key, kind in (("classMap", list), ("metadata", dict), ("eventUpdates", dict)):
-        if key in header and not isinstance(header[key], kind):
-            raise TraceFormatError(
-                f"{path}: not a trace document ({key} is a {type(header[key]).__name__})"
-            )
+    kinds = {key: kind(value) for key, value in header.items()}
+    if found.get("events"):
+        kinds["events"] = _kind_of_events(path, found["events"])
+    defect = document_defect(kinds)
+    if defect is not None:
+        raise TraceFormatError(f"{path}: {defect}")
     return TraceStream(path, size, header, streamed=True)
+
+
+def _kind_of_events(path: Path, offsets: list[int]) -> str:
+    """The kind of the top-level `events` value (the last one, as for every JSON parser we use,
+    when the key is duplicated). A key-like `"events":` may also be nested: with several, the
+    depth at each (`DepthScan` up to it) tells the top-level ones."""
+    with open_regular(path) as handle:
+        if len(offsets) > 1:
+            scan, done, top = DepthScan(), 0, []
+            for offset in sorted(offsets):
+                scan.feed(handle.read(offset - done))
+                done = offset
+                if scan.depth == 1:
+                    top.append(offset)
+            offsets = top or offsets
+        handle.seek(max(offsets))
+        return kind_of_raw(handle.read(64))
+
+
+def _check_depth(path: Path) -> None:
+    """Refuse a file nested deeper than the whole-file parser allows (ijson has no limit)."""
+    scan = DepthScan()
+    with open_regular(path) as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            if scan.feed(chunk) > MAX_DEPTH:
+                raise TraceFormatError(f"{path}: {DEPTH_MESSAGE}")
+
+
+def _referee(
+    path: Path,
+    exc: BaseException,
+    must_contain: Optional[str] = None,
+    header_keys: tuple[str, ...] = HEADER_KEYS,
+) -> TraceStream:
+    """The whole-file reader's verdict on a file the streaming reader failed on: its error (the
+    words every read path uses), or its stream when it reads the file (ijson overflows on
+    integers beyond 64 bits that orjson reads). Files too big to referee keep their error."""
+    raw = read_file(path, _REFEREE_LIMIT)
+    if raw is None:
+        if isinstance(exc, TraceFormatError):
+            raise exc
+        raise TraceFormatError(f"{path}: {describe(exc)}") from None
+    return open_stream(path, raw=raw, must_contain=must_contain, header_keys=header_keys)
 
 
 def _locate_keys(path: Path, keys: tuple[str, ...]) -> dict[str, list[int]]:
@@ -216,8 +284,11 @@ def _value_of_key(path: Path, key: str) -> Any:
     import ijson
 
     try:
+        value = None
         with open_regular(path) as handle:
-            return next(iter(ijson.items(handle, key, use_float=True)), None)
+            for item in ijson.items(handle, key, use_float=True):
+                value = item  # a duplicate key: the last one counts, as for the other parsers
+        return value
     except ijson.JSONError as exc:
         raise TraceFormatError(f"{path}: not valid JSON ({_one_line(exc)})") from None
 
