@@ -144,35 +144,37 @@ def depth_exceeded(raw: Any) -> bool:
 
 
 # A number a double cannot hold has 309+ digits or a 3-digit exponent. One C pass maps the text
-# to digit/exponent/separator classes; the few candidates (`e123` in hex strings) are then
-# checked for being a number token; when one is, orjson decides (`bytes_defect`).
+# to classes (digit `0`, exponent `e`, `.`/`-`, separator `:` for `:,[]{}` and spaces, `x` for
+# the rest; `+` is dropped), where such a number is `e000` inside a token between separators.
+# Candidates inside strings (`6e839` of a hex digest) are told apart by their neighbours; when
+# a candidate is a number token, orjson decides (`bytes_defect`).
 _CLASSES = bytearray(b"x" * 256)
 for _byte in b"0123456789":
     _CLASSES[_byte] = ord("0")
-for _byte in b":[, \t\r\n":
+for _byte in b":,[]{} \t\r\n":
     _CLASSES[_byte] = ord(":")
 for _byte in b"eE":
     _CLASSES[_byte] = ord("e")
-for _byte in b".-+":
+for _byte in b".-":
     _CLASSES[_byte] = _byte
 _NUMBER_CLASSES = bytes(_CLASSES)
 _LONG_DIGITS = b"0" * 309
 
 
+_EXPONENT = re.compile(rb"e0000*(?::|\Z)")  # a literal prefix: re searches it fast
+
+
 def maybe_huge_number(raw: Any) -> bool:
     """Whether the text may hold a number orjson refuses (a pre-filter: see `bytes_defect`)."""
-    classes = bytes(raw).translate(_NUMBER_CLASSES)
+    classes = bytes(raw).translate(_NUMBER_CLASSES, b"+")
     if _LONG_DIGITS in classes:
         return True
-    for pattern in (b"e000", b"e+000"):
-        at = classes.find(pattern)
-        while at >= 0:
-            start = at
-            while start > 0 and classes[start - 1] in b"0.-":
-                start -= 1
-            if start < at and (start == 0 or classes[start - 1] == ord(":")):
-                return True
-            at = classes.find(pattern, at + 1)
+    for match in _EXPONENT.finditer(classes):
+        at = start = match.start()
+        while start > 0 and classes[start - 1] in b"0.-":
+            start -= 1
+        if start < at and (start == 0 or classes[start - 1] == ord(":")):
+            return True
     return False
 
 

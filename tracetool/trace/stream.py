@@ -183,32 +183,41 @@ def _open_streamed(
         offsets = found.get(key, [])
         if not offsets:
             continue
-        value = _value_at(path, offsets[0]) if len(offsets) == 1 else _value_of_key(path, key)
+        offsets = _top_level(path, offsets)
+        value = _value_at(path, max(offsets)) if offsets else None
         if value is not None:
             header[key] = value
     kinds = {key: kind(value) for key, value in header.items()}
-    if found.get("events"):
-        kinds["events"] = _kind_of_events(path, found["events"])
+    events_at = _top_level(path, found.get("events", []))
+    if events_at:
+        kinds["events"] = _kind_at(path, max(events_at))
     defect = document_defect(kinds)
     if defect is not None:
         raise TraceFormatError(f"{path}: {defect}")
     return TraceStream(path, size, header, streamed=True)
 
 
-def _kind_of_events(path: Path, offsets: list[int]) -> str:
-    """The kind of the top-level `events` value (the last one, as for every JSON parser we use,
-    when the key is duplicated). A key-like `"events":` may also be nested: with several, the
-    depth at each (`DepthScan` up to it) tells the top-level ones."""
+def _top_level(path: Path, offsets: list[int]) -> list[int]:
+    """Which of several key-like `"key":` offsets are top-level keys (the depth there, by a
+    `DepthScan` up to each, is 1); one offset is taken as it is. The last top-level one counts
+    (a duplicated key), as for every JSON parser we use."""
+    if len(offsets) < 2:
+        return offsets
+    top = []
+    scan, done = DepthScan(), 0
     with open_regular(path) as handle:
-        if len(offsets) > 1:
-            scan, done, top = DepthScan(), 0, []
-            for offset in sorted(offsets):
-                scan.feed(handle.read(offset - done))
-                done = offset
-                if scan.depth == 1:
-                    top.append(offset)
-            offsets = top or offsets
-        handle.seek(max(offsets))
+        for offset in sorted(offsets):
+            scan.feed(handle.read(offset - done))
+            done = offset
+            if scan.depth == 1:
+                top.append(offset)
+    return top
+
+
+def _kind_at(path: Path, offset: int) -> str:
+    """The kind of the JSON value at byte `offset`."""
+    with open_regular(path) as handle:
+        handle.seek(offset)
         return kind_of_raw(handle.read(64))
 
 
@@ -275,20 +284,6 @@ def _value_at(path: Path, offset: int) -> Any:
         with open_regular(path) as handle:
             handle.seek(offset)
             return next(iter(ijson.items(handle, "", use_float=True)), None)
-    except ijson.JSONError as exc:
-        raise TraceFormatError(f"{path}: not valid JSON ({_one_line(exc)})") from None
-
-
-def _value_of_key(path: Path, key: str) -> Any:
-    """The top-level value of `key`, by a full ijson pass (used when the byte scan is ambiguous)."""
-    import ijson
-
-    try:
-        value = None
-        with open_regular(path) as handle:
-            for item in ijson.items(handle, key, use_float=True):
-                value = item  # a duplicate key: the last one counts, as for the other parsers
-        return value
     except ijson.JSONError as exc:
         raise TraceFormatError(f"{path}: not valid JSON ({_one_line(exc)})") from None
 
