@@ -105,6 +105,9 @@ def test_every_read_path_gives_a_mutant_the_same_verdict(seed: int, tmp_path: Pa
         (b'{"events":[],"eventUpdates":[]}', "ok"),
         (b'{"metadata":null}', "ok"),
         (b'{"metadata":{}}', "ok"),
+        (b'{"events":[],\x0c"metadata":{}}', "not valid JSON"),
+        (b'{"events":[{"x":"\\ud800"}]}', "not valid JSON"),
+        (b'{"events":[{"x":"\\ud83d\\ude00"}]}', "ok"),
         (b'{"events":[],"events":7}', "not a trace document (events is a number"),
     ],
 )

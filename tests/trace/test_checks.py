@@ -14,6 +14,7 @@ from tracetool.trace.checks import (
     document_defect,
     kind,
     kind_of_raw,
+    lenient_json,
     maybe_huge_number,
     utf8_defect,
 )
@@ -99,3 +100,20 @@ def test_utf8_and_kinds() -> None:
         "not a trace document (events is a number, expected an array)"
     )
     assert document_defect({"metadata": "null"}) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "lenient"),
+    [
+        (b'["\\ud83d\\ude00"]', False),  # a surrogate pair: valid
+        (b'["\\u00e9"]', False),
+        (b'["\\ud800"]', True),
+        (b'["\\udc00"]', True),
+        (b'["\\ud800x\\udc00"]', True),
+        (b"[1,\x0c2]", True),
+        (b"[1,\x0b2]", True),
+    ],
+)
+def test_what_ijson_reads_and_orjson_refuses(text: bytes, lenient: bool) -> None:
+    assert lenient_json(text) is lenient
+    assert (bytes_defect(text) is not None) is lenient

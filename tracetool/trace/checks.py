@@ -178,6 +178,28 @@ def maybe_huge_number(raw: Any) -> bool:
     return False
 
 
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def lenient_json(raw: Any) -> bool:
+    """Whether the text may hold what ijson (yajl) reads but orjson refuses: `\\v` or `\\f` as
+    whitespace, or a `\\u` escape of a lone surrogate (a pre-filter: see `bytes_defect`)."""
+    if b"\x0b" in raw or b"\x0c" in raw:
+        return True
+    if b"\\ud" not in raw and b"\\uD" not in raw:
+        return False
+    escapes = [(m.start(), m.group()[3:4].lower() in b"89ab") for m in _SURROGATE.finditer(raw)]
+    for number, (at, high) in enumerate(escapes):
+        paired = escapes[number + 1] if number + 1 < len(escapes) else None
+        if high and (paired is None or paired[1] or paired[0] != at + 6):
+            return True
+        if not high and (
+            number == 0 or not escapes[number - 1][1] or escapes[number - 1][0] != at - 6
+        ):
+            return True
+    return False
+
+
 def orjson_defect(exc: BaseException) -> str:
     """What an orjson decoding error says about the file, in the shared words."""
     text = " ".join(str(exc).split())[:200]
@@ -393,6 +415,7 @@ __all__ = [
     "field_defect",
     "kind",
     "kind_of_raw",
+    "lenient_json",
     "maybe_huge_number",
     "orjson_defect",
     "recursion_room",

@@ -35,6 +35,7 @@ from tracetool.trace.checks import (
     document_defect,
     kind,
     kind_of_raw,
+    lenient_json,
 )
 from tracetool.trace.document import from_data, gc_paused
 from tracetool.trace.extract import WS as _WS
@@ -222,12 +223,15 @@ def _kind_at(path: Path, offset: int) -> str:
 
 
 def _check_depth(path: Path) -> None:
-    """Refuse a file nested deeper than the whole-file parser allows (ijson has no limit)."""
+    """Refuse a file nested deeper than the whole-file parser allows (ijson has no limit), or
+    holding what ijson reads and it refuses (trace.checks.lenient_json): the referee decides."""
     scan = DepthScan()
     with open_regular(path) as handle:
         for chunk in iter(lambda: handle.read(_CHUNK), b""):
             if scan.feed(chunk) > MAX_DEPTH:
                 raise TraceFormatError(f"{path}: {DEPTH_MESSAGE}")
+            if lenient_json(chunk):
+                raise TraceFormatError(f"{path}: not valid JSON")
 
 
 def _referee(

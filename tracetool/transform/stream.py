@@ -232,7 +232,7 @@ class RawDocument:
             heads: list[Any] = []
             for raw in self.raw_events:
                 try:
-                    heads.append(single.decode(raw))
+                    heads.append(self._deep(single.decode, raw))
                 except msgspec.ValidationError:
                     heads.append(None)
             return heads
