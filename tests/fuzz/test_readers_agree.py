@@ -19,10 +19,9 @@ import pytest
 
 from tests.fuzz.harness import good_document, mutate
 from tracetool.errors import TraceToolError
-from tracetool.slim import load_slim
-from tracetool.trace import load
+from tracetool.trace import load, rawdoc
+from tracetool.trace.slim import load_slim
 from tracetool.trace.stream import open_stream
-from tracetool.transform import stream as transform_stream
 
 SEEDS = (1, 2, 3, 4)
 CASES_PER_SEED = 75
@@ -51,7 +50,7 @@ def _stream_incremental(path: Path) -> None:
 
 
 def _split(path: Path) -> None:
-    for _ in transform_stream.split(path.read_bytes(), str(path)).normalized_events():
+    for _ in rawdoc.split(path.read_bytes(), str(path)).normalized_events():
         pass
 
 

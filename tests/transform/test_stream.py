@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import corpus_recordings
 from tracetool.errors import TraceFormatError
 from tracetool.trace import from_data, normalize, parse
-from tracetool.transform import stream
+from tracetool.trace import rawdoc as stream
 
 
 def _normalized_by_core(data: dict[str, Any]) -> list[dict[str, Any]]:
