@@ -49,6 +49,16 @@ def _stream_incremental(path: Path) -> None:
         pass
 
 
+def _stream_heads(path: Path) -> None:
+    for _ in open_stream(path, heads=True).raw_heads():
+        pass
+
+
+def _stream_heads_incremental(path: Path) -> None:
+    for _ in open_stream(path, threshold=0, heads=True).raw_heads():
+        pass
+
+
 def _split(path: Path) -> None:
     for _ in rawdoc.split(path.read_bytes(), str(path)).normalized_events():
         pass
@@ -60,6 +70,8 @@ PATHS: dict[str, Callable[[Path], None]] = {
     "slim-minimal": _slim_minimal,
     "stream": _stream,
     "stream-ijson": _stream_incremental,
+    "stream-heads": _stream_heads,
+    "stream-heads-blocks": _stream_heads_incremental,
     "split": _split,
 }
 

@@ -52,6 +52,7 @@ from tracetool.trace.checks import (
     kind,
     kind_of_raw,
     lenient_json,
+    recursion_room,
     unchecked_defect,
 )
 from tracetool.trace.document import from_data, gc_paused
@@ -199,7 +200,7 @@ class TraceStream:
         for head, text in pairs:
             update = updates.get(str(head.id))
             if isinstance(update, dict):
-                yield _head(update), orjson.dumps(update, option=orjson.OPT_NON_STR_KEYS)
+                yield _head(update), _text(update)
             else:
                 yield head, text
 
@@ -264,7 +265,7 @@ class TraceStream:
             yield self._one(item, raw)
 
     def _one(self, item: dict[str, Any], raw: bool) -> tuple[list[Any], Optional[list[Any]]]:
-        text = orjson.dumps(item, option=orjson.OPT_NON_STR_KEYS) if raw else None
+        text = _text(item) if raw else None
         return [_head(item) if self.heads else item], [text] if raw else None
 
 
@@ -276,6 +277,17 @@ def _decoder(fields: Any) -> msgspec.json.Decoder[Any]:
     if found is None:
         found = _DECODERS[fields] = msgspec.json.Decoder(list[fields])  # type: ignore[valid-type]
     return found
+
+
+def _text(event: dict[str, Any]) -> bytes:
+    """The compact JSON text of a parsed event: by orjson, or by msgspec with room to nest
+    (tracetool.trace.checks) for what orjson does not write (deeper than 255 levels, an integer
+    beyond 64 bits) but reads."""
+    try:
+        return orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        with recursion_room():
+            return msgspec.json.encode(event)
 
 
 def _head(event: dict[str, Any]) -> EventHead:
@@ -491,7 +503,7 @@ def _open(
     stream = TraceStream(p, size, doc.data, streamed=False)
     if heads:
         stream.heads = True
-        stream._raws = [orjson.dumps(e, option=orjson.OPT_NON_STR_KEYS) for e in events]
+        stream._raws = [_text(e) for e in events]
         events = [_head(e) for e in events]
     stream._events = events
     return stream
@@ -505,7 +517,7 @@ def _open_heads(path: Path, raw: bytes) -> Optional[TraceStream]:
     try:
         with gc_paused():
             data = _HEAD_DOC.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     if document_defect({key: kind(value) for key, value in data.items()}) is not None:
         return None
