@@ -15,9 +15,16 @@ Two readers, one contract:
   the array's items. Anything the cutter cannot read plainly (an item that is not an object, a
   malformed block) is read again by ijson's C backend (`events.item`) from the first event not
   yet yielded, so errors and odd files read as before. The header keys are found first by a byte
-  scan for the top-level key (`"classMap":` preceded by `{` or `,`; a quote inside a JSON string
-  is always escaped, so the pattern can only be a real key) and parsed from there; when the scan
-  is ambiguous (the key also appears nested) a separate ijson pass over that key decides.
+  scan for the key (`"classMap":` preceded by `{` or `,`; a quote inside a JSON string is always
+  escaped, so the pattern can only be a real key), the top-level one by its depth, and parsed
+  from there.
+
+Both readers apply the one set of reading rules (`tracetool.trace.checks`), so a malformed file
+gets the verdict and the one-line message of the whole-file reader: the block reader runs only
+when orjson reads the document up to the events (`_plain_start`) and after them (`_plain_end`),
+and hands a block over when its parser fails or, for msgspec, which skips unchecked, when the
+block's UTF-8 or numbers are suspect; the ijson reader scans depth first (`_check_depth`) and
+asks the whole-file reader (`_referee`) for its verdict on whatever ijson fails on.
 
 `open_stream(path, heads=True)` yields `EventHead` structs instead of dicts: only the fields
 that identify and pair a call (ids, thread, parent, function identity, SQL / HTTP request objects,
