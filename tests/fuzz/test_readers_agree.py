@@ -2,8 +2,9 @@
 
 A seeded run of hostile mutants (tests/fuzz/harness.py `mutate`) goes through each way a command
 reads a recording: the whole-document loader, the slim loader (full and minimal), the event
-stream below and above its size threshold (orjson, ijson) and the byte splitter of trim and
-sanitize (its normalized events). Each must end the same way — read, or refused with the same
+stream below and above its size threshold (orjson; the block reader with its ijson fallback), as
+dicts, as `EventHead`s with their texts (stats) and as inspect's decoded fields, and the byte
+splitter of trim and sanitize (its normalized events). Each must end the same way — read, or refused with the same
 one-line `TraceFormatError` — and nothing but the project's own errors may escape. The rules
 they share live in `tracetool.trace.checks`.
 """
@@ -19,6 +20,7 @@ import pytest
 
 from tests.fuzz.harness import good_document, mutate
 from tracetool.errors import TraceToolError
+from tracetool.inspect.search import _Event  # the fields inspect decodes
 from tracetool.trace import load, rawdoc
 from tracetool.trace.slim import load_slim
 from tracetool.trace.stream import open_stream
@@ -59,6 +61,11 @@ def _stream_heads_incremental(path: Path) -> None:
         pass
 
 
+def _stream_fields_incremental(path: Path) -> None:
+    for _ in open_stream(path, threshold=0, fields=_Event).events():
+        pass
+
+
 def _split(path: Path) -> None:
     for _ in rawdoc.split(path.read_bytes(), str(path)).normalized_events():
         pass
@@ -72,6 +79,7 @@ PATHS: dict[str, Callable[[Path], None]] = {
     "stream-ijson": _stream_incremental,
     "stream-heads": _stream_heads,
     "stream-heads-blocks": _stream_heads_incremental,
+    "stream-fields-blocks": _stream_fields_incremental,
     "split": _split,
 }
 
