@@ -14,8 +14,8 @@ from tracetool.diagram import DiagramOptions, build_diagram, from_json, to_json
 from tracetool.diagram.digests import SQL_ALGORITHM, canonical_sql
 from tracetool.diagram.model import LOOP, QUERY
 from tracetool.filters import decode
-from tracetool.slim import load_slim
 from tracetool.trace import from_data, load
+from tracetool.trace.slim import load_slim
 
 
 def _flat(diagram: dict[str, Any]) -> list[dict[str, Any]]:

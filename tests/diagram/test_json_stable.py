@@ -17,7 +17,7 @@ from tests.conftest import CORPUS
 from tracetool.diagram.builder import DiagramOptions
 from tracetool.diagram.model import FUNCTION, Action, Actor, Diagram, from_json, to_json
 from tracetool.diagram.service import diagram_of, json_chunks, render_bytes, write_json
-from tracetool.slim import load_slim
+from tracetool.trace.slim import load_slim
 
 CASES = [
     (

@@ -21,8 +21,8 @@ from tracetool.filters import (
     merge,
     to_json,
 )
-from tracetool.slim import load_slim
 from tracetool.trace import from_data, load
+from tracetool.trace.slim import load_slim
 
 MODELS = CORPUS / "packages/models/tests/unit/fixtures"
 PETCLINIC = (

@@ -203,9 +203,9 @@ def test_malformed_partial_and_foreign_files_are_skipped(shop: Path, qdb: Path) 
     assert "still being written?" in reasons["bad/partial.trace.json"]
     assert (
         reasons["bad/array.appmap.json"]
-        == "not a trace document (top level is a list, not an object)"
+        == "not a trace document (top level is an array, not an object)"
     )
-    assert reasons["bad/empty.trace.json"].startswith("not valid JSON")
+    assert reasons["bad/empty.trace.json"] == "empty file, not a trace document"
     # once complete, the file is indexed on the next run
     (shop / "bad/partial.trace.json").write_bytes(good)
     again = run(shop, qdb)

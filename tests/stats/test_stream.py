@@ -57,9 +57,9 @@ def test_header_key_that_also_appears_nested(tmp_path: Path) -> None:
     ("content", "message"),
     [
         (b"   ", "empty file"),
-        (b"[]", "top level is not an object"),
-        (b'{"metadata": {}}', "no events array"),
-        (b'{"classMap": 3, "events": []}', "classMap is a int"),
+        (b"[]", "top level is an array, not an object"),
+        (b'{"foo": {}}', "no events, classMap or metadata"),
+        (b'{"classMap": 3, "events": []}', "classMap is a number, expected an array"),
     ],
 )
 def test_streamed_reader_errors(content: bytes, message: str, tmp_path: Path) -> None:

@@ -77,9 +77,9 @@ def test_event_updates_replace_whole_events(corpus: Path) -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        (b"[1, 2]", "top level is a list"),
+        (b"[1, 2]", "top level is an array"),
         (b'{"foo": 1}', "no events, classMap or metadata"),
-        (b'{"events": {}}', "events is a dict, expected an array"),
+        (b'{"events": {}}', "events is an object, expected an array"),
         (b'{"events": [', "not valid JSON"),
     ],
 )

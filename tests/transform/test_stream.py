@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import corpus_recordings
 from tracetool.errors import TraceFormatError
 from tracetool.trace import from_data, normalize, parse
-from tracetool.transform import stream
+from tracetool.trace import rawdoc as stream
 
 
 def _normalized_by_core(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -81,10 +81,10 @@ def test_assemble_keeps_key_order_and_untouched_values_byte_for_byte() -> None:
         (b"  \n", "empty file"),
         (b"{not json", "not valid JSON"),
         (b'{"events": [1,', "not valid JSON"),
-        (b"[1, 2]", "top level is a array"),
+        (b"[1, 2]", "top level is an array"),
         (b'{"foo": 1}', "no events, classMap or metadata"),
-        (b'{"events": {}}', "events is a object, expected an array"),
-        (b'{"metadata": []}', "metadata is a array, expected an object"),
+        (b'{"events": {}}', "events is an object, expected an array"),
+        (b'{"metadata": []}', "metadata is an array, expected an object"),
         (b'{"classMap": 3}', "classMap is a number, expected an array"),
     ],
 )

@@ -23,7 +23,6 @@ from tracetool.diagram.builder import DiagramOptions, build_diagram, release, ro
 from tracetool.diagram.model import Diagram, actions_json, from_json, to_json
 from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError, UsageError
 from tracetool.filters import Bound, FilterState, bind, without_sql_names
-from tracetool.slim import load_slim
 from tracetool.trace.document import (
     TraceDocument,
     atomic_write_bytes,
@@ -34,6 +33,7 @@ from tracetool.trace.document import (
     recording_stem,
 )
 from tracetool.trace.reader import describe, find_trace_files, guarded, read_file, skip_lines
+from tracetool.trace.slim import load_slim
 
 EXTENSIONS = {"json": ".sequence.json", "plantuml": ".sequence.uml", "png": ".sequence.png"}
 DIAGRAM_SUFFIX = ".sequence.json"

@@ -42,11 +42,11 @@ from typing import Any, Optional, TypedDict
 import msgspec
 
 from tracetool.errors import TraceToolError, UsageError
-from tracetool.slim import _Request
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject
 from tracetool.trace.document import TraceDocument, from_data, gc_paused, parse
 from tracetool.trace.reader import find_trace_files, guarded, skip_lines
+from tracetool.trace.slim import _Request
 from tracetool.trace.stream import open_stream, read_small
 from tracetool.trace.tree import CallNode, CallTreeBuilder, iter_postorder, iter_preorder, release
 

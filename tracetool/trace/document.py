@@ -28,6 +28,13 @@ from tracetool.trace.atomic import (  # noqa: F401  (re-exported: the historical
     atomic_write_stream,
     remove_orphans,
 )
+from tracetool.trace.checks import (
+    bytes_defect,
+    document_defect,
+    dropped_events_warning,
+    event_updates_warning,
+    kind,
+)
 from tracetool.trace.reader import SKIP_DIRS, TRACE_SUFFIXES, describe, guarded, read_file
 from tracetool.trace.reader import find_trace_files as find_trace_files
 
@@ -124,31 +131,29 @@ def parse(raw: bytes | str, source: str = "<memory>") -> TraceDocument:
             with gc_paused():
                 data = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise TraceFormatError(f"{source}: {describe(exc)}") from None
+            raise TraceFormatError(f"{source}: {bytes_defect(raw) or describe(exc)}") from None
         return from_data(data, source)
 
 
 def from_data(data: Any, source: str = "<memory>") -> TraceDocument:
     """Wrap already-parsed JSON, checking that it is a trace document."""
-    if not isinstance(data, dict):
-        raise TraceFormatError(
-            f"{source}: not a trace document (top level is a {type(data).__name__}, not an object)"
-        )
-    if not any(key in data for key in ("events", "classMap", "metadata")):
-        raise TraceFormatError(f"{source}: not a trace document (no events, classMap or metadata)")
+    defect = document_defect(
+        {key: kind(value) for key, value in data.items()} if isinstance(data, dict) else None,
+        kind(data),
+    )
+    if defect is not None:
+        raise TraceFormatError(f"{source}: {defect}")
     doc = TraceDocument(data)
-    for key, kind in (("events", list), ("classMap", list), ("metadata", dict)):
-        value = data.get(key)
-        if value is not None and not isinstance(value, kind):
-            raise TraceFormatError(
-                f"{source}: not a trace document ({key} is a {type(value).__name__}, "
-                f"expected {'an array' if kind is list else 'an object'})"
-            )
+    warning = event_updates_warning(
+        kind(data["eventUpdates"]) if "eventUpdates" in data else None, source
+    )
+    if warning is not None:
+        doc.warnings.append(warning)
     events = data.get("events")
     if events:
         kept = [e for e in events if isinstance(e, dict)]
         if len(kept) != len(events):
-            doc.warnings.append(f"{source}: dropped {len(events) - len(kept)} non-object events")
+            doc.warnings.append(dropped_events_warning(len(events) - len(kept), source))
             data["events"] = kept
     return doc
 

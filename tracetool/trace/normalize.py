@@ -52,7 +52,7 @@ def _coerce(event: Event) -> None:
             resp["status_code"] = resp.pop("status")
 
 
-# Public name for event-at-a-time normalizers (tracetool.transform.stream) that apply the same
+# Public name for event-at-a-time normalizers (tracetool.trace.rawdoc) that apply the same
 # coercions while streaming a document without holding it.
 coerce_event = _coerce
 
@@ -68,7 +68,7 @@ def balance(events: list[Event], *, coerce: bool = True) -> tuple[list[Event], i
     """Pair returns with calls (see module doc). Returns (new list, number of dropped returns).
 
     `coerce=False` skips the legacy-shape coercion, for callers that pair lightweight event
-    heads and coerce the full events themselves (tracetool.transform.stream).
+    heads and coerce the full events themselves (tracetool.trace.rawdoc).
     """
     out: list[Event] = []
     stacks: dict[Any, list[Event]] = {}

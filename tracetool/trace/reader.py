@@ -36,10 +36,8 @@ from typing import BinaryIO, Optional
 
 from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError
 from tracetool.trace.atomic import remove_orphans
+from tracetool.trace.checks import DEPTH_MESSAGE, MAX_DEPTH, type_defect
 
-# orjson refuses JSON nested deeper than this (its own fixed limit), msgspec and Python's
-# recursion limit are in the same range: a recording nested deeper is refused as a whole.
-MAX_DEPTH = 1024
 TRACE_SUFFIXES = (".trace.json", ".appmap.json")
 # Folders never searched for recordings (VCS, dependencies, virtualenvs, caches).
 SKIP_DIRS = frozenset(
@@ -214,7 +212,7 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return f"nested too deeply to process (deeper than about {sys.getrecursionlimit()} levels)"
     if "recursion" in lowered or "depth" in lowered:
-        return f"nested deeper than {MAX_DEPTH} levels"
+        return DEPTH_MESSAGE
     if isinstance(exc, UnicodeError):
         return f"not valid UTF-8 ({text})"
     if isinstance(exc, MemoryError):
@@ -232,90 +230,6 @@ def describe(exc: BaseException) -> str:
     if module.startswith("sqlite3"):
         return f"holds a value that cannot be stored ({text})"
     return f"holds a value of an unexpected type ({type(exc).__name__}: {text})"
-
-
-# The fields whose type the readers rely on (DESIGN: unknown fields are kept as they are).
-_SCALARS: tuple[str, ...] = ("id", "parent_id", "thread_id", "event", "defined_class")
-_SCALARS += ("method_id", "path", "lineno", "static", "elapsed")
-_OBJECTS: tuple[str, ...] = ("http_server_request", "http_server_response")
-_OBJECTS += ("http_client_request", "http_client_response", "sql_query", "return_value")
-_OBJECTS += ("receiver",)
-_LISTS = ("parameters", "message", "exceptions", "labels")
-_MEMBERS: dict[str, dict[str, type]] = {
-    "http_server_request": {"request_method": str, "path_info": str, "headers": dict},
-    "http_client_request": {"request_method": str, "url": str, "headers": dict},
-    "http_server_response": {"headers": dict},
-    "http_client_response": {"headers": dict},
-    "sql_query": {"sql": str, "database_type": str},
-}
-_METADATA: dict[str, type] = {
-    "name": str,
-    "test_status": str,
-    "app": str,
-    "labels": list,
-    "git": dict,
-}
-_METADATA.update({"recorder": dict, "language": dict, "test_failure": dict, "frameworks": list})
-_NAMES: dict[type, str] = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-
-
-def _a(value: object) -> str:
-    if value is None:
-        return "null"
-    return _NAMES.get(type(value), "a number" if isinstance(value, (int, float)) else "a value")
-
-
-def type_defect(data: object) -> Optional[str]:
-    """The first field of a parsed recording whose type the readers cannot use, in words
-    (`event 12: http_server_response is a string, expected an object`); None if none."""
-    if not isinstance(data, dict):
-        return None
-    metadata = data.get("metadata")
-    if isinstance(metadata, dict):
-        for key, kind in _METADATA.items():
-            value = metadata.get(key)
-            if value is not None and not isinstance(value, kind):
-                return f"metadata.{key} is {_a(value)}, expected {_NAMES[kind]}"
-    events = data.get("events")
-    for number, event in enumerate(events if isinstance(events, list) else [], start=1):
-        if not isinstance(event, dict):
-            continue
-        for key in _SCALARS:
-            value = event.get(key)
-            if isinstance(value, (dict, list)):
-                return f"event {number}: {key} is {_a(value)}, expected a scalar"
-        if event.get("id") is None and "id" in event:
-            return f"event {number}: id is null"
-        for key in _OBJECTS:
-            value = event.get(key)
-            if value is not None and not isinstance(value, dict):
-                return f"event {number}: {key} is {_a(value)}, expected an object"
-            for member, kind in _MEMBERS.get(key, {}).items():
-                inner = value.get(member) if isinstance(value, dict) else None
-                if inner is not None and not isinstance(inner, kind):
-                    return f"event {number}: {key}.{member} is {_a(inner)}, expected {_NAMES[kind]}"
-        for key in _LISTS:
-            value = event.get(key)
-            if value is not None and not isinstance(value, list):
-                return f"event {number}: {key} is {_a(value)}, expected an array"
-            for item in value if key != "labels" and isinstance(value, list) else ():
-                if not isinstance(item, dict):
-                    return f"event {number}: an item of {key} is {_a(item)}, expected an object"
-    stack = [data.get("classMap")]
-    while stack:
-        items = stack.pop()
-        if items is None:
-            continue
-        if not isinstance(items, list):
-            return f"classMap: children is {_a(items)}, expected an array"
-        for item in items:
-            if not isinstance(item, dict):
-                return f"classMap: an item is {_a(item)}, expected an object"
-            for key in ("name", "type", "location"):
-                if item.get(key) is not None and not isinstance(item.get(key), str):
-                    return f"classMap: {key} is {_a(item.get(key))}, expected a string"
-            stack.append(item.get("children"))
-    return None
 
 
 def diagnose(path: Path | str, limit: int = 256 * 1024 * 1024) -> Optional[str]:

@@ -15,9 +15,16 @@ Two readers, one contract:
   the array's items. Anything the cutter cannot read plainly (an item that is not an object, a
   malformed block) is read again by ijson's C backend (`events.item`) from the first event not
   yet yielded, so errors and odd files read as before. The header keys are found first by a byte
-  scan for the top-level key (`"classMap":` preceded by `{` or `,`; a quote inside a JSON string
-  is always escaped, so the pattern can only be a real key) and parsed from there; when the scan
-  is ambiguous (the key also appears nested) a separate ijson pass over that key decides.
+  scan for the key (`"classMap":` preceded by `{` or `,`; a quote inside a JSON string is always
+  escaped, so the pattern can only be a real key), the top-level one by its depth, and parsed
+  from there.
+
+Both readers apply the one set of reading rules (`tracetool.trace.checks`), so a malformed file
+gets the verdict and the one-line message of the whole-file reader: the block reader runs only
+when orjson reads the document up to the events (`_plain_start`) and after them (`_plain_end`),
+and hands a block over when its parser fails or, for msgspec, which skips unchecked, when the
+block's UTF-8 or numbers are suspect; the ijson reader scans depth first (`_check_depth`) and
+asks the whole-file reader (`_referee`) for its verdict on whatever ijson fails on.
 
 `open_stream(path, heads=True)` yields `EventHead` structs instead of dicts: only the fields
 that identify and pair a call (ids, thread, parent, function identity, SQL / HTTP request objects,
@@ -42,7 +49,19 @@ from typing import Any, Optional, TypedDict
 import msgspec
 import orjson
 
-from tracetool.errors import TraceFormatError
+from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError
+from tracetool.trace.checks import (
+    DEPTH_MESSAGE,
+    MAX_DEPTH,
+    DepthScan,
+    bytes_defect,
+    document_defect,
+    kind,
+    kind_of_raw,
+    lenient_json,
+    recursion_room,
+    unchecked_defect,
+)
 from tracetool.trace.document import from_data, gc_paused
 from tracetool.trace.extract import WS as _WS
 from tracetool.trace.extract import is_recording, key_value_offset
@@ -51,6 +70,7 @@ from tracetool.trace.reader import describe, guarded, open_regular, read_file
 STREAM_THRESHOLD = 8 * 1024 * 1024
 HEADER_KEYS = ("version", "metadata", "classMap", "eventUpdates")
 _CHUNK = 4 * 1024 * 1024
+_REFEREE_LIMIT = 256 * 1024 * 1024
 _UNSET: Any = msgspec.UNSET
 
 
@@ -187,50 +207,73 @@ class TraceStream:
         for head, text in pairs:
             update = updates.get(str(head.id))
             if isinstance(update, dict):
-                yield _head(update), orjson.dumps(update, option=orjson.OPT_NON_STR_KEYS)
+                yield _head(update), _text(update)
             else:
                 yield head, text
 
     def _blocks(self, raw: bool) -> Iterator[tuple[list[Any], Optional[list[Any]]]]:
         """The events in blocks: (items, their JSON texts when `raw`), non-objects dropped."""
         done = 0  # items yielded so far (where ijson takes over)
+        objects = 0  # object items among them (where the referee takes over)
         with guarded(self.path):
             if self.events_at >= 0:
                 ended = [False]
                 for texts, block in _event_arrays(self.path, self.events_at, ended):
                     items: list[Any]
-                    if self.heads:
+                    if self.heads or self.fields is not None:
+                        if _unchecked(block):
+                            break  # what msgspec skips unchecked: the checked path decides
                         try:
-                            items = _HEAD_ITEMS.decode(block)
-                        except msgspec.ValidationError:
-                            break  # an item that is not an object: read on with ijson
-                    elif self.fields is not None:
-                        try:
-                            items = _decoder(self.fields).decode(block)
-                        except msgspec.ValidationError:
+                            items = (_HEAD_ITEMS if self.heads else _decoder(self.fields)).decode(
+                                block
+                            )
+                        except (msgspec.ValidationError, RecursionError):
                             break  # not an object, or a field not of its type: ijson, whole
                     else:
-                        with gc_paused():
-                            items = orjson.loads(block)
+                        try:
+                            with gc_paused():
+                                items = orjson.loads(block)
+                        except orjson.JSONDecodeError:
+                            break  # UTF-8, a number, an escape orjson refuses: the checked path
                         if not all(item.__class__ is dict for item in items):
                             items = [item for item in items if isinstance(item, dict)]
                     yield items, (texts if raw else None)
                     done += len(texts)
+                    objects += len(items)
                 if ended[0]:
                     return
-            yield from self._ijson_blocks(done, raw)
+            yield from self._ijson_blocks(done, objects, raw)
 
     def _ijson_blocks(
-        self, skip: int, raw: bool
+        self, skip: int, objects: int, raw: bool
     ) -> Iterator[tuple[list[Any], Optional[list[Any]]]]:
+        """The events after the first `skip` items (`objects` of them objects) by ijson, under
+        the shared reading rules: the depth and leniency scan first (`_check_depth`), and the
+        whole-file reader's verdict (`_referee`) on whatever ijson fails on."""
         import ijson
 
-        with open_regular(self.path) as handle:
-            for number, item in enumerate(ijson.items(handle, "events.item", use_float=True)):
-                if number < skip or not isinstance(item, dict):
-                    continue
-                text = orjson.dumps(item, option=orjson.OPT_NON_STR_KEYS) if raw else None
-                yield [_head(item) if self.heads else item], [text] if raw else None
+        try:
+            _check_depth(self.path)
+            with open_regular(self.path) as handle:
+                for number, item in enumerate(ijson.items(handle, "events.item", use_float=True)):
+                    if number < skip or not isinstance(item, dict):
+                        continue
+                    objects += 1
+                    yield self._one(item, raw)
+        except TraceFormatError as exc:
+            events = _referee(self.path, exc)._events or []
+        except TraceToolError:
+            raise
+        except Exception as exc:  # the whole-file reader decides (tracetool.trace.checks)
+            events = _referee(self.path, exc)._events or []
+        else:
+            return
+        for item in events[objects:]:
+            yield self._one(item, raw)
+
+    def _one(self, item: dict[str, Any], raw: bool) -> tuple[list[Any], Optional[list[Any]]]:
+        text = _text(item) if raw else None
+        return [_head(item) if self.heads else item], [text] if raw else None
 
 
 _DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
@@ -241,6 +284,17 @@ def _decoder(fields: Any) -> msgspec.json.Decoder[Any]:
     if found is None:
         found = _DECODERS[fields] = msgspec.json.Decoder(list[fields])  # type: ignore[valid-type]
     return found
+
+
+def _text(event: dict[str, Any]) -> bytes:
+    """The compact JSON text of a parsed event: by orjson, or by msgspec with room to nest
+    (tracetool.trace.checks) for what orjson does not write (deeper than 255 levels, an integer
+    beyond 64 bits) but reads."""
+    try:
+        return orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        with recursion_room():
+            return msgspec.json.encode(event)
 
 
 def _head(event: dict[str, Any]) -> EventHead:
@@ -275,7 +329,10 @@ def _event_arrays(path: Path, offset: int, state: list[bool]) -> Iterator[tuple[
                 return
             if not buf.startswith(b"{"):
                 return  # not an object, or the file ends: the caller decides
-            found = _cut(buf, eof)
+            try:
+                found = _cut(buf, eof)
+            except RecursionError:
+                return  # nested deeper than msgspec reads: the checked path decides
             if found is None:
                 if eof:
                     return
@@ -296,22 +353,44 @@ def _event_arrays(path: Path, offset: int, state: list[bool]) -> Iterator[tuple[
 
 
 _TAIL_LIMIT = 64 * 1024 * 1024
-_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
 def _plain_end(handle: Any, tail: bytes) -> bool:
     """Whether what follows the events array (`tail`, then the rest of `handle`) closes the
-    document plainly: `}`, or more members and `}` (checked when under 64 MB)."""
+    document plainly: `}`, or more members and `}` that orjson reads (the strictest parser:
+    tracetool.trace.checks), under 64 MB."""
     rest = (tail + handle.read(_TAIL_LIMIT + 1)).strip(_WS)
     if rest == b"}":
         return True
     if not rest.startswith(b",") or len(rest) > _TAIL_LIMIT:
-        return rest.startswith(b",")
+        return False
     try:
-        _MEMBERS.decode(b"{" + rest[1:])
-    except msgspec.DecodeError:
+        orjson.loads(b"{" + rest[1:])  # the members are at the same depth as in the file
+    except orjson.JSONDecodeError:
         return False
     return True
+
+
+def _plain_start(path: Path, offset: int) -> bool:
+    """Whether the document up to the events value at `offset` is read by orjson (with the
+    events array empty and the object closed there): the block reader then reads no byte of
+    the file unchecked. Under 64 MB."""
+    if offset > _TAIL_LIMIT:
+        return False
+    with open_regular(path) as handle:
+        head = handle.read(offset)
+    try:
+        orjson.loads(head + b"[]}")
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _unchecked(block: bytes) -> bool:
+    """Whether a block may hold what msgspec skips without checking and orjson refuses (UTF-8,
+    numbers: tracetool.trace.checks `unchecked_defect`); cheap on a good block. What ijson
+    reads and orjson refuses (`lenient_json`) msgspec refuses too, so `_cut` never takes it."""
+    return unchecked_defect(block) is not None
 
 
 _TRIES = 8
@@ -399,7 +478,12 @@ def _open(
         raw = read_small(p, threshold)
         if raw is None:
             with guarded(p):
-                stream = _open_streamed(p, file_size(p), must_contain, header_keys)
+                try:
+                    stream = _open_streamed(p, file_size(p), must_contain, header_keys)
+                except NotFoundError:
+                    raise
+                except Exception as exc:  # the whole-file reader decides (trace.checks)
+                    return _referee(p, exc, must_contain, header_keys, heads)
             stream.heads = heads
             return stream
     size = len(raw)
@@ -420,14 +504,14 @@ def _open(
             with gc_paused():
                 data = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise TraceFormatError(f"{p}: {describe(exc)}") from None
+            raise TraceFormatError(f"{p}: {bytes_defect(raw) or describe(exc)}") from None
         del raw
         doc = from_data(data, str(p))
     events = doc.data.pop("events", None) or []
     stream = TraceStream(p, size, doc.data, streamed=False)
     if heads:
         stream.heads = True
-        stream._raws = [orjson.dumps(e, option=orjson.OPT_NON_STR_KEYS) for e in events]
+        stream._raws = [_text(e) for e in events]
         events = [_head(e) for e in events]
     stream._events = events
     return stream
@@ -436,17 +520,15 @@ def _open(
 def _open_heads(path: Path, raw: bytes) -> Optional[TraceStream]:
     """A heads stream of a whole file, or None when it is not plainly a recording (the dict
     reader then reads it, and reports what is wrong)."""
+    if _unchecked(raw):
+        return None  # what msgspec would skip unchecked: the dict reader decides
     try:
         with gc_paused():
             data = _HEAD_DOC.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
-    if not any(key in data for key in ("events", "classMap", "metadata")):
+    if document_defect({key: kind(value) for key, value in data.items()}) is not None:
         return None
-    for key, kind in (("classMap", list), ("metadata", dict)):
-        value = data.get(key)
-        if value is not None and not isinstance(value, kind):
-            return None
     events = data.pop("events", None) or []
     stream = TraceStream(path, len(raw), dict(data), streamed=False)
     stream.heads = True
@@ -478,26 +560,84 @@ def _open_streamed(
     extra = (must_contain,) if must_contain else ()
     wanted = tuple(dict.fromkeys((*header_keys, "eventUpdates")))
     found = _locate_keys(path, (*wanted, "events", *extra))
-    if not found.get("events"):
-        raise TraceFormatError(f"{path}: not a trace document (no events array)")
-    if must_contain and not found.get(must_contain):
+    if must_contain and found.get("events") and not found.get(must_contain):
         return TraceStream(path, size, {}, streamed=False)
+    events_at = _top_level(path, found.get("events", []))
+    plain = bool(events_at) and _plain_start(path, max(events_at))
+    if not plain:
+        _check_depth(path)  # else the block reader's parsers check what they read
     for key in wanted:
         offsets = found.get(key, [])
         if not offsets:
             continue
-        value = _value_at(path, offsets[0]) if len(offsets) == 1 else _value_of_key(path, key)
+        offsets = _top_level(path, offsets)
+        value = _value_at(path, max(offsets)) if offsets else None
         if value is not None:
             header[key] = value
-    for key, kind in (("classMap", list), ("metadata", dict), ("eventUpdates", dict)):
-        if key in header and not isinstance(header[key], kind):
-            raise TraceFormatError(
-                f"{path}: not a trace document ({key} is a {type(header[key]).__name__})"
-            )
+    kinds = {key: kind(value) for key, value in header.items()}
+    if events_at:
+        kinds["events"] = _kind_at(path, max(events_at))
+    defect = document_defect(kinds)
+    if defect is not None:
+        raise TraceFormatError(f"{path}: {defect}")
     stream = TraceStream(path, size, header, streamed=True)
-    if len(found["events"]) == 1:  # else ambiguous: ijson finds the top-level one
-        stream.events_at = found["events"][0]
+    if plain:
+        stream.events_at = max(events_at)
     return stream
+
+
+def _top_level(path: Path, offsets: list[int]) -> list[int]:
+    """Which of several key-like `"key":` offsets are top-level keys (the depth there, by a
+    `DepthScan` up to each, is 1); one offset is taken as it is. The last top-level one counts
+    (a duplicated key), as for every JSON parser we use."""
+    if len(offsets) < 2:
+        return offsets
+    top = []
+    scan, done = DepthScan(), 0
+    with open_regular(path) as handle:
+        for offset in sorted(offsets):
+            scan.feed(handle.read(offset - done))
+            done = offset
+            if scan.depth == 1:
+                top.append(offset)
+    return top
+
+
+def _kind_at(path: Path, offset: int) -> str:
+    """The kind of the JSON value at byte `offset`."""
+    with open_regular(path) as handle:
+        handle.seek(offset)
+        return kind_of_raw(handle.read(64))
+
+
+def _check_depth(path: Path) -> None:
+    """Refuse a file nested deeper than the whole-file parser allows (ijson has no limit), or
+    holding what ijson reads and it refuses (trace.checks.lenient_json): the referee decides."""
+    scan = DepthScan()
+    with open_regular(path) as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            if scan.feed(chunk) > MAX_DEPTH:
+                raise TraceFormatError(f"{path}: {DEPTH_MESSAGE}")
+            if lenient_json(chunk):
+                raise TraceFormatError(f"{path}: not valid JSON")
+
+
+def _referee(
+    path: Path,
+    exc: BaseException,
+    must_contain: Optional[str] = None,
+    header_keys: tuple[str, ...] = HEADER_KEYS,
+    heads: bool = False,
+) -> TraceStream:
+    """The whole-file reader's verdict on a file the streaming reader failed on: its error (the
+    words every read path uses), or its stream when it reads the file (ijson overflows on
+    integers beyond 64 bits that orjson reads). Files too big to referee keep their error."""
+    raw = read_file(path, _REFEREE_LIMIT)
+    if raw is None:
+        if isinstance(exc, TraceFormatError):
+            raise exc
+        raise TraceFormatError(f"{path}: {describe(exc)}") from None
+    return _open(path, None, must_contain, raw, header_keys, heads)
 
 
 def _locate_keys(path: Path, keys: tuple[str, ...]) -> dict[str, list[int]]:
@@ -537,17 +677,6 @@ def _value_at(path: Path, offset: int) -> Any:
         with open_regular(path) as handle:
             handle.seek(offset)
             return next(iter(ijson.items(handle, "", use_float=True)), None)
-    except ijson.JSONError as exc:
-        raise TraceFormatError(f"{path}: not valid JSON ({_one_line(exc)})") from None
-
-
-def _value_of_key(path: Path, key: str) -> Any:
-    """The top-level value of `key`, by a full ijson pass (used when the byte scan is ambiguous)."""
-    import ijson
-
-    try:
-        with open_regular(path) as handle:
-            return next(iter(ijson.items(handle, key, use_float=True)), None)
     except ijson.JSONError as exc:
         raise TraceFormatError(f"{path}: not valid JSON ({_one_line(exc)})") from None
 

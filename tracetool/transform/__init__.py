@@ -2,7 +2,7 @@
 
 Which fields are captured runtime data (what `trim` and `sanitize` may touch) is defined once, in
 `tracetool.transform.captured`. `trim` and `sanitize` stream a document event by event
-(`tracetool.transform.stream`), so memory stays a small multiple of the file size, and share the
+(`tracetool.trace.rawdoc`), so memory stays a small multiple of the file size, and share the
 many-files driver in `tracetool.transform.files`. Import the submodules directly:
 `tracetool.transform.prune`, `tracetool.transform.trim`, `tracetool.transform.sanitize`.
 """

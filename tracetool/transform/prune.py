@@ -30,11 +30,11 @@ from typing import Any
 from tracetool import filters
 from tracetool.errors import UsageError
 from tracetool.filters import Bound, FilterState
-from tracetool.slim import MinimalEvent, SlimDocument, load_slim
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import CodeObject
 from tracetool.trace.document import dumps, gc_paused
 from tracetool.trace.reader import guarded
+from tracetool.trace.slim import MinimalEvent, SlimDocument, load_slim
 from tracetool.trace.tree import CallNode
 
 DEFAULT_SIZE = "15mb"

@@ -1,7 +1,7 @@
 """`sanitize`: replace every captured value with a token, so no secret or personal data remains.
 
 Contract (spec `sanitize` rules 1–11, `metadata.sanitized`, Errors):
-- The document is normalized first, event by event (`stream.RawDocument.normalized_events`:
+- The document is normalized first, event by event (`rawdoc.RawDocument.normalized_events`:
   event updates merged, ids re-indexed, unreturned calls balanced). As part of normalization,
   like AppMap's, credentials in `metadata.git.repository` (`https://user:pw@host/…`) are dropped.
 - Each captured field (`captured` names them all) is rewritten by its kind:
@@ -45,8 +45,8 @@ import orjson
 
 from tracetool import __version__
 from tracetool.routes import normalize_path, normalize_url
-from tracetool.trace import TraceDocument, gc_paused
-from tracetool.transform import captured, files, stream
+from tracetool.trace import TraceDocument, gc_paused, rawdoc
+from tracetool.transform import captured, files
 from tracetool.transform.tokens import Tokenizer
 
 SANITIZED = "sanitized"
@@ -156,7 +156,7 @@ def _strip_git_credentials(metadata: dict[str, Any]) -> None:
         git["repository"] = _URL_USERINFO.sub(r"\1", git["repository"])
 
 
-def _digest(doc: stream.RawDocument, values: dict[str, Any]) -> str:
+def _digest(doc: rawdoc.RawDocument, values: dict[str, Any]) -> str:
     """A digest of the document as `values` would write it (the marker's `digest`)."""
     h = hashlib.blake2b(digest_size=16)
     for part in doc.parts(values):
@@ -164,7 +164,7 @@ def _digest(doc: stream.RawDocument, values: dict[str, Any]) -> str:
     return h.hexdigest()
 
 
-def _intact(doc: stream.RawDocument, marker: dict[str, Any]) -> bool:
+def _intact(doc: rawdoc.RawDocument, marker: dict[str, Any]) -> bool:
     """Whether the document is byte for byte what sanitize wrote with `marker` (a marker that was
     copied onto another document, or a file edited since, does not match its digest)."""
     recorded = marker.get("digest")
@@ -190,7 +190,7 @@ def sanitize_bytes(
 def _sanitize_bytes(
     raw: bytes, options: SanitizeOptions, source: str
 ) -> tuple[bytes | None, SanitizeReport]:
-    doc = stream.split(raw, source)
+    doc = rawdoc.split(raw, source)
     metadata = doc.metadata
     marker = metadata.get("sanitized")
     allow = set(options.allow)
@@ -227,7 +227,7 @@ def _sanitize_bytes(
             captured.rewrite_metadata(metadata, masker)
             values["metadata"] = metadata
         elif key == "events" and key not in values and doc.events_array is not None:
-            writer = stream.ArrayWriter(source)
+            writer = rawdoc.ArrayWriter(source)
             writer.add_all(doc.normalized_events(), partial(captured.rewrite_event, fn=masker))
             values["events"] = writer.done()
     recorded = tuple(sorted(allow))

@@ -27,8 +27,8 @@ from typing import Any
 
 from tracetool import __version__
 from tracetool.errors import UsageError
-from tracetool.trace import TraceDocument, gc_paused
-from tracetool.transform import files, stream
+from tracetool.trace import TraceDocument, gc_paused, rawdoc
+from tracetool.transform import files
 from tracetool.transform.captured import TRIMMED_KINDS, rewrite_event, rewrite_metadata
 
 DEFAULT_MAX_LENGTH = 120
@@ -107,7 +107,7 @@ def trim_bytes(
 
 
 def _trim_bytes(raw: bytes, options: TrimOptions, source: str) -> tuple[bytes | None, TrimReport]:
-    doc = stream.split(raw, source)
+    doc = rawdoc.split(raw, source)
     cap = options.max_length
     version, previous = _previous_cap(doc.metadata)
     warnings: list[str] = []
@@ -127,7 +127,7 @@ def _trim_bytes(raw: bytes, options: TrimOptions, source: str) -> tuple[bytes | 
 
     values: dict[str, Any] = {"metadata": metadata}
     if doc.events_array is not None:
-        writer = stream.ArrayWriter(source)
+        writer = rawdoc.ArrayWriter(source)
         for raw_event, event in doc.events():
             before = cutter.count
             rewrite_event(event, cutter)

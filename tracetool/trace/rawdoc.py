@@ -33,6 +33,16 @@ import msgspec
 import orjson
 
 from tracetool.errors import TraceFormatError
+from tracetool.trace.checks import (
+    bytes_defect,
+    clean_structure,
+    cleaned_warning,
+    document_defect,
+    kind_of_raw,
+    maybe_huge_number,
+    recursion_room,
+    utf8_defect,
+)
 from tracetool.trace.normalize import balance, coerce_event, renumber
 
 # Private key carried by a head through balance/renumber: the index of its raw event.
@@ -40,6 +50,7 @@ _INDEX = "\x00index"
 _SIGNATURE_KEYS = ("defined_class", "method_id", "path", "static")
 _HEAD_KEYS = ("id", "event", "thread_id", "parent_id", *_SIGNATURE_KEYS)
 _DUMPS_OPTION = orjson.OPT_NON_STR_KEYS
+_CONTAINERS = (list, dict)
 
 
 class _Head(msgspec.Struct):
@@ -109,6 +120,8 @@ class RawDocument:
     _updates: dict[str, Any] | None = None
     _replaced: dict[int, dict[str, Any]] = field(default_factory=dict)
     _raw_events: list[msgspec.Raw] | None = None
+    raw: bytes = b""  # the whole document, for the shared verdict on a defect (trace.checks)
+    _cleaned: set[int] = field(default_factory=set)
 
     @property
     def events_array(self) -> msgspec.Raw | None:
@@ -121,7 +134,7 @@ class RawDocument:
         """One raw slice per event (decoded on first use: small documents never need it)."""
         if self._raw_events is None:
             array = self.events_array
-            self._raw_events = [] if array is None else list(_RAW_LIST.decode(array))
+            self._raw_events = [] if array is None else list(self._deep(_RAW_LIST.decode, array))
         return self._raw_events
 
     @property
@@ -151,7 +164,7 @@ class RawDocument:
             try:
                 batch = orjson.loads(memoryview(events))
             except orjson.JSONDecodeError as exc:
-                raise TraceFormatError(f"{self.source}: events unreadable ({exc})") from None
+                raise self._defect(f"events unreadable ({exc})") from None
             yield from batch
             return
         raws = self.raw_events
@@ -162,9 +175,7 @@ class RawDocument:
                 try:
                     yield orjson.loads(memoryview(raws[index]))
                 except orjson.JSONDecodeError as exc:
-                    raise TraceFormatError(
-                        f"{self.source}: event {index + 1} unreadable ({exc})"
-                    ) from None
+                    raise self._defect(f"event {index + 1} unreadable ({exc})") from None
             return
         start = 1  # after "["
         first = 0
@@ -177,7 +188,7 @@ class RawDocument:
             try:
                 batch = orjson.loads(chunk)
             except orjson.JSONDecodeError as exc:
-                raise TraceFormatError(f"{self.source}: events unreadable ({exc})") from None
+                raise self._defect(f"events unreadable ({exc})") from None
             del chunk
             yield from batch
             del batch
@@ -196,15 +207,32 @@ class RawDocument:
         if dropped:
             self.warnings.append(f"{self.source}: dropped {dropped} non-object events")
 
+    def _defect(self, fallback: str) -> TraceFormatError:
+        """The error for a defect met in the events: the shared verdict on the whole document
+        (`tracetool.trace.checks.bytes_defect`), so every read path words it the same."""
+        return TraceFormatError(f"{self.source}: {bytes_defect(self.raw) or fallback}")
+
+    def _deep(self, decode: Callable[[Any], Any], raw: Any) -> Any:
+        """`decode(raw)` by msgspec, which counts Python's recursion: a document within
+        `MAX_DEPTH` levels is decoded with room enough, a deeper one refused in shared words."""
+        try:
+            return decode(raw)
+        except RecursionError:
+            defect = bytes_defect(self.raw)
+            if defect is not None:
+                raise TraceFormatError(f"{self.source}: {defect}") from None
+            with recursion_room():
+                return decode(raw)
+
     def _decode_heads(self, decoder: Any, single: Any) -> list[Any]:
         """One struct per raw event (None for a non-object event), decoded in C."""
         try:
-            return list(decoder.decode(self.top["events"]))
+            return list(self._deep(decoder.decode, self.top["events"]))
         except msgspec.ValidationError:  # a non-object event somewhere: decode one by one
             heads: list[Any] = []
             for raw in self.raw_events:
                 try:
-                    heads.append(single.decode(raw))
+                    heads.append(self._deep(single.decode, raw))
                 except msgspec.ValidationError:
                     heads.append(None)
             return heads
@@ -224,7 +252,7 @@ class RawDocument:
         stacks: dict[Any, list[Any]] = {}
         calls: set[int] = set()
         for head in heads:
-            if head is None:
+            if head is None or head.thread_id.__class__ in _CONTAINERS:
                 return False
             if head.event == "call":
                 if head.id.__class__ is not int or head.id in calls:
@@ -270,10 +298,14 @@ class RawDocument:
                         value = getattr(sig, key)
                         if value is not msgspec.UNSET:
                             stub[key] = value
+            if clean_structure(stub):  # an id that is an array... (tracetool.trace.checks)
+                self._cleaned.add(index)
             stub[_INDEX] = index
             out.append(stub)
         if dropped:
             self.warnings.append(f"{self.source}: dropped {dropped} non-object events")
+        if self._cleaned:
+            self.warnings.append(cleaned_warning(len(self._cleaned), self.source))
         return out
 
     def _plan(self) -> tuple[list[Any], list[Any]] | None:
@@ -328,6 +360,8 @@ class RawDocument:
             replaced = self._replaced.pop(item, None)
             if replaced is not None:
                 event = replaced
+            if item in self._cleaned:
+                clean_structure(event)
             event["id"] = position + 1
             parent = parents[position]
             if parent is not None:
@@ -432,24 +466,32 @@ def split(raw: bytes, source: str = "<memory>") -> RawDocument:
     """Split a document's bytes (module doc); raises TraceFormatError for a non-document."""
     if not raw or raw.isspace():  # (strip() would copy a 50 MB file)
         raise TraceFormatError(f"{source}: empty file, not a trace document")
+    defect = utf8_defect(raw)  # msgspec leaves skipped strings unchecked (trace.checks)
+    if defect is not None:
+        raise TraceFormatError(f"{source}: {defect}")
     try:
-        top = _TOP.decode(raw)
-    except msgspec.ValidationError:
-        kind = "array" if _ARRAY_START.match(raw) else "scalar"
-        raise TraceFormatError(
-            f"{source}: not a trace document (top level is a {kind}, not an object)"
-        ) from None
-    except msgspec.DecodeError as exc:
-        raise TraceFormatError(f"{source}: not valid JSON ({exc})") from None
-    if not any(key in top for key in ("events", "classMap", "metadata")):
-        raise TraceFormatError(f"{source}: not a trace document (no events, classMap or metadata)")
-    for key, expected in (("events", "array"), ("classMap", "array"), ("metadata", "object")):
-        value = top.get(key)
-        if value is not None and _kind_name(value) not in (expected, "null"):
-            raise TraceFormatError(
-                f"{source}: not a trace document ({key} is a {_kind_name(value)}, "
-                f"expected {'an array' if expected == 'array' else 'an object'})"
-            )
+        try:
+            top = _TOP.decode(raw)
+        except RecursionError:
+            if bytes_defect(raw) is not None:
+                raise
+            with recursion_room():  # within MAX_DEPTH: decode with room enough
+                top = _TOP.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+        defect = bytes_defect(raw) or document_defect(None, kind_of_raw(raw)) or ""
+        syntax = not isinstance(exc, (msgspec.ValidationError, RecursionError))
+        if syntax and defect.startswith("not a trace"):
+            defect = f"not valid JSON ({exc})"  # msgspec refused what orjson reads
+        raise TraceFormatError(f"{source}: {defect}") from None
+    defect = document_defect({key: kind_of_raw(value) for key, value in top.items()})
+    if defect is not None:
+        raise TraceFormatError(f"{source}: {bytes_defect(raw) or defect}")
+    for key, value in top.items():  # msgspec skipped them unchecked; events go through orjson
+        if key != "events" and maybe_huge_number(value):
+            defect = bytes_defect(raw)
+            if defect is not None:
+                raise TraceFormatError(f"{source}: {defect}")
+            break
     md_raw = top.get("metadata")
     metadata = orjson.loads(memoryview(md_raw)) if md_raw is not None else None
     return RawDocument(
@@ -457,4 +499,5 @@ def split(raw: bytes, source: str = "<memory>") -> RawDocument:
         size=len(raw),
         top=top,
         metadata=metadata if isinstance(metadata, dict) else {},
+        raw=raw,
     )

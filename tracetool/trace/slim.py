@@ -31,8 +31,18 @@ from pathlib import Path
 from typing import Any, ClassVar, Optional, TypedDict
 
 import msgspec
+import orjson
 
-from tracetool.trace.document import TraceDocument, dumps, from_data, gc_paused, load
+from tracetool.errors import TraceFormatError
+from tracetool.trace.checks import unchecked_defect
+from tracetool.trace.document import (
+    TraceDocument,
+    dumps,
+    dumps_deep,
+    from_data,
+    gc_paused,
+    load,
+)
 from tracetool.trace.reader import guarded, read_file
 
 
@@ -189,6 +199,9 @@ def parse_slim(
     path: Path | None = None,
     extras: bool = True,
 ) -> SlimDocument:
+    defect = unchecked_defect(data)  # what msgspec skips unchecked (tracetool.trace.checks)
+    if defect is not None:
+        raise TraceFormatError(f"{source}: {defect}")
     try:
         with gc_paused():
             obj = (_MINIMAL if minimal else _SLIM).decode(data)
@@ -197,8 +210,8 @@ def parse_slim(
             for key, value in (_TOP.decode(data) if extras else {}).items():
                 if key not in _KNOWN:
                     obj[key] = msgspec.json.decode(value)  # type: ignore[literal-required]
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return _fallback(path, data, source, raw)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return _fallback(path, data, source, raw)  # the full loader decides, in the shared words
     events = obj.get("events") if isinstance(obj, dict) else None
     if minimal and events is not None:
         obj["events"] = []  # structs, not dicts: keep them out of from_data's dict check
@@ -224,9 +237,18 @@ def _fallback(path: Path | None, data: bytes, source: str, raw: bool) -> SlimDoc
     full = load(path) if path is not None else parse(data, source)
     slim = SlimDocument(full.data, path, full.warnings, slim=False)
     if raw:
-        slim.raw_events = [msgspec.Raw(dumps(e)) for e in full.events]
-        slim.raw_updates = {k: msgspec.Raw(dumps(v)) for k, v in full.event_updates.items()}
+        slim.raw_events = [msgspec.Raw(_dumps(e)) for e in full.events]
+        slim.raw_updates = {k: msgspec.Raw(_dumps(v)) for k, v in full.event_updates.items()}
     return slim
+
+
+def _dumps(value: Any) -> bytes:
+    """`dumps`, or for a value nested deeper than orjson writes, the iterative writer (what the
+    full loader read, the slim loader keeps: tracetool.trace.checks)."""
+    try:
+        return dumps(value)
+    except orjson.JSONEncodeError:
+        return dumps_deep(value)
 
 
 def event_size(slim: SlimDocument, index: int) -> int:
