@@ -87,6 +87,15 @@ class Daemon:
             self.server.shutdown()
 
     def _start(self) -> None:
+        # The live-index thread and the RPC worker threads import tracetool.index and
+        # tracetool.query lazily. Those packages import each other (tracetool.index ->
+        # index.indexer -> tracetool.index; query.db -> index.indexer), and two threads importing
+        # them at once can be handed a partially initialized module ("cannot import name
+        # 'IndexOptions' ... (most likely due to a circular import)"): every request failed so
+        # in a VS Code session. Import them here, once, before any thread starts.
+        import tracetool.index
+        import tracetool.query  # noqa: F401
+
         for target in self.options.targets:
             self._claims.append(claim(target.trace_dir))  # raises if another daemon owns it
         from tracetool_daemon.liveindex import make_pool
