@@ -56,7 +56,7 @@ class Run:
     out: str
 
 
-def _tree_rss_kb(pid: int) -> int:
+def tree_rss_kb(pid: int) -> int:
     """Resident memory of a process and all its descendants, in kB."""
     total, stack = 0, [pid]
     while stack:
@@ -86,7 +86,7 @@ def run(argv: list[str], cwd: Path | None = None) -> Run:
 
         def sample() -> None:
             while not done.is_set():
-                peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
+                peak[0] = max(peak[0], tree_rss_kb(proc.pid))
                 done.wait(0.01)
 
         sampler = threading.Thread(target=sample, daemon=True)

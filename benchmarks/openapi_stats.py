@@ -35,6 +35,9 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from diagram import tree_rss_kb  # one process-tree RSS sampler for the benchmarks
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = next(
     (
@@ -63,25 +66,6 @@ def make_corpus(out: Path, count: int, total_mb: float, seed: int, name: str | N
     subprocess.run(cmd, check=True, capture_output=True)
 
 
-def _tree_rss_kb(pid: int) -> int:
-    """Resident memory of a process and all its descendants, in kB."""
-    total, stack = 0, [pid]
-    while stack:
-        p = stack.pop()
-        try:
-            with open(f"/proc/{p}/status") as fh:
-                for line in fh:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-                        break
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as fh:
-                    stack.extend(int(c) for c in fh.read().split())
-        except (OSError, ValueError):
-            continue
-    return total
-
-
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -98,7 +82,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float
 
     def sample() -> None:
         while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
+            peak[0] = max(peak[0], tree_rss_kb(proc.pid))
             time.sleep(0.01)
 
     sampler = threading.Thread(target=sample, daemon=True)
