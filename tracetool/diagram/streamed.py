@@ -1,0 +1,116 @@
+"""A big recording's sequence diagram, built a batch of root actions at a time.
+
+Contract:
+
+- `stream_diagram(path, options)` returns None for a recording of at most `threshold` bytes
+  (default `tracetool.trace.stream.STREAM_THRESHOLD`: read whole, which is faster) and for one
+  whose calls cannot be paired tree by tree (a return naming a call of a finished tree:
+  `tracetool.trace.tree.TreeBatches`); callers then build the diagram whole (`build_diagram`).
+- Otherwise a `StreamedDiagram`: `actors` are final (ordered and named as `build_diagram` does)
+  and `batches()` yields the root actions once, in order, a batch of finished call trees at a
+  time, each batch complete (subtree digests, loops folded); their concatenation is
+  `build_diagram(doc, options).root_actions`, action for action. Memory follows the biggest
+  call tree and the held batch, not the recording.
+- Two passes over the file (`tracetool.trace.stream.open_stream`, same errors as a whole read):
+  the first binds every call to its code object (only the fields binding reads), which gives the
+  live code objects, the included ones and the actors in order of first appearance — all needed
+  before the first action is written; the second reads the slim fields and builds the actions,
+  binding calls with the same class map and function cache, so to the same code objects.
+- No filter: `filter_nodes` works on the whole tree (limitRootEvents looks at every root).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tracetool.diagram.builder import (
+    ActionFactory,
+    Actors,
+    DiagramOptions,
+    actions_of,
+    finish,
+    included_code_objects,
+    live_code_objects,
+)
+from tracetool.diagram.model import Action, Actor
+from tracetool.filters.apply import BindState, bind_roots
+from tracetool.trace.codeobjects import ClassMap, CodeObject
+from tracetool.trace.slim import BindEvent, SlimEvent
+from tracetool.trace.stream import STREAM_THRESHOLD, file_size, open_stream
+from tracetool.trace.tree import TreeBatches, blocks_of, release
+
+# events added to the call trees at a time (finished trees are taken out between blocks)
+BLOCK = 4096
+
+
+@dataclass
+class StreamedDiagram:
+    path: Path
+    options: DiagramOptions
+    threshold: int
+    actors: list[Actor]
+    cmap: ClassMap
+    state: BindState
+    registry: Actors
+    actions: int = 0  # actions handed out so far (loops included, as `len(Diagram)` counts)
+    _used: bool = field(default=False, repr=False)
+
+    def batches(self) -> Iterator[list[Action]]:
+        """The root actions, in batches (module doc); once."""
+        assert not self._used, "a streamed diagram is read once"
+        self._used = True
+        stream = open_stream(
+            self.path, threshold=self.threshold, header_keys=("classMap",), fields=SlimEvent
+        )
+        factory = ActionFactory(self.options.client_routes)
+        trees = TreeBatches()
+        for roots in trees.batches(blocks_of(stream.events(), BLOCK)):
+            _, cos = bind_roots(roots, self.cmap, self.state)
+            actions = actions_of(roots, cos, self.registry, factory)
+            release(roots)
+            del cos
+            finish(actions, self.options)
+            self.actions += _count(actions)
+            if actions:
+                yield actions
+
+
+def stream_diagram(
+    path: Path, options: DiagramOptions, threshold: int | None = None
+) -> StreamedDiagram | None:
+    """The diagram of a big recording, to read batch by batch (module doc); None to build it
+    whole."""
+    limit = STREAM_THRESHOLD if threshold is None else threshold
+    if file_size(path) <= limit:
+        return None
+    stream = open_stream(path, threshold=limit, header_keys=("classMap",), fields=BindEvent)
+    if not stream.streamed:
+        return None
+    cmap = ClassMap.from_json(stream.class_map)
+    state = BindState(cmap, sql_names=bool(options.expand or options.exclude))
+    # every bound code object, in the order `build_diagram`'s walk meets them
+    seen: dict[int, CodeObject] = {}
+    trees = TreeBatches()
+    for roots in trees.batches(blocks_of(stream.events(), BLOCK)):
+        _, cos = bind_roots(roots, cmap, state)
+        release(roots)
+        seen.update({id(co): co for co in cos.values()})
+        del cos
+    if trees.late:
+        return None
+    registry = Actors(included_code_objects(cmap.roots, live_code_objects(seen.values()), options))
+    for co in seen.values():
+        registry.actor_for(co)  # actors are made in order of first appearance
+    return StreamedDiagram(path, options, limit, registry.sorted(), cmap, state, registry)
+
+
+def _count(roots: list[Action]) -> int:
+    count = 0
+    stack = list(roots)
+    while stack:
+        action = stack.pop()
+        count += 1
+        stack.extend(action.children)
+    return count
