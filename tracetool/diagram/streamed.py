@@ -21,9 +21,11 @@ Contract:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tracetool.diagram.builder import (
     ActionFactory,
@@ -38,18 +40,18 @@ from tracetool.diagram.model import Action, Actor
 from tracetool.filters.apply import BindState, bind_roots
 from tracetool.trace.codeobjects import ClassMap, CodeObject
 from tracetool.trace.slim import BindEvent, SlimEvent
-from tracetool.trace.stream import STREAM_THRESHOLD, file_size, open_stream
+from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, file_size, open_stream
 from tracetool.trace.tree import TreeBatches, blocks_of, release
 
-# events added to the call trees at a time (finished trees are taken out between blocks)
-BLOCK = 4096
+# events added to the call trees at a time, when set (else as the reader reads them: finished
+# trees are taken out between blocks)
+BLOCK = 0
 
 
 @dataclass
 class StreamedDiagram:
-    path: Path
+    stream: TraceStream  # the first pass's (read again: `TraceStream.again`)
     options: DiagramOptions
-    threshold: int
     actors: list[Actor]
     cmap: ClassMap
     state: BindState
@@ -61,15 +63,12 @@ class StreamedDiagram:
         """The root actions, in batches (module doc); once."""
         assert not self._used, "a streamed diagram is read once"
         self._used = True
-        stream = open_stream(
-            self.path, threshold=self.threshold, header_keys=("classMap",), fields=SlimEvent
-        )
         factory = ActionFactory(self.options.client_routes)
         trees = TreeBatches()
-        for roots in trees.batches(blocks_of(stream.events(), BLOCK)):
-            _, cos = bind_roots(roots, self.cmap, self.state)
+        for roots in trees.batches(_blocks(self.stream.again(SlimEvent))):
+            _, cos = bind_roots(roots, self.cmap, self.state, trees.nodes)
             actions = actions_of(roots, cos, self.registry, factory)
-            release(roots)
+            release(roots, trees.nodes)
             del cos
             finish(actions, self.options)
             self.actions += _count(actions)
@@ -93,9 +92,9 @@ def stream_diagram(
     # every bound code object, in the order `build_diagram`'s walk meets them
     seen: dict[int, CodeObject] = {}
     trees = TreeBatches()
-    for roots in trees.batches(blocks_of(stream.events(), BLOCK)):
-        _, cos = bind_roots(roots, cmap, state)
-        release(roots)
+    for roots in trees.batches(_blocks(stream)):
+        _, cos = bind_roots(roots, cmap, state, trees.nodes)
+        release(roots, trees.nodes)
         seen.update({id(co): co for co in cos.values()})
         del cos
     if trees.late:
@@ -103,7 +102,13 @@ def stream_diagram(
     registry = Actors(included_code_objects(cmap.roots, live_code_objects(seen.values()), options))
     for co in seen.values():
         registry.actor_for(co)  # actors are made in order of first appearance
-    return StreamedDiagram(path, options, limit, registry.sorted(), cmap, state, registry)
+    return StreamedDiagram(stream, options, registry.sorted(), cmap, state, registry)
+
+
+def _blocks(stream: TraceStream) -> Iterator[list[Any]]:
+    if BLOCK:  # (tests: blocks of a few events)
+        return blocks_of(itertools.chain.from_iterable(stream.event_blocks()), BLOCK)
+    return stream.event_blocks()
 
 
 def _count(roots: list[Action]) -> int:

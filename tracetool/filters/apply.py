@@ -144,10 +144,15 @@ class BindState:
 
 
 def bind_roots(
-    roots: list[CallNode], cmap: ClassMap, state: BindState
+    roots: list[CallNode],
+    cmap: ClassMap,
+    state: BindState,
+    nodes: list[CallNode] | None = None,
 ) -> tuple[list[CallNode], dict[int, CodeObject]]:
-    """The nodes below `roots` in pre-order and the code object of each (`id(node)` -> it)."""
-    nodes = preorder(roots)
+    """The nodes below `roots` in pre-order (`nodes`, when the caller has them) and the code
+    object of each (`id(node)` -> it)."""
+    if nodes is None:
+        nodes = preorder(roots)
     unnamed = state.unnamed
     code_objects: dict[int, CodeObject] = {}
     # Function calls repeat: resolve each (location, name) once.

@@ -177,6 +177,30 @@ class TraceStream:
         streamed = (e for block in self._blocks(False) for e in block[0])
         return self._updated(streamed) if self.updates else streamed
 
+    def event_blocks(self) -> Iterator[list[Any]]:
+        """`events()` in lists, as the block reader reads them (a few MB of the file each)."""
+        if not self.streamed:
+            events = list(self.events())
+            if events:
+                yield events
+            return
+        for items, _ in self._blocks(False):
+            if self.updates:
+                items = list(self._updated(items))
+            if items:
+                yield items
+
+    def again(self, fields: Any = None) -> TraceStream:
+        """Another pass over a streamed recording's events (decoded with `fields`), without
+        looking up its top-level keys again."""
+        assert self.streamed, "only a streamed recording is read twice"
+        other = TraceStream(self.path, self.size, dict(self.header), streamed=True)
+        other.events_at = self.events_at
+        other.updates = self.updates
+        other.heads = self.heads
+        other.fields = fields
+        return other
+
     def raw_heads(self) -> Iterator[tuple[EventHead, bytes]]:
         """(head, exact JSON text of the event) for each event of a `heads=True` stream; the
         text of an event replaced by `eventUpdates` is its update's compact JSON."""

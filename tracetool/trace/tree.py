@@ -102,6 +102,7 @@ class CallTreeBuilder:
         self.stacks: dict[Any, list[CallNode]] = {}
         # id(return event) -> the call it became the return of, when a caller asks for it
         self.attached: dict[int, CallNode] | None = None
+        self.taken_nodes: list[CallNode] = []  # what `take_finished` took last, in pre-order
 
     def add(self, events: Iterable[Event]) -> None:
         roots, nodes, stacks = self.roots, self.nodes, self.stacks
@@ -163,7 +164,8 @@ class CallTreeBuilder:
             done += 1
         taken, self.roots[:done] = self.roots[:done], []
         nodes = self.nodes
-        for node in preorder(taken):
+        self.taken_nodes = preorder(taken)
+        for node in self.taken_nodes:
             key = node.call.get("id")
             if nodes.get(key) is node:
                 del nodes[key]
@@ -189,6 +191,7 @@ class TreeBatches:
         self.held = HELD_CALLS if held is None else held
         self.late = False
         self._unreturned: set[Any] = set()
+        self.nodes: list[CallNode] = []  # the last batch's nodes, in pre-order
 
     def add(self, block: list[Event]) -> None:
         unreturned = self._unreturned
@@ -207,13 +210,18 @@ class TreeBatches:
             roots, builder.roots = builder.roots, []
             builder.nodes = {}
             builder.stacks = {}
+            self.nodes = preorder(roots)
             return roots
         if len(builder.nodes) <= self.held:
             return []
-        return builder.take_finished(self._unreturned)
+        roots = builder.take_finished(self._unreturned)
+        self.nodes = builder.taken_nodes
+        builder.taken_nodes = []
+        return roots
 
     def batches(self, blocks: Iterable[list[Event]]) -> Iterator[list[CallNode]]:
-        """Every root, in batches (none empty)."""
+        """Every root, in batches (none empty); `nodes` holds each batch's nodes in pre-order
+        while it is handed out."""
         for block in blocks:
             self.add(block)
             taken = self.take()
@@ -234,9 +242,10 @@ def blocks_of(events: Iterable[Any], size: int = 4096) -> Iterator[list[Any]]:
         yield block
 
 
-def release(roots: list[CallNode]) -> None:
-    """`CallTree.release` for some trees (their nodes unlinked, freed by reference counting)."""
-    for node in preorder(roots):
+def release(roots: list[CallNode], nodes: list[CallNode] | None = None) -> None:
+    """`CallTree.release` for some trees (their nodes unlinked, freed by reference counting);
+    `nodes`: all of them, when the caller has them already."""
+    for node in preorder(roots) if nodes is None else nodes:
         node.parent = None
         node.children = []
 
