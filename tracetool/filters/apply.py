@@ -153,17 +153,23 @@ def bind_roots(
     object of each (`id(node)` -> it)."""
     if nodes is None:
         nodes = preorder(roots)
+    cos = bind_calls([n.call for n in nodes], cmap, state)
+    return nodes, dict(zip(map(id, nodes), cos))
+
+
+def bind_calls(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeObject]:
+    """The code object of each call event (as `bind` binds it)."""
     unnamed = state.unnamed
-    code_objects: dict[int, CodeObject] = {}
+    out: list[CodeObject] = []
+    append = out.append
     # Function calls repeat: resolve each (location, name) once.
     functions = state.functions
     # `get(call, key)` is `call.get(key)` without a Python-level call for event structs
-    get = field_getter(nodes[0].call) if nodes else dict.get
+    get = field_getter(calls[0]) if calls else dict.get
     # `key in call` of a struct is a Python-level call; its request fields are None when
     # absent, so `get(...) is not None` says the same (for dicts, `in` counts a null too)
     structs = get is not dict.get
-    for n in nodes:
-        call = n.call
+    for call in calls:
         if structs:
             sql = get(call, "sql_query") is not None
             server = get(call, "http_server_request") is not None
@@ -173,7 +179,7 @@ def bind_roots(
             server = "http_server_request" in call
             client = "http_client_request" in call
         if unnamed is not None and sql:
-            code_objects[id(n)] = unnamed
+            append(unnamed)
             continue
         method = get(call, "method_id")
         if method is not None and not server:
@@ -188,10 +194,10 @@ def bind_roots(
             co = functions.get(key)
             if co is None:
                 co = functions[key] = cmap.code_object_for(call)
-            code_objects[id(n)] = co
+            append(co)
             continue
-        code_objects[id(n)] = cmap.code_object_for(call)
-    return nodes, code_objects
+        append(cmap.code_object_for(call))
+    return out
 
 
 def unnamed_query(cmap: ClassMap) -> CodeObject:
@@ -354,21 +360,31 @@ def rebuild(bound: Bound, kept: set[int]) -> TraceDocument:
 
 def prune_class_map(bound: Bound, kept: set[int]) -> list[dict[str, Any]]:
     """The document's classMap reduced to code objects that still have events."""
+    cos = bound.code_objects
+    return class_map_of(
+        bound.cmap, bound.static, (cos[id(n)] for n in bound.nodes if id(n) in kept)
+    )
+
+
+def class_map_of(
+    cmap: ClassMap, static: set[int], bound: Iterable[CodeObject]
+) -> list[dict[str, Any]]:
+    """The classMap of `cmap`'s objects from the document (`static`) that are, or hold, code
+    objects of `bound`."""
     used: set[int] = set()
-    for n in bound.nodes:
-        if id(n) in kept:
-            obj: CodeObject | None = bound.code_objects[id(n)]
-            while obj is not None and id(obj) not in used:
-                used.add(id(obj))
-                obj = obj.parent
-    roots = [r for r in bound.cmap.roots if id(r) in used and id(r) in bound.static]
+    for co in bound:
+        obj: CodeObject | None = co
+        while obj is not None and id(obj) not in used:
+            used.add(id(obj))
+            obj = obj.parent
+    roots = [r for r in cmap.roots if id(r) in used and id(r) in static]
     out: list[dict[str, Any]] = []
     stack: list[tuple[CodeObject, list[dict[str, Any]]]] = [(r, out) for r in reversed(roots)]
     while stack:
         obj, into = stack.pop()
         node = _shallow_json(obj)
         into.append(node)
-        children = [c for c in obj.children if id(c) in used and id(c) in bound.static]
+        children = [c for c in obj.children if id(c) in used and id(c) in static]
         if children:
             node["children"] = []
             stack.extend((c, node["children"]) for c in reversed(children))

@@ -152,6 +152,8 @@ class TraceStream:
         self._events: Optional[list[Any]] = None
         self._raws: Optional[list[Any]] = None
         self._bytes: Optional[bytes] = None
+        # the top-level members after the events array, once a streamed pass read it plainly
+        self.after: Optional[dict[str, Any]] = None
         updates = header.pop("eventUpdates", None)
         if isinstance(updates, dict):
             self.updates = updates
@@ -189,6 +191,31 @@ class TraceStream:
                 items = list(self._updated(items))
             if items:
                 yield items
+
+    def raw_blocks(self) -> Iterator[tuple[list[Any], list[Any]]]:
+        """(events, the exact JSON text of each) a block at a time, for a streamed recording
+        opened with `fields` or `heads` and `event_updates=False`; a block read by the fallback
+        reader (ijson) holds dicts and their re-encoded text."""
+        assert self.streamed and not self.updates
+        for items, texts in self._blocks(True):
+            if items:
+                yield items, texts or []
+
+    def before(self) -> Optional[dict[str, Any]]:
+        """The top-level members before the events array of a streamed recording read plainly
+        (all of them but `events`, in order, with `after`), or None."""
+        if self.events_at < 0 or self.events_at > _TAIL_LIMIT:
+            return None
+        with open_regular(self.path) as handle:
+            head = handle.read(self.events_at)
+        try:
+            found = orjson.loads(head + b"[]}")
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(found, dict):
+            return None
+        found.pop("events", None)
+        return found
 
     def again(self, fields: Any = None) -> TraceStream:
         """Another pass over a streamed recording's events (decoded with `fields`), without
@@ -241,7 +268,7 @@ class TraceStream:
         objects = 0  # object items among them (where the referee takes over)
         with guarded(self.path):
             if self.events_at >= 0:
-                ended = [False]
+                ended: list[Any] = [False]
                 for texts, block in _event_arrays(self.path, self.events_at, ended):
                     items: list[Any]
                     if self.heads or self.fields is not None:
@@ -265,6 +292,7 @@ class TraceStream:
                     done += len(texts)
                     objects += len(items)
                 if ended[0]:
+                    self.after = ended[1] if len(ended) > 1 else {}
                     return
             yield from self._ijson_blocks(done, objects, raw)
 
@@ -349,7 +377,7 @@ def _event_arrays(path: Path, offset: int, state: list[bool]) -> Iterator[tuple[
                 buf = (buf + more).lstrip(_WS) if buf else more.lstrip(_WS)
                 need_more = False
             if buf.startswith(b"]"):
-                state[0] = _plain_end(handle, buf[1:])
+                state[0] = _plain_end(handle, buf[1:], state)
                 return
             if not buf.startswith(b"{"):
                 return  # not an object, or the file ends: the caller decides
@@ -379,7 +407,7 @@ def _event_arrays(path: Path, offset: int, state: list[bool]) -> Iterator[tuple[
 _TAIL_LIMIT = 64 * 1024 * 1024
 
 
-def _plain_end(handle: Any, tail: bytes) -> bool:
+def _plain_end(handle: Any, tail: bytes, members: Optional[list[Any]] = None) -> bool:
     """Whether what follows the events array (`tail`, then the rest of `handle`) closes the
     document plainly: `}`, or more members and `}` that orjson reads (the strictest parser:
     tracetool.trace.checks), under 64 MB."""
@@ -389,9 +417,11 @@ def _plain_end(handle: Any, tail: bytes) -> bool:
     if not rest.startswith(b",") or len(rest) > _TAIL_LIMIT:
         return False
     try:
-        orjson.loads(b"{" + rest[1:])  # the members are at the same depth as in the file
+        after = orjson.loads(b"{" + rest[1:])  # the members are at the same depth as in the file
     except orjson.JSONDecodeError:
         return False
+    if members is not None:
+        members.append(after)
     return True
 
 
