@@ -201,6 +201,19 @@ class TraceStream:
             if items:
                 yield items, texts or []
 
+    def event_texts(self) -> Iterator[list[Any]]:
+        """The exact JSON text of every item of a streamed recording's events array read
+        plainly (no `eventUpdates` applied, nothing decoded), a block at a time; a
+        `TraceFormatError` if the block reader cannot read it all (a pass that decoded it
+        before read it plainly: the file changed)."""
+        assert self.streamed and self.events_at >= 0
+        ended: list[Any] = [False]
+        with guarded(self.path):
+            for texts, _ in _event_arrays(self.path, self.events_at, ended):
+                yield texts
+        if not ended[0]:
+            raise TraceFormatError(f"{self.path}: changed while it was read")
+
     def before(self) -> Optional[dict[str, Any]]:
         """The top-level members before the events array of a streamed recording read plainly
         (all of them but `events`, in order, with `after`), or None."""
