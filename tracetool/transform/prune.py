@@ -16,7 +16,10 @@ Contract:
   size mode, the merged filter in filter mode) so pruning again, or AppMap's editors, know it.
 - `PruneResult` says what was removed (fqid, calls, bytes), sizes and event counts before and
   after, and whether the target was reached (it cannot be when requests and queries alone are
-  larger; the result says so rather than failing).
+  larger; the result says so rather than failing). `chunks()` gives the pruned bytes: `data`,
+  or for a recording over `STREAM_THRESHOLD` pruned by size alone, the same bytes read from
+  the file as they are written (`tracetool.transform.prune_streamed`: memory that does not grow
+  with the recording).
 """
 
 from __future__ import annotations
