@@ -154,6 +154,10 @@ class TraceStream:
         self._bytes: Optional[bytes] = None
         # the top-level members after the events array, once a streamed pass read it plainly
         self.after: Optional[dict[str, Any]] = None
+        # where the block reader cut the events array (`_event_arrays`), once a pass read it all
+        # plainly: another pass (`again`) cuts there without looking for cuts or checking again
+        self.cuts: Optional[list[Optional[tuple[int, int]]]] = None
+        self._replay: Optional[list[Optional[tuple[int, int]]]] = None
         updates = header.pop("eventUpdates", None)
         if isinstance(updates, dict):
             self.updates = updates
@@ -209,8 +213,8 @@ class TraceStream:
         assert self.streamed and self.events_at >= 0
         ended: list[Any] = [False]
         with guarded(self.path):
-            for texts, _ in _event_arrays(self.path, self.events_at, ended):
-                yield texts
+            for texts, _ in _event_arrays(self.path, self.events_at, ended, [], self._replay):
+                yield texts or []
         if not ended[0]:
             raise TraceFormatError(f"{self.path}: changed while it was read")
 
@@ -239,6 +243,7 @@ class TraceStream:
         other.updates = self.updates
         other.heads = self.heads
         other.fields = fields
+        other._replay = self.cuts
         return other
 
     def raw_heads(self) -> Iterator[tuple[EventHead, bytes]]:
@@ -282,10 +287,15 @@ class TraceStream:
         with guarded(self.path):
             if self.events_at >= 0:
                 ended: list[Any] = [False]
-                for texts, block in _event_arrays(self.path, self.events_at, ended):
+                replay = self._replay
+                cuts: list[Optional[tuple[int, int]]] = []
+                arrays = _event_arrays(self.path, self.events_at, ended, cuts, replay, raw)
+                for texts, block in arrays:
                     items: list[Any]
+                    count = len(texts) if texts is not None else cuts[-1][1]  # type: ignore[index]
                     if self.heads or self.fields is not None:
-                        if _unchecked(block):
+                        # (a replayed block was checked by the pass that cut it)
+                        if replay is None and _unchecked(block):
                             break  # what msgspec skips unchecked: the checked path decides
                         try:
                             items = (_HEAD_ITEMS if self.heads else _decoder(self.fields)).decode(
@@ -302,10 +312,12 @@ class TraceStream:
                         if not all(item.__class__ is dict for item in items):
                             items = [item for item in items if isinstance(item, dict)]
                     yield items, (texts if raw else None)
-                    done += len(texts)
+                    done += count
                     objects += len(items)
                 if ended[0]:
                     self.after = ended[1] if len(ended) > 1 else {}
+                    if done == objects:
+                        self.cuts = cuts
                     return
             yield from self._ijson_blocks(done, objects, raw)
 
@@ -369,12 +381,23 @@ def _head(event: dict[str, Any]) -> EventHead:
     )
 
 
-def _event_arrays(path: Path, offset: int, state: list[bool]) -> Iterator[tuple[list[Any], bytes]]:
+def _event_arrays(
+    path: Path,
+    offset: int,
+    state: list[Any],
+    cuts: Optional[list[Optional[tuple[int, int]]]] = None,
+    replay: Optional[list[Optional[tuple[int, int]]]] = None,
+    want_texts: bool = True,
+) -> Iterator[tuple[Optional[list[Any]], bytes]]:
     """The items of the JSON array at byte `offset`, in blocks of whole items: each as
     (JSON texts of its items, the block as one JSON array `[...]`). Sets `state[0]` once the
     array and the document after it were read to their plain end; stops without it where the
     items cannot be cut plainly (a value that is not an array, an item that is not an object, a
-    malformed block): the caller reads on from there another way (module doc)."""
+    malformed block): the caller reads on from there another way (module doc).
+
+    `cuts` collects where blocks were cut ((end, items), or None where more had to be read);
+    `replay` gives them from an earlier pass over the same file, so no cut is looked for (the
+    texts are then None unless `want_texts`)."""
     with open_regular(path) as handle:
         handle.seek(offset)
         buf = handle.read(_CHUNK).lstrip(_WS)
@@ -394,10 +417,24 @@ def _event_arrays(path: Path, offset: int, state: list[bool]) -> Iterator[tuple[
                 return
             if not buf.startswith(b"{"):
                 return  # not an object, or the file ends: the caller decides
-            try:
-                found = _cut(buf, eof)
-            except RecursionError:
-                return  # nested deeper than msgspec reads: the checked path decides
+            found: Optional[tuple[int, Optional[list[Any]], bytes]]
+            if replay is not None and cuts is not None:
+                if len(cuts) >= len(replay):
+                    return  # the file changed: the caller reads on another way
+                cut = replay[len(cuts)]
+                cuts.append(cut)
+                found = None
+                if cut is not None:
+                    end = cut[0]
+                    block = b"[" + buf[:end] + b"]"
+                    found = end, (_RAW_ITEMS.decode(block) if want_texts else None), block
+            else:
+                try:
+                    found = _cut(buf, eof)
+                except RecursionError:
+                    return  # nested deeper than msgspec reads: the checked path decides
+                if cuts is not None:
+                    cuts.append(None if found is None else (found[0], len(found[1] or ())))
             if found is None:
                 if eof:
                     return
