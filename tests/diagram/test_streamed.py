@@ -199,3 +199,17 @@ def test_malformed_keep_their_errors(
             streamed = _write(paths, tmp_path / f"streamed-{fmt}", fmt, DiagramOptions())
         assert streamed == whole
         assert len(whole[2]) == 2  # truncated, badbyte (non-object events are skipped)
+
+
+def test_second_pass_replays_the_first_pass_cuts(generated: list[Path]) -> None:
+    from tracetool.trace.slim import SlimEvent
+
+    found = streamed_module.stream_diagram(generated[0], DiagramOptions(), threshold=0)
+    assert found is not None
+    cuts = found.stream.cuts
+    assert cuts and any(cuts)  # the block reader read it all plainly
+    again = found.stream.again(SlimEvent)
+    replayed = [e.get("id") for block in again.event_blocks() for e in block]
+    assert again.cuts == cuts
+    expected = [e.get("id") for e in orjson.loads(generated[0].read_bytes())["events"]]
+    assert replayed == expected
