@@ -64,7 +64,7 @@ def command(
     from tracetool import filters
     from tracetool.cli.render import print_json, warn
     from tracetool.errors import UsageError
-    from tracetool.trace.document import atomic_write_bytes
+    from tracetool.trace.document import atomic_write_stream
     from tracetool.transform import prune
 
     ctx = click.get_current_context()
@@ -82,12 +82,13 @@ def command(
         file, size=prune.parse_size(size) if size_given else None, filter=state
     )
     if output_data:
-        sys.stdout.buffer.write(result.data)
+        for chunk in result.chunks():
+            sys.stdout.buffer.write(chunk)
         sys.stdout.buffer.write(b"\n")
         sys.stdout.flush()
         return
     target = prune.output_path(file, output_dir)
-    atomic_write_bytes(target, result.data)
+    atomic_write_stream(target, result.chunks())
     if fmt == "json":
         print_json({**result.summary(), "output": str(target)})
         return

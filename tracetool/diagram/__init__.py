@@ -8,7 +8,10 @@ Public API:
 - `render(diagram, fmt) -> str`: `json` (AppMap sequence.json), `plantuml`, `text` (diffs).
 - `write_diagrams(paths, request) -> list[WrittenDiagram]`: what `tracetool sequence-diagram`
   does — one `<name>.sequence.<ext>` per recording beside it or in `output_dir` (`png` may add
-  `-2`, `-3` pages), plus an HTML view opened in the browser with `show_browser`.
+  `-2`, `-3` pages), plus an HTML view opened in the browser with `show_browser`. A json or
+  plantuml diagram of a recording over `tracetool.trace.stream.STREAM_THRESHOLD` without a
+  filter is built and written a batch of call trees at a time (`tracetool.diagram.streamed`),
+  the same bytes with memory that does not grow with the recording.
 - `diff_diagrams(base, head, request) -> DiffReport`: what `tracetool sequence-diagram-diff`
   does, for two files (diagram JSON, or recordings) or two directories of `*.sequence.json`.
 

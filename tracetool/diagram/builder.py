@@ -28,6 +28,7 @@ Contract (reference/appmap.md §3.3):
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,15 +112,33 @@ def _build(
     bound: Bound, options: DiagramOptions, kept: set[int] | None, digests_only: bool = False
 ) -> Diagram:
     live = _live_code_objects(bound, kept)
-    included = _included(bound, live, options)
-    actors = _Actors(included)
-    roots: list[Action] = []
-    cos = bound.code_objects
-    factory = _Factory(options.client_routes)
+    actors = Actors(included_code_objects(bound.cmap.roots, live, options))
+    factory = ActionFactory(options.client_routes)
+    roots = actions_of(bound.roots, bound.code_objects, actors, factory, kept, digests_only)
+    finish(roots, options)
+    return Diagram(actors.sorted(), roots)
 
-    stack: list[tuple[CallNode, Action | None]] = [(n, None) for n in reversed(bound.roots)]
+
+def finish(roots: list[Action], options: DiagramOptions) -> None:
+    """Subtree digests, then loops folded (below each root action: nothing spans two roots)."""
+    order = _subtree_digests(roots)
+    if options.loops:
+        fold_loops(roots, order)
+
+
+def actions_of(
+    call_roots: list[CallNode],
+    cos: dict[int, CodeObject],
+    actors: Actors,
+    factory: ActionFactory,
+    kept: set[int] | None = None,
+    digests_only: bool = False,
+) -> list[Action]:
+    """The root actions of some call trees (their digests and loops not done yet: `finish`)."""
+    roots: list[Action] = []
+    stack: list[tuple[CallNode, Action | None]] = [(n, None) for n in reversed(call_roots)]
     # This loop runs once per call: bound methods and caches are looked up once, and the bulk
-    # of every diagram — plain function calls — is made inline (`_Factory._plain_function`
+    # of every diagram — plain function calls — is made inline (`ActionFactory._plain_function`
     # does the same for one action; both share its templates).
     pop, push = stack.pop, stack.append
     nearest, actor_for = actors.nearest, actors.actor_for
@@ -177,19 +196,19 @@ def _build(
         if children:
             for child in reversed(children):
                 push((child, action))
-
-    order = _subtree_digests(roots)
-    if options.loops:
-        fold_loops(roots, order)
-    return Diagram(actors.sorted(), roots)
+    return roots
 
 
 def _live_code_objects(bound: Bound, kept: set[int] | None) -> set[int]:
-    """Code objects with events, and their ancestors (AppMap drops the others)."""
+    items = bound.code_objects.items()
+    return live_code_objects(co for key, co in items if kept is None or key in kept)
+
+
+def live_code_objects(bound: Iterable[CodeObject]) -> set[int]:
+    """ids of the code objects with events (`bound`) and their ancestors: AppMap drops the
+    others."""
     live: set[int] = set()
-    for node_id, co in bound.code_objects.items():
-        if kept is not None and node_id not in kept:
-            continue
+    for co in bound:
         obj: CodeObject | None = co
         while obj is not None and id(obj) not in live:
             live.add(id(obj))
@@ -197,11 +216,13 @@ def _live_code_objects(bound: Bound, kept: set[int] | None) -> set[int]:
     return live
 
 
-def _included(bound: Bound, live: set[int], options: DiagramOptions) -> dict[int, CodeObject]:
+def included_code_objects(
+    cmap_roots: list[CodeObject], live: set[int], options: DiagramOptions
+) -> dict[int, CodeObject]:
     # any spelling of a code object (`package:app.models` is `package:app/models`)
     expand, exclude = _fqid_keys(options.expand), _fqid_keys(options.exclude)
     included: dict[int, CodeObject] = {}
-    stack = [r for r in reversed(bound.cmap.roots) if id(r) in live]
+    stack = [r for r in reversed(cmap_roots) if id(r) in live]
     while stack:
         co = stack.pop()
         if exclude and _fqid_key(co.fqid) in exclude:
@@ -235,7 +256,7 @@ def _fqid_keys(fqids: tuple[str, ...]) -> set[str]:
     return {_fqid_key(f) for f in fqids}
 
 
-class _Actors:
+class Actors:
     def __init__(self, included: dict[int, CodeObject]) -> None:
         self.included = included
         # One module = one lifeline: Python's classMap puts a module's functions in a class
@@ -313,7 +334,7 @@ def unique_names(actors: list[Actor]) -> None:
         actor.name = "/".join(suffix)
 
 
-class _Factory:
+class ActionFactory:
     """Makes actions; caches what repeats across calls (digests, return types, labels).
 
     Most actions are plain function calls whose digest, stable properties, return value and

@@ -18,7 +18,7 @@ Contract:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from tracetool.diagram.model import (
     CHANGE,
@@ -30,6 +30,7 @@ from tracetool.diagram.model import (
     QUERY,
     SERVER_RPC,
     Action,
+    Actor,
     Diagram,
 )
 
@@ -134,22 +135,56 @@ def chunks(
     lines_per_chunk: int = 8192,
 ) -> Iterator[str]:
     """`render`'s text in pieces of about `lines_per_chunk` lines (written as they come)."""
-    participants = [
-        f'participant {alias(a.name)} as "{single_line(a.name)}"' for a in diagram.actors
-    ]
+    return stream_chunks(
+        diagram.actors,
+        [diagram.root_actions],
+        markup=markup,
+        notes=notes,
+        include_theme=include_theme,
+        lines_per_chunk=lines_per_chunk,
+    )
+
+
+def stream_chunks(
+    actors: list[Actor],
+    batches: Iterable[list[Action]],
+    *,
+    markup: bool = True,
+    notes: bool = True,
+    include_theme: bool = True,
+    lines_per_chunk: int = 8192,
+) -> Iterator[str]:
+    """`chunks` of a diagram given as its actors and its root actions in batches (the text of
+    their concatenation), each batch read once as it comes."""
+    participants = [f'participant {alias(a.name)} as "{single_line(a.name)}"' for a in actors]
     head = ["@startuml", *([THEME] if include_theme else [])]
     yield "\n".join([*head, *participants])
     w = _Writer(markup, notes)
     lines = w.lines
-    emit = lines.append
     # Names, labels and elapsed texts repeat across the 10^5 actions of a big diagram: each
     # distinct one is formatted once (`_Texts`).
     texts = _Texts(w)
     indents: list[str] = []
     # (action, depth, inside_loop) opens an action; a str is a closing line, already indented.
-    stack: list[tuple[Action, int, bool] | str] = [
-        (a, 1, False) for a in reversed(diagram.root_actions)
-    ]
+    stack: list[tuple[Action, int, bool] | str] = []
+    for roots in batches:
+        stack.extend((a, 1, False) for a in reversed(roots))
+        yield from _batch_lines(stack, lines, w, texts, indents, notes, lines_per_chunk)
+    lines.append("@enduml")
+    yield "\n" + "\n".join(lines)
+
+
+def _batch_lines(
+    stack: list[tuple[Action, int, bool] | str],
+    lines: list[str],
+    w: _Writer,
+    texts: _Texts,
+    indents: list[str],
+    notes: bool,
+    lines_per_chunk: int,
+) -> Iterator[str]:
+    """Emit the lines of the actions on `stack` into `lines`, yielding full chunks."""
+    emit = lines.append
     pop, push = stack.pop, stack.append
     while stack:
         if len(lines) >= lines_per_chunk:
@@ -225,8 +260,6 @@ def chunks(
             push(f"{line}: {result}" if result else line)
         for child in reversed(action.children):
             push((child, depth + 1, in_loop))
-    lines.append("@enduml")
-    yield "\n" + "\n".join(lines)
 
 
 class _Texts:

@@ -20,7 +20,7 @@ import orjson
 from tracetool.diagram import diff as diffmod
 from tracetool.diagram import plantuml, text
 from tracetool.diagram.builder import DiagramOptions, build_diagram, release, root_digests
-from tracetool.diagram.model import Diagram, actions_json, from_json, to_json
+from tracetool.diagram.model import Action, Actor, Diagram, actions_json, from_json, to_json
 from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError, UsageError
 from tracetool.filters import Bound, FilterState, bind, without_sql_names
 from tracetool.trace.document import (
@@ -84,19 +84,26 @@ def json_chunks(diagram: Diagram, batch: int = 256) -> Iterator[bytes]:
     """`render_bytes(diagram, "json")` in pieces, a batch of root actions at a time, so the
     whole document is never held (a diagram's JSON is bigger than its recording). Raises
     `orjson.JSONEncodeError` where `render_bytes` falls back to compact JSON (too deep)."""
-    head = orjson.dumps({"actors": [a.to_json() for a in diagram.actors]}, option=_INDENT)
-    roots = diagram.root_actions
-    if not roots:
-        yield head[:-2] + b',\n  "rootActions": []\n}'
-        return
+    return json_stream(diagram.actors, [diagram.root_actions], batch)
+
+
+def json_stream(
+    actors: list[Actor], batches: Iterable[list[Action]], batch: int = 256
+) -> Iterator[bytes]:
+    """`json_chunks` of a diagram given as its actors and its root actions in batches (the
+    JSON of their concatenation), each batch read once as it comes."""
+    head = orjson.dumps({"actors": [a.to_json() for a in actors]}, option=_INDENT)
     yield head[:-2] + b',\n  "rootActions": ['
-    for start in range(0, len(roots), batch):
-        # a list one level down: `[\n  {…},\n  {…}\n]` indented by two more spaces, then
-        # without its brackets
-        text = orjson.dumps(actions_json(roots[start : start + batch]), option=_INDENT)
-        body = text.replace(b"\n", b"\n  ")[1:-4]
-        yield body if start == 0 else b"," + body
-    yield b"\n  ]\n}"
+    first = True
+    for roots in batches:
+        for start in range(0, len(roots), batch):
+            # a list one level down: `[\n  {…},\n  {…}\n]` indented by two more spaces, then
+            # without its brackets
+            text = orjson.dumps(actions_json(roots[start : start + batch]), option=_INDENT)
+            body = text.replace(b"\n", b"\n  ")[1:-4]
+            yield body if first else b"," + body
+            first = False
+    yield b"]\n}" if first else b"\n  ]\n}"
 
 
 def write_json(diagram: Diagram, target: Path) -> None:
@@ -184,6 +191,11 @@ def write_diagrams(
 
 
 def _write_one(path: Path, request: DiagramRequest) -> list[WrittenDiagram]:
+    if request.format in ("json", "plantuml") and request.filter is None:
+        if not request.show_browser:
+            streamed = _write_streamed(path, request)
+            if streamed is not None:
+                return [streamed]
     written: list[WrittenDiagram] = []
     # One pause for the whole file: the GC would otherwise rescan the growing heap of
     # event dicts again and again (several times the work itself on big recordings).
@@ -228,6 +240,28 @@ def _write_one(path: Path, request: DiagramRequest) -> list[WrittenDiagram]:
         # actions starts a full collection over them (0.1 s on a 60 MB recording).
         del diagram
     return written
+
+
+def _write_streamed(path: Path, request: DiagramRequest) -> WrittenDiagram | None:
+    """A big recording's json or plantuml diagram, written a batch of root actions at a time
+    (`tracetool.diagram.streamed`); None when it is to be built whole."""
+    from tracetool.diagram.streamed import stream_diagram
+
+    with gc_paused(), guarded(path):
+        streamed = stream_diagram(path, request.options)
+        if streamed is None:
+            return None
+        directory = request.output_dir if request.output_dir is not None else path.parent
+        base = directory / (recording_stem(path) + EXTENSIONS[request.format])
+        if request.format == "json":
+            try:
+                atomic_write_stream(base, json_stream(streamed.actors, streamed.batches()))
+            except orjson.JSONEncodeError:
+                return None  # too deep for orjson: written whole, as compact JSON
+        else:
+            pieces = plantuml.stream_chunks(streamed.actors, streamed.batches())
+            atomic_write_stream(base, (c.encode() for c in pieces))
+    return WrittenDiagram(path, (base,), streamed.actions, len(streamed.actors))
 
 
 def open_in_browser(page: Path) -> bool:

@@ -129,46 +129,75 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
         tree = build_call_tree(events)
         cmap = ClassMap.from_json(doc.class_map)
         static = {id(o) for o in cmap}
-        nodes = preorder(tree.roots)
-        unnamed = None if sql_names else unnamed_query(cmap)
-        code_objects: dict[int, CodeObject] = {}
-        # Function calls repeat: resolve each (location, name) once.
-        functions: dict[tuple[Any, ...], CodeObject] = {}
-        # `get(call, key)` is `call.get(key)` without a Python-level call for event structs
-        get = field_getter(nodes[0].call) if nodes else dict.get
-        # `key in call` of a struct is a Python-level call; its request fields are None when
-        # absent, so `get(...) is not None` says the same (for dicts, `in` counts a null too)
-        structs = get is not dict.get
-        for n in nodes:
-            call = n.call
-            if structs:
-                sql = get(call, "sql_query") is not None
-                server = get(call, "http_server_request") is not None
-                client = get(call, "http_client_request") is not None
-            else:
-                sql = "sql_query" in call
-                server = "http_server_request" in call
-                client = "http_client_request" in call
-            if unnamed is not None and sql:
-                code_objects[id(n)] = unnamed
-                continue
-            method = get(call, "method_id")
-            if method is not None and not server:
-                key = (
-                    method,
-                    get(call, "path"),
-                    get(call, "lineno"),
-                    get(call, "defined_class"),
-                    get(call, "static"),
-                    sql or client,
-                )
-                co = functions.get(key)
-                if co is None:
-                    co = functions[key] = cmap.code_object_for(call)
-                code_objects[id(n)] = co
-                continue
-            code_objects[id(n)] = cmap.code_object_for(call)
+        nodes, code_objects = bind_roots(tree.roots, cmap, BindState(cmap, sql_names))
     return Bound(doc, events, nodes, tree.roots, cmap, static, code_objects)
+
+
+class BindState:
+    """What binding one recording's call trees batch by batch shares (`bind_roots`): the unnamed
+    query object (`sql_names=False`) and each function call's code object by its identity, so
+    every batch binds a call as one whole `bind` would."""
+
+    def __init__(self, cmap: ClassMap, sql_names: bool = True) -> None:
+        self.unnamed = None if sql_names else unnamed_query(cmap)
+        self.functions: dict[tuple[Any, ...], CodeObject] = {}
+
+
+def bind_roots(
+    roots: list[CallNode],
+    cmap: ClassMap,
+    state: BindState,
+    nodes: list[CallNode] | None = None,
+) -> tuple[list[CallNode], dict[int, CodeObject]]:
+    """The nodes below `roots` in pre-order (`nodes`, when the caller has them) and the code
+    object of each (`id(node)` -> it)."""
+    if nodes is None:
+        nodes = preorder(roots)
+    cos = bind_calls([n.call for n in nodes], cmap, state)
+    return nodes, dict(zip(map(id, nodes), cos))
+
+
+def bind_calls(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeObject]:
+    """The code object of each call event (as `bind` binds it)."""
+    unnamed = state.unnamed
+    out: list[CodeObject] = []
+    append = out.append
+    # Function calls repeat: resolve each (location, name) once.
+    functions = state.functions
+    # `get(call, key)` is `call.get(key)` without a Python-level call for event structs
+    get = field_getter(calls[0]) if calls else dict.get
+    # `key in call` of a struct is a Python-level call; its request fields are None when
+    # absent, so `get(...) is not None` says the same (for dicts, `in` counts a null too)
+    structs = get is not dict.get
+    for call in calls:
+        if structs:
+            sql = get(call, "sql_query") is not None
+            server = get(call, "http_server_request") is not None
+            client = get(call, "http_client_request") is not None
+        else:
+            sql = "sql_query" in call
+            server = "http_server_request" in call
+            client = "http_client_request" in call
+        if unnamed is not None and sql:
+            append(unnamed)
+            continue
+        method = get(call, "method_id")
+        if method is not None and not server:
+            key = (
+                method,
+                get(call, "path"),
+                get(call, "lineno"),
+                get(call, "defined_class"),
+                get(call, "static"),
+                sql or client,
+            )
+            co = functions.get(key)
+            if co is None:
+                co = functions[key] = cmap.code_object_for(call)
+            append(co)
+            continue
+        append(cmap.code_object_for(call))
+    return out
 
 
 def unnamed_query(cmap: ClassMap) -> CodeObject:
@@ -331,21 +360,31 @@ def rebuild(bound: Bound, kept: set[int]) -> TraceDocument:
 
 def prune_class_map(bound: Bound, kept: set[int]) -> list[dict[str, Any]]:
     """The document's classMap reduced to code objects that still have events."""
+    cos = bound.code_objects
+    return class_map_of(
+        bound.cmap, bound.static, (cos[id(n)] for n in bound.nodes if id(n) in kept)
+    )
+
+
+def class_map_of(
+    cmap: ClassMap, static: set[int], bound: Iterable[CodeObject]
+) -> list[dict[str, Any]]:
+    """The classMap of `cmap`'s objects from the document (`static`) that are, or hold, code
+    objects of `bound`."""
     used: set[int] = set()
-    for n in bound.nodes:
-        if id(n) in kept:
-            obj: CodeObject | None = bound.code_objects[id(n)]
-            while obj is not None and id(obj) not in used:
-                used.add(id(obj))
-                obj = obj.parent
-    roots = [r for r in bound.cmap.roots if id(r) in used and id(r) in bound.static]
+    for co in bound:
+        obj: CodeObject | None = co
+        while obj is not None and id(obj) not in used:
+            used.add(id(obj))
+            obj = obj.parent
+    roots = [r for r in cmap.roots if id(r) in used and id(r) in static]
     out: list[dict[str, Any]] = []
     stack: list[tuple[CodeObject, list[dict[str, Any]]]] = [(r, out) for r in reversed(roots)]
     while stack:
         obj, into = stack.pop()
         node = _shallow_json(obj)
         into.append(node)
-        children = [c for c in obj.children if id(c) in used and id(c) in bound.static]
+        children = [c for c in obj.children if id(c) in used and id(c) in static]
         if children:
             node["children"] = []
             stack.extend((c, node["children"]) for c in reversed(children))

@@ -97,6 +97,28 @@ class _Event(TypedDict, total=False):
     exceptions: Optional[list[_Exception]]  # type: ignore[valid-type]
 
 
+# The event fields of a slim document (`load_slim`), for readers that decode events themselves
+SlimEvent = _Event
+
+
+class BindEvent(TypedDict, total=False):
+    """The fields `tracetool.filters.bind` and the call tree read: a slim event without what
+    returns carry (values, responses, exceptions, elapsed) nor labels."""
+
+    id: Any
+    event: Any
+    thread_id: Any
+    parent_id: Any
+    defined_class: Any
+    method_id: Any
+    path: Any
+    lineno: Any
+    static: Any
+    http_server_request: Optional[_Request]
+    http_client_request: Optional[_Request]
+    sql_query: Optional[_Sql]
+
+
 class _Marker(TypedDict, total=False):
     """An object whose content is skipped: only its presence matters."""
 
@@ -258,4 +280,12 @@ def event_size(slim: SlimDocument, index: int) -> int:
     return len(dumps(slim.events[index]))
 
 
-__all__ = ["MinimalEvent", "SlimDocument", "event_size", "load_slim", "parse_slim"]
+__all__ = [
+    "BindEvent",
+    "MinimalEvent",
+    "SlimDocument",
+    "SlimEvent",
+    "event_size",
+    "load_slim",
+    "parse_slim",
+]

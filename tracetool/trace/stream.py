@@ -152,6 +152,12 @@ class TraceStream:
         self._events: Optional[list[Any]] = None
         self._raws: Optional[list[Any]] = None
         self._bytes: Optional[bytes] = None
+        # the top-level members after the events array, once a streamed pass read it plainly
+        self.after: Optional[dict[str, Any]] = None
+        # where the block reader cut the events array (`_event_arrays`), once a pass read it all
+        # plainly: another pass (`again`) cuts there without looking for cuts or checking again
+        self.cuts: Optional[list[Optional[tuple[int, int]]]] = None
+        self._replay: Optional[list[Optional[tuple[int, int]]]] = None
         updates = header.pop("eventUpdates", None)
         if isinstance(updates, dict):
             self.updates = updates
@@ -176,6 +182,69 @@ class TraceStream:
             return self._updated(events) if self.updates else iter(events)
         streamed = (e for block in self._blocks(False) for e in block[0])
         return self._updated(streamed) if self.updates else streamed
+
+    def event_blocks(self) -> Iterator[list[Any]]:
+        """`events()` in lists, as the block reader reads them (a few MB of the file each)."""
+        if not self.streamed:
+            events = list(self.events())
+            if events:
+                yield events
+            return
+        for items, _ in self._blocks(False):
+            if self.updates:
+                items = list(self._updated(items))
+            if items:
+                yield items
+
+    def raw_blocks(self) -> Iterator[tuple[list[Any], list[Any]]]:
+        """(events, the exact JSON text of each) a block at a time, for a streamed recording
+        opened with `fields` or `heads` and `event_updates=False`; a block read by the fallback
+        reader (ijson) holds dicts and their re-encoded text."""
+        assert self.streamed and not self.updates
+        for items, texts in self._blocks(True):
+            if items:
+                yield items, texts or []
+
+    def event_texts(self) -> Iterator[list[Any]]:
+        """The exact JSON text of every item of a streamed recording's events array read
+        plainly (no `eventUpdates` applied, nothing decoded), a block at a time; a
+        `TraceFormatError` if the block reader cannot read it all (a pass that decoded it
+        before read it plainly: the file changed)."""
+        assert self.streamed and self.events_at >= 0
+        ended: list[Any] = [False]
+        with guarded(self.path):
+            for texts, _ in _event_arrays(self.path, self.events_at, ended, [], self._replay):
+                yield texts or []
+        if not ended[0]:
+            raise TraceFormatError(f"{self.path}: changed while it was read")
+
+    def before(self) -> Optional[dict[str, Any]]:
+        """The top-level members before the events array of a streamed recording read plainly
+        (all of them but `events`, in order, with `after`), or None."""
+        if self.events_at < 0 or self.events_at > _TAIL_LIMIT:
+            return None
+        with open_regular(self.path) as handle:
+            head = handle.read(self.events_at)
+        try:
+            found = orjson.loads(head + b"[]}")
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(found, dict):
+            return None
+        found.pop("events", None)
+        return found
+
+    def again(self, fields: Any = None) -> TraceStream:
+        """Another pass over a streamed recording's events (decoded with `fields`), without
+        looking up its top-level keys again."""
+        assert self.streamed, "only a streamed recording is read twice"
+        other = TraceStream(self.path, self.size, dict(self.header), streamed=True)
+        other.events_at = self.events_at
+        other.updates = self.updates
+        other.heads = self.heads
+        other.fields = fields
+        other._replay = self.cuts
+        return other
 
     def raw_heads(self) -> Iterator[tuple[EventHead, bytes]]:
         """(head, exact JSON text of the event) for each event of a `heads=True` stream; the
@@ -217,11 +286,16 @@ class TraceStream:
         objects = 0  # object items among them (where the referee takes over)
         with guarded(self.path):
             if self.events_at >= 0:
-                ended = [False]
-                for texts, block in _event_arrays(self.path, self.events_at, ended):
+                ended: list[Any] = [False]
+                replay = self._replay
+                cuts: list[Optional[tuple[int, int]]] = []
+                arrays = _event_arrays(self.path, self.events_at, ended, cuts, replay, raw)
+                for texts, block in arrays:
                     items: list[Any]
+                    count = len(texts) if texts is not None else cuts[-1][1]  # type: ignore[index]
                     if self.heads or self.fields is not None:
-                        if _unchecked(block):
+                        # (a replayed block was checked by the pass that cut it)
+                        if replay is None and _unchecked(block):
                             break  # what msgspec skips unchecked: the checked path decides
                         try:
                             items = (_HEAD_ITEMS if self.heads else _decoder(self.fields)).decode(
@@ -238,9 +312,12 @@ class TraceStream:
                         if not all(item.__class__ is dict for item in items):
                             items = [item for item in items if isinstance(item, dict)]
                     yield items, (texts if raw else None)
-                    done += len(texts)
+                    done += count
                     objects += len(items)
                 if ended[0]:
+                    self.after = ended[1] if len(ended) > 1 else {}
+                    if done == objects:
+                        self.cuts = cuts
                     return
             yield from self._ijson_blocks(done, objects, raw)
 
@@ -304,12 +381,23 @@ def _head(event: dict[str, Any]) -> EventHead:
     )
 
 
-def _event_arrays(path: Path, offset: int, state: list[bool]) -> Iterator[tuple[list[Any], bytes]]:
+def _event_arrays(
+    path: Path,
+    offset: int,
+    state: list[Any],
+    cuts: Optional[list[Optional[tuple[int, int]]]] = None,
+    replay: Optional[list[Optional[tuple[int, int]]]] = None,
+    want_texts: bool = True,
+) -> Iterator[tuple[Optional[list[Any]], bytes]]:
     """The items of the JSON array at byte `offset`, in blocks of whole items: each as
     (JSON texts of its items, the block as one JSON array `[...]`). Sets `state[0]` once the
     array and the document after it were read to their plain end; stops without it where the
     items cannot be cut plainly (a value that is not an array, an item that is not an object, a
-    malformed block): the caller reads on from there another way (module doc)."""
+    malformed block): the caller reads on from there another way (module doc).
+
+    `cuts` collects where blocks were cut ((end, items), or None where more had to be read);
+    `replay` gives them from an earlier pass over the same file, so no cut is looked for (the
+    texts are then None unless `want_texts`)."""
     with open_regular(path) as handle:
         handle.seek(offset)
         buf = handle.read(_CHUNK).lstrip(_WS)
@@ -325,14 +413,28 @@ def _event_arrays(path: Path, offset: int, state: list[bool]) -> Iterator[tuple[
                 buf = (buf + more).lstrip(_WS) if buf else more.lstrip(_WS)
                 need_more = False
             if buf.startswith(b"]"):
-                state[0] = _plain_end(handle, buf[1:])
+                state[0] = _plain_end(handle, buf[1:], state)
                 return
             if not buf.startswith(b"{"):
                 return  # not an object, or the file ends: the caller decides
-            try:
-                found = _cut(buf, eof)
-            except RecursionError:
-                return  # nested deeper than msgspec reads: the checked path decides
+            found: Optional[tuple[int, Optional[list[Any]], bytes]]
+            if replay is not None and cuts is not None:
+                if len(cuts) >= len(replay):
+                    return  # the file changed: the caller reads on another way
+                cut = replay[len(cuts)]
+                cuts.append(cut)
+                found = None
+                if cut is not None:
+                    end = cut[0]
+                    block = b"[" + buf[:end] + b"]"
+                    found = end, (_RAW_ITEMS.decode(block) if want_texts else None), block
+            else:
+                try:
+                    found = _cut(buf, eof)
+                except RecursionError:
+                    return  # nested deeper than msgspec reads: the checked path decides
+                if cuts is not None:
+                    cuts.append(None if found is None else (found[0], len(found[1] or ())))
             if found is None:
                 if eof:
                     return
@@ -355,7 +457,7 @@ def _event_arrays(path: Path, offset: int, state: list[bool]) -> Iterator[tuple[
 _TAIL_LIMIT = 64 * 1024 * 1024
 
 
-def _plain_end(handle: Any, tail: bytes) -> bool:
+def _plain_end(handle: Any, tail: bytes, members: Optional[list[Any]] = None) -> bool:
     """Whether what follows the events array (`tail`, then the rest of `handle`) closes the
     document plainly: `}`, or more members and `}` that orjson reads (the strictest parser:
     tracetool.trace.checks), under 64 MB."""
@@ -365,9 +467,11 @@ def _plain_end(handle: Any, tail: bytes) -> bool:
     if not rest.startswith(b",") or len(rest) > _TAIL_LIMIT:
         return False
     try:
-        orjson.loads(b"{" + rest[1:])  # the members are at the same depth as in the file
+        after = orjson.loads(b"{" + rest[1:])  # the members are at the same depth as in the file
     except orjson.JSONDecodeError:
         return False
+    if members is not None:
+        members.append(after)
     return True
 
 

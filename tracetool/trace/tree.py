@@ -100,6 +100,9 @@ class CallTreeBuilder:
         self.roots: list[CallNode] = []
         self.nodes: dict[Any, CallNode] = {}
         self.stacks: dict[Any, list[CallNode]] = {}
+        # id(return event) -> the call it became the return of, when a caller asks for it
+        self.attached: dict[int, CallNode] | None = None
+        self.taken_nodes: list[CallNode] = []  # what `take_finished` took last, in pre-order
 
     def add(self, events: Iterable[Event]) -> None:
         roots, nodes, stacks = self.roots, self.nodes, self.stacks
@@ -135,6 +138,8 @@ class CallTreeBuilder:
                     stack = stacks.get(get(target.call, "thread_id")) or []
                 if target.ret is None:
                     target.ret = event
+                    if self.attached is not None:
+                        self.attached[id(event)] = target
                 if target._open:
                     while stack:
                         popped = stack.pop()
@@ -145,12 +150,13 @@ class CallTreeBuilder:
     def tree(self) -> CallTree:
         return CallTree(self.roots, self.nodes)
 
-    def take_finished(self) -> list[CallNode]:
+    def take_finished(self, unreturned: set[Any] | None = None) -> list[CallNode]:
         """The leading roots whose calls all returned or were closed, removed from the builder.
 
         A return naming a call of a tree taken out is ignored from then on (in a whole tree it
         would still become that call's return if it had none: only a malformed recording
-        returns a call after its caller returned)."""
+        returns a call after its caller returned). `unreturned` collects the ids of the calls
+        taken out without a return, so a reader can tell (`TreeBatches`)."""
         done = 0
         for root in self.roots:
             if root._open:  # a closed root closed every call opened inside it
@@ -158,16 +164,88 @@ class CallTreeBuilder:
             done += 1
         taken, self.roots[:done] = self.roots[:done], []
         nodes = self.nodes
-        for node in preorder(taken):
+        self.taken_nodes = preorder(taken)
+        for node in self.taken_nodes:
             key = node.call.get("id")
             if nodes.get(key) is node:
                 del nodes[key]
+                if unreturned is not None and node.ret is None:
+                    unreturned.add(key)
         return taken
 
 
-def release(roots: list[CallNode]) -> None:
-    """`CallTree.release` for some trees (their nodes unlinked, freed by reference counting)."""
-    for node in preorder(roots):
+# Calls `TreeBatches` holds before it hands out the finished trees
+HELD_CALLS = 10_000
+
+
+class TreeBatches:
+    """The call trees of events read in blocks, handed out a batch of finished roots at a time
+    once more than `held` calls are held, so memory follows `held`, not the recording.
+
+    The batches are exactly the roots of the whole tree, in order, unless a return names a call
+    of a batch already handed out that had no return (a malformed recording): `late` is then
+    set, and only the whole tree pairs them as a whole read would."""
+
+    def __init__(self, held: int | None = None) -> None:
+        self.builder = CallTreeBuilder()
+        self.held = HELD_CALLS if held is None else held
+        self.late = False
+        self._unreturned: set[Any] = set()
+        self.nodes: list[CallNode] = []  # the last batch's nodes, in pre-order
+
+    def add(self, block: list[Event]) -> None:
+        unreturned = self._unreturned
+        if unreturned and block and not self.late:
+            get = field_getter(block[0])
+            for event in block:
+                if get(event, "event") == "return" and get(event, "parent_id") in unreturned:
+                    self.late = True
+                    break
+        self.builder.add(block)
+
+    def take(self, final: bool = False) -> list[CallNode]:
+        """The finished roots to hand out now (every root when `final`), or []."""
+        builder = self.builder
+        if final:
+            roots, builder.roots = builder.roots, []
+            builder.nodes = {}
+            builder.stacks = {}
+            self.nodes = preorder(roots)
+            return roots
+        if len(builder.nodes) <= self.held:
+            return []
+        roots = builder.take_finished(self._unreturned)
+        self.nodes = builder.taken_nodes
+        builder.taken_nodes = []
+        return roots
+
+    def batches(self, blocks: Iterable[list[Event]]) -> Iterator[list[CallNode]]:
+        """Every root, in batches (none empty); `nodes` holds each batch's nodes in pre-order
+        while it is handed out."""
+        for block in blocks:
+            self.add(block)
+            taken = self.take()
+            if taken:
+                yield taken
+        taken = self.take(final=True)
+        if taken:
+            yield taken
+
+
+def blocks_of(events: Iterable[Any], size: int = 4096) -> Iterator[list[Any]]:
+    """`events` in lists of `size`."""
+    it = iter(events)
+    while True:
+        block = list(itertools.islice(it, size))
+        if not block:
+            return
+        yield block
+
+
+def release(roots: list[CallNode], nodes: list[CallNode] | None = None) -> None:
+    """`CallTree.release` for some trees (their nodes unlinked, freed by reference counting);
+    `nodes`: all of them, when the caller has them already."""
+    for node in preorder(roots) if nodes is None else nodes:
         node.parent = None
         node.children = []
 

@@ -16,13 +16,16 @@ Contract:
   size mode, the merged filter in filter mode) so pruning again, or AppMap's editors, know it.
 - `PruneResult` says what was removed (fqid, calls, bytes), sizes and event counts before and
   after, and whether the target was reached (it cannot be when requests and queries alone are
-  larger; the result says so rather than failing).
+  larger; the result says so rather than failing). `chunks()` gives the pruned bytes: `data`,
+  or for a recording over `STREAM_THRESHOLD` pruned by size alone, the same bytes read from
+  the file as they are written (`tracetool.transform.prune_streamed`: memory that does not grow
+  with the recording).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,6 +75,16 @@ class PruneResult:
     target: int | None = None
     reached: bool = True
     data: bytes = field(default=b"", repr=False)
+    # a big recording's pruned bytes, made as they are written (`chunks`), instead of `data`
+    pieces: Callable[[], Iterator[bytes]] | None = field(default=None, repr=False, compare=False)
+
+    def chunks(self) -> Iterator[bytes]:
+        """The pruned recording's bytes in pieces (read from the file as they are written, for
+        a recording pruned streamed: once)."""
+        if self.pieces is not None:
+            yield from self.pieces()
+        else:
+            yield self.data
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -94,6 +107,12 @@ def prune_file(
     if size is None and filter is None:
         raise UsageError("prune needs a size target (-s/--size, e.g. 15mb) or a --filter")
     source = Path(path)
+    if filter is None and size is not None:
+        from tracetool.transform.prune_streamed import prune_streamed
+
+        streamed = prune_streamed(source, size)
+        if streamed is not None:
+            return streamed
     with gc_paused():
         # Size-only pruning reads just the call structure; a filter needs the slim fields.
         doc = load_slim(source, raw=True, minimal=filter is None)
@@ -209,39 +228,52 @@ def _raw_events(doc: SlimDocument, bound: Bound) -> dict[int, Any]:
 
 def _candidates(bound: Bound, raws: _Raws, kept: list[CallNode]) -> list[Removed]:
     """Function code objects ranked by the bytes their calls take (most first)."""
-    calls: dict[int, int] = {}
-    sizes: dict[int, int] = {}
-    objects: dict[int, CodeObject] = {}
-    cos = bound.code_objects
-    structs = raws.structs
-    skipped: set[int] = set()  # code objects that are never candidates
-    for n in kept:
-        co = cos[id(n)]
-        key = id(co)
-        if key not in objects:
-            if key in skipped:
-                continue
-            # a message or unknown call is bound to a bare function object: keep it
-            if co.type != "function" or (co.parent is None and ev.kind(n.call) in _KEEP_KINDS):
-                if co.type != "function":
-                    skipped.add(key)
-                continue
-            objects[key] = co
-        call, ret = n.call, n.ret  # MinimalEvent structs when `structs`
-        raw = call.raw if structs else None  # type: ignore[attr-defined]
-        nbytes = len(raws[call] if raw is None else raw) + 1
-        if ret is not None:
-            raw = ret.raw if structs else None  # type: ignore[attr-defined]
-            nbytes += len(raws[ret] if raw is None else raw) + 1
-        calls[key] = calls.get(key, 0) + 1
-        sizes[key] = sizes.get(key, 0) + nbytes
-    by_fqid: dict[str, list[int]] = {}
-    for key, co in objects.items():
-        entry = by_fqid.setdefault(co.fqid, [0, 0])
-        entry[0] += calls[key]
-        entry[1] += sizes[key]
-    ranked = sorted(by_fqid.items(), key=lambda item: (-item[1][1], -item[1][0], item[0]))
-    return [Removed(fqid, c, b) for fqid, (c, b) in ranked]
+    ranking = Ranking()
+    ranking.add(kept, bound.code_objects, raws)
+    return ranking.ranked()
+
+
+class Ranking:
+    """`_candidates`, fed the call nodes in pre-order a batch at a time."""
+
+    def __init__(self) -> None:
+        self.calls: dict[int, int] = {}
+        self.sizes: dict[int, int] = {}
+        self.objects: dict[int, CodeObject] = {}
+        self.skipped: set[int] = set()  # code objects that are never candidates
+
+    def add(self, kept: list[CallNode], cos: dict[int, CodeObject], raws: _Raws) -> None:
+        calls, sizes, objects, skipped = self.calls, self.sizes, self.objects, self.skipped
+        structs = raws.structs
+        for n in kept:
+            co = cos[id(n)]
+            key = id(co)
+            if key not in objects:
+                if key in skipped:
+                    continue
+                # a message or unknown call is bound to a bare function object: keep it
+                if co.type != "function" or (co.parent is None and ev.kind(n.call) in _KEEP_KINDS):
+                    if co.type != "function":
+                        skipped.add(key)
+                    continue
+                objects[key] = co
+            call, ret = n.call, n.ret  # MinimalEvent structs when `structs`
+            raw = call.raw if structs else None  # type: ignore[attr-defined]
+            nbytes = len(raws[call] if raw is None else raw) + 1
+            if ret is not None:
+                raw = ret.raw if structs else None  # type: ignore[attr-defined]
+                nbytes += len(raws[ret] if raw is None else raw) + 1
+            calls[key] = calls.get(key, 0) + 1
+            sizes[key] = sizes.get(key, 0) + nbytes
+
+    def ranked(self) -> list[Removed]:
+        by_fqid: dict[str, list[int]] = {}
+        for key, co in self.objects.items():
+            entry = by_fqid.setdefault(co.fqid, [0, 0])
+            entry[0] += self.calls[key]
+            entry[1] += self.sizes[key]
+        ranked = sorted(by_fqid.items(), key=lambda item: (-item[1][1], -item[1][0], item[0]))
+        return [Removed(fqid, c, b) for fqid, (c, b) in ranked]
 
 
 def _serialize(
@@ -254,32 +286,51 @@ def _serialize(
 ) -> bytes:
     """The pruned document: the calls and returns of `nodes` (pre-order, ids in `kept`)."""
     keep_events = _kept_events(nodes)
-    parts: list[bytes] = [b"{"]
-    first = True
-
-    def put(key: str, *value: Any) -> None:
-        nonlocal first
-        parts.append((b"" if first else b",") + dumps(key) + b":")
-        parts.extend(value)  # pieces, so the big event array is copied only once, at the end
-        first = False
-
-    for key in ("version", "metadata"):
-        if key in doc.data:
-            put(key, dumps(doc.data[key]))
-    put("classMap", dumps(filters.prune_class_map(bound, kept)))
-    for key, value in doc.data.items():
-        if key not in ("version", "metadata", "classMap", "events", "eventUpdates", "pruneFilter"):
-            put(key, dumps(value))
     if raws.structs:
         structs: list[Any] = bound.events
         kept_raws = [raws[e] if e.raw is None else e.raw for e in structs if id(e) in keep_events]
     else:
         kept_raws = [raws[e] for e in bound.events if id(e) in keep_events]
-    put("events", b"[", b",".join(kept_raws), b"]")
+    class_map = filters.prune_class_map(bound, kept)
+    # pieces, so the big event array is copied only once, at the end
+    return b"".join(document_pieces(doc.data, class_map, [b",".join(kept_raws)], prune_filter))
+
+
+def document_pieces(
+    data: dict[str, Any],
+    class_map: list[dict[str, Any]],
+    events: Iterable[bytes],
+    prune_filter: FilterState | None,
+) -> Iterator[bytes]:
+    """The pruned document's bytes: `data`'s members but events, eventUpdates and pruneFilter
+    (version and metadata first, then classMap, then the others in order), the events array
+    of `events` (pieces of comma-separated event texts) and `prune_filter`."""
+    first = True
+
+    def key(name: str) -> bytes:
+        nonlocal first
+        text = (b"" if first else b",") + dumps(name) + b":"
+        first = False
+        return text
+
+    yield b"{"
+    for name in ("version", "metadata"):
+        if name in data:
+            yield key(name) + dumps(data[name])
+    yield key("classMap") + dumps(class_map)
+    for name, value in data.items():
+        if name not in ("version", "metadata", "classMap", "events", "eventUpdates", "pruneFilter"):
+            yield key(name) + dumps(value)
+    yield key("events") + b"["
+    separator = b""
+    for piece in events:
+        if piece:
+            yield separator + piece if separator else piece
+            separator = b","
+    yield b"]"
     if prune_filter is not None:
-        put("pruneFilter", dumps(filters.to_json(prune_filter)))
-    parts.append(b"}")
-    return b"".join(parts)
+        yield key("pruneFilter") + dumps(filters.to_json(prune_filter))
+    yield b"}"
 
 
 def _kept_events(nodes: list[CallNode]) -> set[int]:

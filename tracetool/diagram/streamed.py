@@ -1,0 +1,121 @@
+"""A big recording's sequence diagram, built a batch of root actions at a time.
+
+Contract:
+
+- `stream_diagram(path, options)` returns None for a recording of at most `threshold` bytes
+  (default `tracetool.trace.stream.STREAM_THRESHOLD`: read whole, which is faster) and for one
+  whose calls cannot be paired tree by tree (a return naming a call of a finished tree:
+  `tracetool.trace.tree.TreeBatches`); callers then build the diagram whole (`build_diagram`).
+- Otherwise a `StreamedDiagram`: `actors` are final (ordered and named as `build_diagram` does)
+  and `batches()` yields the root actions once, in order, a batch of finished call trees at a
+  time, each batch complete (subtree digests, loops folded); their concatenation is
+  `build_diagram(doc, options).root_actions`, action for action. Memory follows the biggest
+  call tree and the held batch, not the recording.
+- Two passes over the file (`tracetool.trace.stream.open_stream`, same errors as a whole read):
+  the first binds every call to its code object (only the fields binding reads), which gives the
+  live code objects, the included ones and the actors in order of first appearance — all needed
+  before the first action is written; the second reads the slim fields and builds the actions,
+  binding calls with the same class map and function cache, so to the same code objects.
+- No filter: `filter_nodes` works on the whole tree (limitRootEvents looks at every root).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracetool.diagram.builder import (
+    ActionFactory,
+    Actors,
+    DiagramOptions,
+    actions_of,
+    finish,
+    included_code_objects,
+    live_code_objects,
+)
+from tracetool.diagram.model import Action, Actor
+from tracetool.filters.apply import BindState, bind_roots
+from tracetool.trace.codeobjects import ClassMap, CodeObject
+from tracetool.trace.slim import BindEvent, SlimEvent
+from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, file_size, open_stream
+from tracetool.trace.tree import TreeBatches, blocks_of, release
+
+# events added to the call trees at a time, when set (else as the reader reads them: finished
+# trees are taken out between blocks)
+BLOCK = 0
+
+
+@dataclass
+class StreamedDiagram:
+    stream: TraceStream  # the first pass's (read again: `TraceStream.again`)
+    options: DiagramOptions
+    actors: list[Actor]
+    cmap: ClassMap
+    state: BindState
+    registry: Actors
+    actions: int = 0  # actions handed out so far (loops included, as `len(Diagram)` counts)
+    _used: bool = field(default=False, repr=False)
+
+    def batches(self) -> Iterator[list[Action]]:
+        """The root actions, in batches (module doc); once."""
+        assert not self._used, "a streamed diagram is read once"
+        self._used = True
+        factory = ActionFactory(self.options.client_routes)
+        trees = TreeBatches()
+        for roots in trees.batches(_blocks(self.stream.again(SlimEvent))):
+            _, cos = bind_roots(roots, self.cmap, self.state, trees.nodes)
+            actions = actions_of(roots, cos, self.registry, factory)
+            release(roots, trees.nodes)
+            del cos
+            finish(actions, self.options)
+            self.actions += _count(actions)
+            if actions:
+                yield actions
+
+
+def stream_diagram(
+    path: Path, options: DiagramOptions, threshold: int | None = None
+) -> StreamedDiagram | None:
+    """The diagram of a big recording, to read batch by batch (module doc); None to build it
+    whole."""
+    limit = STREAM_THRESHOLD if threshold is None else threshold
+    if file_size(path) <= limit:
+        return None
+    stream = open_stream(path, threshold=limit, header_keys=("classMap",), fields=BindEvent)
+    if not stream.streamed:
+        return None
+    cmap = ClassMap.from_json(stream.class_map)
+    state = BindState(cmap, sql_names=bool(options.expand or options.exclude))
+    # every bound code object, in the order `build_diagram`'s walk meets them
+    seen: dict[int, CodeObject] = {}
+    trees = TreeBatches()
+    for roots in trees.batches(_blocks(stream)):
+        _, cos = bind_roots(roots, cmap, state, trees.nodes)
+        release(roots, trees.nodes)
+        seen.update({id(co): co for co in cos.values()})
+        del cos
+    if trees.late:
+        return None
+    registry = Actors(included_code_objects(cmap.roots, live_code_objects(seen.values()), options))
+    for co in seen.values():
+        registry.actor_for(co)  # actors are made in order of first appearance
+    return StreamedDiagram(stream, options, registry.sorted(), cmap, state, registry)
+
+
+def _blocks(stream: TraceStream) -> Iterator[list[Any]]:
+    if BLOCK:  # (tests: blocks of a few events)
+        return blocks_of(itertools.chain.from_iterable(stream.event_blocks()), BLOCK)
+    return stream.event_blocks()
+
+
+def _count(roots: list[Action]) -> int:
+    count = 0
+    stack = list(roots)
+    while stack:
+        action = stack.pop()
+        count += 1
+        stack.extend(action.children)
+    return count

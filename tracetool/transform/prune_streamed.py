@@ -1,0 +1,259 @@
+"""Size-mode prune of a big recording, with memory that does not grow with it.
+
+Contract:
+
+- `prune_streamed(path, size)` returns None for a recording of at most `STREAM_THRESHOLD` bytes
+  (pruned whole: faster), and for one the two passes below cannot reproduce byte for byte (read
+  by the fallback reader, a return naming a call of a finished tree: `TreeBatches`); callers then
+  prune it whole (`tracetool.transform.prune.prune_document`).
+- Otherwise the `PruneResult` the whole prune gives, with `data` empty: `chunks()` writes the
+  same bytes, reading the file a second time.
+- Pass 1 reads each event's call structure and exact JSON text (`MinimalEvent`s) and builds the
+  call trees a batch of finished roots at a time: every call's code object, what each code
+  object's calls weigh (the ranking of what to remove) and the events per code object. What to
+  hide and the output size follow without writing anything (the whole prune's greedy choice,
+  with sizes added up instead of measured). Pass 1 also notes the code object each event
+  belongs to (its call's; none for a return paired with no call), 4 bytes an event — the one
+  thing that grows with the recording, by 1–2% of its size. Pass 2 decodes nothing: it copies
+  the text of each event whose code object is kept, in document order.
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tracetool import filters
+from tracetool.errors import TraceFormatError
+from tracetool.filters import FilterState
+from tracetool.filters.apply import BindState, bind_roots, class_map_of
+from tracetool.trace.codeobjects import ClassMap, CodeObject
+from tracetool.trace.document import gc_paused
+from tracetool.trace.reader import guarded
+from tracetool.trace.slim import MinimalEvent
+from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, file_size, open_stream
+from tracetool.trace.tree import TreeBatches, release
+from tracetool.transform.prune import PruneResult, Ranking, Removed, _Raws, document_pieces
+
+# events per block when set (tests: blocks of a few events); else as the reader reads them
+BLOCK = 0
+
+
+def prune_streamed(path: Path, size: int, threshold: int | None = None) -> PruneResult | None:
+    """Prune a big recording to `size` bytes (module doc), or None to prune it whole."""
+    limit = STREAM_THRESHOLD if threshold is None else threshold
+    if file_size(path) <= limit:
+        return None
+    with gc_paused(), guarded(path):
+        plan = _first_pass(path, limit)
+        if plan is None:
+            return None
+        return plan.result(path, size)
+
+
+class _Plan:
+    """What the first pass learnt: every code object with its calls' bytes and events."""
+
+    def __init__(self, stream: TraceStream, data: dict[str, Any], cmap: ClassMap) -> None:
+        self.stream = stream
+        self.data = data
+        self.cmap = cmap
+        self.static = {id(o) for o in cmap}
+        self.state = BindState(cmap, sql_names=False)
+        self.ranking = Ranking()
+        self.objects: dict[int, CodeObject] = {}  # id -> every code object bound
+        self.bytes: dict[int, int] = {}  # code object id -> its calls' and returns' bytes (+1)
+        self.events: dict[int, int] = {}  # code object id -> its calls and returns
+        self.total = 0  # events read
+        # per event, the number of its code object in `order` (0: none, the event is dropped)
+        self.marks = array("I")
+        self.number: dict[int, int] = {}  # code object id -> its number (from 1)
+        self.order: list[int] = [0]  # number -> code object id
+
+    def add(self, nodes: list[Any], cos: dict[int, CodeObject], at: dict[int, int]) -> None:
+        """Count a batch of finished trees (`nodes` in pre-order); `at`: the position of each
+        of their events (`id(event)`), taken out."""
+        self.ranking.add(nodes, cos, _STRUCTS)
+        objects, sizes, events = self.objects, self.bytes, self.events
+        marks, number, order = self.marks, self.number, self.order
+        for n in nodes:
+            co = cos[id(n)]
+            key = id(co)
+            mark = number.get(key)
+            if mark is None:
+                mark = number[key] = len(order)
+                order.append(key)
+            call, ret = n.call, n.ret
+            marks[at.pop(id(call))] = mark
+            nbytes = len(call.raw) + 1
+            count = 1
+            if ret is not None:
+                marks[at.pop(id(ret))] = mark
+                nbytes += len(ret.raw) + 1
+                count = 2
+            if key in sizes:
+                sizes[key] += nbytes
+                events[key] += count
+            else:
+                objects[key] = co
+                sizes[key] = nbytes
+                events[key] = count
+
+    def measure(self, hidden: list[str], prune_filter: FilterState | None) -> tuple[int, int]:
+        """(output bytes, events) when the code objects named `hidden` are dropped."""
+        drop = set(hidden)
+        kept = [key for key, co in self.objects.items() if co.fqid not in drop]
+        text = sum([self.bytes[key] for key in kept])
+        head = b"".join(document_pieces(self.data, self._class_map(kept), (), prune_filter))
+        return len(head) + max(text - 1, 0), sum([self.events[key] for key in kept])
+
+    def _class_map(self, kept: list[int]) -> list[dict[str, Any]]:
+        objects = self.objects
+        return class_map_of(self.cmap, self.static, (objects[key] for key in kept))
+
+    def result(self, source: Path, size: int) -> PruneResult:
+        """The whole prune's choice (`prune_document`, size mode), measured instead of written."""
+        original = self.stream.size
+        removed: list[Removed] = []
+        length = 0
+        prune_filter: FilterState | None = None
+        hidden: list[str] = []
+        events_after = 0
+        if original <= size:
+            length, events_after = self.measure([], None)
+        if length > size or not length:
+            candidates = self.ranking.ranked()
+            excess = (length if length else original) - size
+            while candidates and excess > 0:
+                item = candidates.pop(0)
+                hidden.append(item.fqid)
+                removed.append(item)
+                excess -= item.bytes
+            while True:
+                prune_filter = filters.with_hidden_names(FilterState(), hidden)
+                length, events_after = self.measure(hidden, prune_filter)
+                if length <= size or not candidates:
+                    break
+                item = candidates.pop(0)
+                hidden.append(item.fqid)
+                removed.append(item)
+        drop = set(hidden)
+        objects = self.objects
+        kept = [key for key, co in objects.items() if co.fqid not in drop]
+        class_map = self._class_map(kept)
+        keep = [False] + [objects[key].fqid not in drop for key in self.order[1:]]
+        final_filter = prune_filter
+
+        def pieces() -> Iterator[bytes]:
+            with gc_paused():
+                events = _kept_texts(self.stream, self.marks, keep)
+                yield from document_pieces(self.data, class_map, events, final_filter)
+
+        return PruneResult(
+            source=source,
+            size_before=original,
+            size_after=length,
+            events_before=self.total,
+            events_after=events_after,
+            removed=tuple(removed),
+            prune_filter=filters.to_json(prune_filter) if prune_filter is not None else {},
+            target=size,
+            reached=length <= size,
+            pieces=pieces,
+        )
+
+
+class _Structs(_Raws):
+    """Event texts carried by the events themselves (`MinimalEvent.raw`)."""
+
+    def __init__(self) -> None:
+        self.by_id = {}
+        self.structs = True
+
+
+_STRUCTS = _Structs()
+
+
+def _first_pass(path: Path, limit: int) -> _Plan | None:
+    stream = open_stream(
+        path, threshold=limit, header_keys=("classMap",), fields=MinimalEvent, event_updates=False
+    )
+    if not stream.streamed or stream.events_at < 0:
+        return None
+    data = stream.before()
+    if data is None:
+        return None
+    plan = _Plan(stream, data, ClassMap.from_json(stream.class_map))
+    trees = TreeBatches()
+    attached: dict[int, Any] = {}
+    trees.builder.attached = attached
+    at: dict[int, int] = {}  # id(event) -> its position, for the events of the trees held
+    marks = plan.marks
+    blocks = _Blocks(stream)
+    for items in blocks:
+        trees.add(items)
+        base = len(marks)
+        marks.frombytes(bytes(marks.itemsize * len(items)))  # 0: dropped unless a tree claims it
+        for offset, event in enumerate(items):
+            kind = event.event
+            if kind == "call" or (kind == "return" and id(event) in attached):
+                at[id(event)] = base + offset
+        attached.clear()
+        _take(plan, trees, at, trees.take())
+    _take(plan, trees, at, trees.take(final=True))
+    after = stream.after
+    if blocks.odd or trees.late or after is None or set(after) & set(data):
+        return None
+    data.update(after)
+    plan.total = blocks.events
+    return plan
+
+
+def _take(plan: _Plan, trees: TreeBatches, at: dict[int, int], roots: list[Any]) -> None:
+    if roots:
+        _, cos = bind_roots(roots, plan.cmap, plan.state, trees.nodes)
+        plan.add(trees.nodes, cos, at)
+        release(roots, trees.nodes)
+
+
+class _Blocks:
+    """A stream's events a block at a time, each holding its exact text (`raw`); stops, with
+    `odd` set, where the fallback reader took over (dicts and re-encoded texts)."""
+
+    def __init__(self, stream: TraceStream) -> None:
+        self.stream = stream
+        self.odd = False
+        self.events = 0
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        pairs = self.stream.raw_blocks()
+        if BLOCK:
+            flat = ((e, t) for items, texts in pairs for e, t in zip(items, texts))
+            pairs = (
+                ([e for e, _ in chunk], [t for _, t in chunk])
+                for chunk in iter(lambda: list(itertools.islice(flat, BLOCK)), [])
+            )
+        for items, texts in pairs:
+            if type(items[0]) is not MinimalEvent:
+                self.odd = True
+                return
+            for event, text in zip(items, texts):
+                event.raw = text
+            self.events += len(items)
+            yield items
+
+
+def _kept_texts(stream: TraceStream, marks: array[int], keep: list[bool]) -> Iterator[bytes]:
+    """The second pass: the texts of the kept events, comma-separated, a block at a time."""
+    done = 0
+    for texts in stream.event_texts():
+        end = done + len(texts)
+        kept = [text for text, mark in zip(texts, marks[done:end]) if keep[mark]]
+        done = end
+        if kept:
+            yield b",".join(kept)
+    if done != len(marks):
+        raise TraceFormatError(f"{stream.path}: changed while it was read")
