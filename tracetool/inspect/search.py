@@ -48,7 +48,7 @@ from tracetool.trace.document import TraceDocument, from_data, gc_paused, parse
 from tracetool.trace.reader import find_trace_files, guarded, skip_lines
 from tracetool.trace.slim import _Request
 from tracetool.trace.stream import open_stream, read_small
-from tracetool.trace.tree import CallNode, CallTreeBuilder, iter_postorder, iter_preorder, release
+from tracetool.trace.tree import CallNode, CallTreeBuilder, preorder, release
 
 TYPES = (
     "function",
@@ -308,22 +308,26 @@ class _Notable:
     per recording so that each match visits only those of its ancestors and subtrees: a call
     chain 100,000 deep costs one pass, not one pass per match."""
 
-    def __init__(self, roots: list[CallNode], cos: _CodeObjects) -> None:
+    def __init__(self, nodes: list[CallNode], cos: _CodeObjects) -> None:
+        """`nodes`: every node of some whole trees, in pre-order (`tree.preorder`)."""
         self.up: dict[int, CallNode | None] = {}  # nearest notable proper ancestor
         self.below: set[int] = set()  # nodes with a notable proper descendant
         self.notable: set[int] = set()
-        for node, _ in iter_preorder(roots):
+        up, below, notable = self.up, self.below, self.notable
+        for node in nodes:
             call = node.call
             if "sql_query" in call or "http_server_request" in call or _labeled(cos[node], node):
-                self.notable.add(id(node))
+                notable.add(id(node))
             parent = node.parent
             if parent is None:
-                self.up[id(node)] = None
+                up[id(node)] = None
             else:
-                self.up[id(node)] = parent if id(parent) in self.notable else self.up[id(parent)]
-        for node in iter_postorder(roots):
-            if any(id(c) in self.notable or id(c) in self.below for c in node.children):
-                self.below.add(id(node))
+                up[id(node)] = parent if id(parent) in notable else up[id(parent)]
+        # in reverse pre-order a node's descendants all come before it
+        for node in reversed(nodes):
+            key = id(node)
+            if (key in notable or key in below) and node.parent is not None:
+                below.add(id(node.parent))
 
     def ancestors(self, node: CallNode) -> list[CallNode]:
         out = []
@@ -539,16 +543,18 @@ def _search(
     matches: list[Match],
 ) -> None:
     notable: _Notable | None = None
+    nodes = preorder(roots)
     try:
-        for node, _ in iter_preorder(roots):
+        for node in nodes:
             if matcher.matches(node, cos):
                 if notable is None:
-                    notable = _Notable(roots, cos)
+                    notable = _Notable(nodes, cos)
                 context = _context(node, cos, recording, notable)
                 matches.append(Match(recording, node.id, context))
     finally:
-        for node in [n for n, _ in iter_preorder(roots)]:
-            cos.pop(node, None)
+        pop = cos.pop
+        for node in nodes:
+            pop(node, None)
         release(roots)
 
 
