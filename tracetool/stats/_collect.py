@@ -181,12 +181,31 @@ def compact_length(text: Any) -> int:
     return js_length(compact)
 
 
+# Events sized together: one risk test over their joined compact texts (`compact_lengths`).
+_BATCH = 1024
+
+
+def compact_lengths(texts: list[Any]) -> list[int]:
+    """`compact_length` of each text: formatted one by one, tested for what orjson would write
+    otherwise all at once (a test that finds nothing in the joined texts finds nothing in any of
+    them); the texts are sized one by one only when it finds something."""
+    compacts = [msgspec.json.format(text, indent=-1) for text in texts]
+    joined = b",".join(compacts)
+    if _ESCAPE_RISK.search(joined) or _NUMBER_RISK.search(joined.translate(_CLASSES)):
+        return [compact_length(text) for text in texts]
+    if joined.isascii():
+        return [len(compact) for compact in compacts]
+    return [js_length(compact) for compact in compacts]
+
+
 def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], int]:
     """(fqid, count, size, location) per function of one recording, and the number of calls."""
     stream = open_stream(path, header_keys=("classMap",), heads=True)
-    sums: dict[tuple[Any, ...], list[Any]] = {}
+    sums: dict[tuple[Any, ...], list[Any]] = {}  # key -> [calls, size, sample call]
     calls = 0
     unset = UNSET
+    pending: list[list[Any]] = []  # the sums entry of each text in `texts`
+    texts: list[Any] = []
     for event, text in stream.raw_heads():
         if (
             event.event != "call"
@@ -197,13 +216,15 @@ def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], 
             continue
         calls += 1
         key = _function_key(event)
-        size = compact_length(text)
         entry = sums.get(key)
         if entry is None:
-            sums[key] = [1, size, event]
-        else:
-            entry[0] += 1
-            entry[1] += size
+            entry = sums[key] = [0, 0, event]
+        entry[0] += 1
+        pending.append(entry)
+        texts.append(text)
+        if len(texts) >= _BATCH:
+            _add_sizes(pending, texts)
+    _add_sizes(pending, texts)
     recording = Names().recording(stream.class_map)
     by_fqid: dict[str, list[Any]] = {}
     for count, size, sample in sums.values():
@@ -217,3 +238,11 @@ def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], 
     recording.close()
     rows = [(fqid, int(c), int(s), loc) for fqid, (c, s, loc) in by_fqid.items()]
     return rows, calls
+
+
+def _add_sizes(entries: list[list[Any]], texts: list[Any]) -> None:
+    """Add each text's size to its entry; empties both lists."""
+    for entry, size in zip(entries, compact_lengths(texts)):
+        entry[1] += size
+    entries.clear()
+    texts.clear()
