@@ -315,6 +315,7 @@ class _Notable:
         self.up: dict[int, CallNode | None] = {}  # nearest notable proper ancestor
         self.below: set[int] = set()  # nodes with a notable proper descendant
         self.notable: set[int] = set()
+        self.requests: dict[int, str] = {}  # `_http_request` of the requests met so far
         up, below, notable = self.up, self.below, self.notable
         for node in nodes:
             call = node.call
@@ -338,6 +339,13 @@ class _Notable:
             out.append(found)
             found = self.up.get(id(found))
         return out
+
+    def request(self, node: CallNode) -> str:
+        """`_http_request(node)`, once per node: many matches share their request."""
+        text = self.requests.get(id(node))
+        if text is None:
+            text = self.requests[id(node)] = _http_request(node)
+        return text
 
     def descendants(self, node: CallNode) -> list[CallNode]:
         out: list[CallNode] = []
@@ -396,7 +404,7 @@ def _context(
     return {
         "events": [f"{recording}#{node.id}"],
         "returnValues": [_return_value(node)],
-        "httpServerRequests": sorted({_http_request(h) for h in http}),
+        "httpServerRequests": sorted({notable.request(h) for h in http}),
         "sqlQueries": sorted(set(queries)),
         "sqlTables": sorted(tables),
         "callers": [caller_co.fqid] if caller_co is not None else [],
