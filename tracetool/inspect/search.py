@@ -191,7 +191,12 @@ class _Matcher:
             ):
                 return False
             co = cos[node]
-            return co.type == "function" and self._code_match(co)
+            if co.type != "function":
+                return False
+            found = cos.matched.get(id(co))  # (without building its fqid again)
+            if found is None:
+                found = cos.matched[id(co)] = self._code_match(co)
+            return found
         if t in ("database", "table", "query"):
             if "sql_query" not in call:
                 return False
@@ -229,6 +234,7 @@ class _CodeObjects(dict):  # type: ignore[type-arg]
         super().__init__()
         self.cmap = cmap
         self.by_key: dict[tuple[Any, ...], CodeObject] = {}
+        self.matched: dict[int, bool] = {}  # id of a function code object -> whether it matches
 
     def __missing__(self, node: CallNode) -> CodeObject:
         call = node.call
@@ -311,7 +317,7 @@ class _Notable:
     chain 100,000 deep costs one pass, not one pass per match."""
 
     def __init__(self, nodes: list[CallNode], cos: _CodeObjects) -> None:
-        """`nodes`: every node of some whole trees, in pre-order (`tree.preorder`)."""
+        """`nodes`: every node of a whole tree, in pre-order (`tree.preorder`)."""
         self.up: dict[int, CallNode | None] = {}  # nearest notable proper ancestor
         self.below: set[int] = set()  # nodes with a notable proper descendant
         self.notable: set[int] = set()
@@ -536,7 +542,7 @@ def _matches_in(
             builder.add(block)
             if len(builder.nodes) > HELD_CALLS:
                 _search(builder.take_finished(), cos, recording, matcher, matches)
-        _search(builder.roots, cos, recording, matcher, matches)
+        _search(builder.roots, cos, recording, matcher, matches, last=True)
     finally:
         release(builder.roots)
         for co in cos.cmap:
@@ -551,20 +557,27 @@ def _search(
     recording: str,
     matcher: _Matcher,
     matches: list[Match],
+    *,
+    last: bool = False,
 ) -> None:
-    notable: _Notable | None = None
-    nodes = preorder(roots)
+    """Append the matches in these whole trees, then drop them (and, unless they are the
+    `last` ones, whose names the caller drops all at once, their nodes' names)."""
+    pop = cos.pop
     try:
-        for node in nodes:
-            if matcher.matches(node, cos):
-                if notable is None:
-                    notable = _Notable(nodes, cos)
-                context = _context(node, cos, recording, notable)
-                matches.append(Match(recording, node.id, context))
+        for root in roots:
+            # a match's context lies within its own tree: index the trees that hold a match
+            nodes = preorder((root,))
+            notable: _Notable | None = None
+            for node in nodes:
+                if matcher.matches(node, cos):
+                    if notable is None:
+                        notable = _Notable(nodes, cos)
+                    context = _context(node, cos, recording, notable)
+                    matches.append(Match(recording, node.id, context))
+            if not last:
+                for node in nodes:
+                    pop(node, None)
     finally:
-        pop = cos.pop
-        for node in nodes:
-            pop(node, None)
         release(roots)
 
 
