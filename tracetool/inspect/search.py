@@ -293,8 +293,6 @@ def _return_value(node: CallNode) -> str:
     if isinstance(exceptions, list) and exceptions and isinstance(exceptions[0], dict):
         return f"raised {exceptions[0].get('class', 'exception')}"
     value = ret.get("return_value")
-    if value.__class__ is msgspec.Raw:  # read by `_Event`: parsed only for a match
-        value = msgspec.json.decode(value)
     if not isinstance(value, dict) or not value:
         status = ev.status_code(node.ret)
         return str(status) if status is not None else "void"
@@ -604,19 +602,11 @@ class _Event(TypedDict, total=False):
     exceptions: Any
 
 
-class _WholeEvent(_Event, total=False):
-    """`_Event` of a recording read whole: its return values are left as their JSON text and
-    only a match's is parsed (`_return_value`). A `Raw` holds the file's bytes, so streamed
-    recordings, whose blocks must be freed as they are read, parse them."""
-
-    return_value: msgspec.Raw  # type: ignore[misc]
-
-
 class _Doc(TypedDict, total=False):
     version: Any
     metadata: Any
     classMap: Any
-    events: list[_WholeEvent]
+    events: list[_Event]
 
 
 _DOC = msgspec.json.Decoder(_Doc)
