@@ -15,7 +15,7 @@ from tests.conftest import ROOT, SHARED, DocBuilder
 from tracetool.cli import cli
 from tracetool.errors import NotFoundError, UsageError
 from tracetool.stats import directory_stats, recording_stats
-from tracetool.stats._collect import compact_length, js_length
+from tracetool.stats._collect import compact_length, compact_lengths, js_length
 from tracetool.trace import stream
 
 STATS = "packages/cli/tests/unit/fixtures/stats/appmap"
@@ -101,6 +101,24 @@ def test_js_length_counts_utf16_code_units() -> None:
 def test_compact_length_is_the_length_of_orjsons_text(text: bytes) -> None:
     """Sizes come from the event's own text unless orjson would write it otherwise."""
     assert compact_length(text) == js_length(orjson.dumps(orjson.loads(text)))
+
+
+_TEXTS = [
+    b'{"id":1,"event":"call","lineno":12,"static":false,"path":"a.rb"}',
+    b'{ "id" : 1 ,\n "event" : "call", "v": [1, 2, {"a": null}] }',
+    b'{"a":2.50,"b":1e5,"c":-0,"d":1.0}',
+    b'{"a":[-0],"b":{"c":-0}}',
+    b'{"a":12345678901234567890}',
+    b'{"s":"caf\\u00e9 \\/ \\n"}',
+    '{"s":"日本 😀 é"}'.encode(),
+]
+
+
+@pytest.mark.parametrize("risky", [None, *range(len(_TEXTS))])
+def test_batched_sizes_equal_one_by_one(risky: int | None) -> None:
+    """A batch is sized as its texts one by one, with or without a text orjson rewrites."""
+    texts = [_TEXTS[0], _TEXTS[1], _TEXTS[0]] + ([_TEXTS[risky]] if risky is not None else [])
+    assert compact_lengths(texts) == [compact_length(t) for t in texts]
 
 
 def test_recording_sizes_agree_with_reencoding_every_call(corpus: Path) -> None:

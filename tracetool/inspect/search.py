@@ -48,7 +48,7 @@ from tracetool.trace.document import TraceDocument, from_data, gc_paused, parse
 from tracetool.trace.reader import find_trace_files, guarded, skip_lines
 from tracetool.trace.slim import _Request
 from tracetool.trace.stream import open_stream, read_small
-from tracetool.trace.tree import CallNode, CallTreeBuilder, iter_postorder, iter_preorder, release
+from tracetool.trace.tree import CallNode, CallTreeBuilder, preorder, release
 
 TYPES = (
     "function",
@@ -191,7 +191,12 @@ class _Matcher:
             ):
                 return False
             co = cos[node]
-            return co.type == "function" and self._code_match(co)
+            if co.type != "function":
+                return False
+            found = cos.matched.get(id(co))  # (without building its fqid again)
+            if found is None:
+                found = cos.matched[id(co)] = self._code_match(co)
+            return found
         if t in ("database", "table", "query"):
             if "sql_query" not in call:
                 return False
@@ -229,6 +234,7 @@ class _CodeObjects(dict):  # type: ignore[type-arg]
         super().__init__()
         self.cmap = cmap
         self.by_key: dict[tuple[Any, ...], CodeObject] = {}
+        self.matched: dict[int, bool] = {}  # id of a function code object -> whether it matches
 
     def __missing__(self, node: CallNode) -> CodeObject:
         call = node.call
@@ -308,22 +314,27 @@ class _Notable:
     per recording so that each match visits only those of its ancestors and subtrees: a call
     chain 100,000 deep costs one pass, not one pass per match."""
 
-    def __init__(self, roots: list[CallNode], cos: _CodeObjects) -> None:
+    def __init__(self, nodes: list[CallNode], cos: _CodeObjects) -> None:
+        """`nodes`: every node of a whole tree, in pre-order (`tree.preorder`)."""
         self.up: dict[int, CallNode | None] = {}  # nearest notable proper ancestor
         self.below: set[int] = set()  # nodes with a notable proper descendant
         self.notable: set[int] = set()
-        for node, _ in iter_preorder(roots):
+        self.requests: dict[int, str] = {}  # `_http_request` of the requests met so far
+        up, below, notable = self.up, self.below, self.notable
+        for node in nodes:
             call = node.call
             if "sql_query" in call or "http_server_request" in call or _labeled(cos[node], node):
-                self.notable.add(id(node))
+                notable.add(id(node))
             parent = node.parent
             if parent is None:
-                self.up[id(node)] = None
+                up[id(node)] = None
             else:
-                self.up[id(node)] = parent if id(parent) in self.notable else self.up[id(parent)]
-        for node in iter_postorder(roots):
-            if any(id(c) in self.notable or id(c) in self.below for c in node.children):
-                self.below.add(id(node))
+                up[id(node)] = parent if id(parent) in notable else up[id(parent)]
+        # in reverse pre-order a node's descendants all come before it
+        for node in reversed(nodes):
+            key = id(node)
+            if (key in notable or key in below) and node.parent is not None:
+                below.add(id(node.parent))
 
     def ancestors(self, node: CallNode) -> list[CallNode]:
         out = []
@@ -332,6 +343,13 @@ class _Notable:
             out.append(found)
             found = self.up.get(id(found))
         return out
+
+    def request(self, node: CallNode) -> str:
+        """`_http_request(node)`, once per node: many matches share their request."""
+        text = self.requests.get(id(node))
+        if text is None:
+            text = self.requests[id(node)] = _http_request(node)
+        return text
 
     def descendants(self, node: CallNode) -> list[CallNode]:
         out: list[CallNode] = []
@@ -390,7 +408,7 @@ def _context(
     return {
         "events": [f"{recording}#{node.id}"],
         "returnValues": [_return_value(node)],
-        "httpServerRequests": sorted({_http_request(h) for h in http}),
+        "httpServerRequests": sorted({notable.request(h) for h in http}),
         "sqlQueries": sorted(set(queries)),
         "sqlTables": sorted(tables),
         "callers": [caller_co.fqid] if caller_co is not None else [],
@@ -522,7 +540,7 @@ def _matches_in(
             builder.add(block)
             if len(builder.nodes) > HELD_CALLS:
                 _search(builder.take_finished(), cos, recording, matcher, matches)
-        _search(builder.roots, cos, recording, matcher, matches)
+        _search(builder.roots, cos, recording, matcher, matches, last=True)
     finally:
         release(builder.roots)
         for co in cos.cmap:
@@ -537,18 +555,27 @@ def _search(
     recording: str,
     matcher: _Matcher,
     matches: list[Match],
+    *,
+    last: bool = False,
 ) -> None:
-    notable: _Notable | None = None
+    """Append the matches in these whole trees, then drop them (and, unless they are the
+    `last` ones, whose names the caller drops all at once, their nodes' names)."""
+    pop = cos.pop
     try:
-        for node, _ in iter_preorder(roots):
-            if matcher.matches(node, cos):
-                if notable is None:
-                    notable = _Notable(roots, cos)
-                context = _context(node, cos, recording, notable)
-                matches.append(Match(recording, node.id, context))
+        for root in roots:
+            # a match's context lies within its own tree: index the trees that hold a match
+            nodes = preorder((root,))
+            notable: _Notable | None = None
+            for node in nodes:
+                if matcher.matches(node, cos):
+                    if notable is None:
+                        notable = _Notable(nodes, cos)
+                    context = _context(node, cos, recording, notable)
+                    matches.append(Match(recording, node.id, context))
+            if not last:
+                for node in nodes:
+                    pop(node, None)
     finally:
-        for node in [n for n, _ in iter_preorder(roots)]:
-            cos.pop(node, None)
         release(roots)
 
 

@@ -14,7 +14,9 @@ code units like JavaScript's `JSON.stringify(event).length`, which AppMap report
 
 from __future__ import annotations
 
+import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -54,8 +56,10 @@ class OverheadPartial:
         self.warnings.extend(other.warnings)
 
 
-def _function_key(call: EventHead) -> tuple[Any, ...]:
-    return (call.defined_class, call.method_id, call.path, call.lineno, call.static)
+# (defined_class, method_id, path, lineno, static): what identifies a function call
+_function_key: Callable[[EventHead], tuple[Any, ...]] = operator.attrgetter(
+    "defined_class", "method_id", "path", "lineno", "static"
+)
 
 
 _SQL = "\0sql"
@@ -77,34 +81,34 @@ def _file_overhead(path: Path, names: Names) -> dict[Key, list[float]]:
     raw_sums: dict[Any, list[Any]] = {}  # raw key -> [calls, seconds, sample call]
     number = (int, float)
     unset = UNSET
+    get = raw_sums.get
     for call, ret in iter_pairs(stream.events()):
         if ret is None:
-            continue
-        method_id = call.method_id
+            break  # the calls that never returned come last
         if (
-            method_id is not None
-            and method_id is not unset
-            and call.sql_query is unset
+            call.sql_query is unset
             and call.http_server_request is unset
             and call.http_client_request is unset
+            and call.method_id is not None
+            and call.method_id is not unset
         ):
-            raw: Any = (call.defined_class, method_id, call.path, call.lineno, call.static)
+            raw: Any = _function_key(call)
         else:
             raw = _other_key(call)
-        entry = raw_sums.get(raw)
+        entry = get(raw)
         if entry is None:
             entry = raw_sums[raw] = [0, 0.0, call]
         entry[0] += 1
         seconds = ret.elapsed_instrumentation
-        if seconds and type(seconds) in number:
+        if seconds and seconds.__class__ in number:
             entry[1] += seconds
     sums: dict[Key, list[float]] = {}
     recording = names.recording(stream.class_map)
     for raw, (count, seconds, call) in raw_sums.items():
         # (a `sql_query` that is not an object makes a 2-tuple: named like any other call)
         key: Key
-        if len(raw) == 5:  # a function call: its head reads like the event for naming
-            key = recording.function(call)[0]
+        if len(raw) == 5:  # a function call: named from its key, without reading it again
+            key = recording.plain_function(raw[1], raw[2], raw[3], call)[0]
         elif raw[0] == _SQL and len(raw) == 3:
             key = raw[1:]
         else:
@@ -177,12 +181,31 @@ def compact_length(text: Any) -> int:
     return js_length(compact)
 
 
+# Events sized together: one risk test over their joined compact texts (`compact_lengths`).
+_BATCH = 1024
+
+
+def compact_lengths(texts: list[Any]) -> list[int]:
+    """`compact_length` of each text: formatted one by one, tested for what orjson would write
+    otherwise all at once (a test that finds nothing in the joined texts finds nothing in any of
+    them); the texts are sized one by one only when it finds something."""
+    compacts = [msgspec.json.format(text, indent=-1) for text in texts]
+    joined = b",".join(compacts)
+    if _ESCAPE_RISK.search(joined) or _NUMBER_RISK.search(joined.translate(_CLASSES)):
+        return [compact_length(text) for text in texts]
+    if joined.isascii():
+        return [len(compact) for compact in compacts]
+    return [js_length(compact) for compact in compacts]
+
+
 def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], int]:
     """(fqid, count, size, location) per function of one recording, and the number of calls."""
     stream = open_stream(path, header_keys=("classMap",), heads=True)
-    sums: dict[tuple[Any, ...], list[Any]] = {}
+    sums: dict[tuple[Any, ...], list[Any]] = {}  # key -> [calls, size, sample call]
     calls = 0
     unset = UNSET
+    pending: list[list[Any]] = []  # the sums entry of each text in `texts`
+    texts: list[Any] = []
     for event, text in stream.raw_heads():
         if (
             event.event != "call"
@@ -193,13 +216,15 @@ def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], 
             continue
         calls += 1
         key = _function_key(event)
-        size = compact_length(text)
         entry = sums.get(key)
         if entry is None:
-            sums[key] = [1, size, event]
-        else:
-            entry[0] += 1
-            entry[1] += size
+            entry = sums[key] = [0, 0, event]
+        entry[0] += 1
+        pending.append(entry)
+        texts.append(text)
+        if len(texts) >= _BATCH:
+            _add_sizes(pending, texts)
+    _add_sizes(pending, texts)
     recording = Names().recording(stream.class_map)
     by_fqid: dict[str, list[Any]] = {}
     for count, size, sample in sums.values():
@@ -213,3 +238,11 @@ def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], 
     recording.close()
     rows = [(fqid, int(c), int(s), loc) for fqid, (c, s, loc) in by_fqid.items()]
     return rows, calls
+
+
+def _add_sizes(entries: list[list[Any]], texts: list[Any]) -> None:
+    """Add each text's size to its entry; empties both lists."""
+    for entry, size in zip(entries, compact_lengths(texts)):
+        entry[1] += size
+    entries.clear()
+    texts.clear()

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import msgspec
+
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap
 
 Chain = tuple[tuple[Any, ...], ...]
+UNSET: Any = msgspec.UNSET
 
 
 class Names:
@@ -86,22 +89,37 @@ class RecordingNames:
                 push((child, link, plain) for child in reversed(children))
         return index
 
+    def plain_function(
+        self, method_id: Any, path: Any, lineno: Any, call: Any
+    ) -> tuple[str, Optional[str]]:
+        """`function(call)` of a function call given its `method_id` (present), `path` and
+        `lineno` (None or UNSET when missing): the classMap lookup without reading it again."""
+        if path is not None and path is not UNSET and lineno is not None and lineno is not UNSET:
+            if self._index is None:
+                self._index = self._locations()
+            entries = self._index.get(f"{path}:{lineno}")
+            if entries:
+                method_id = str(method_id)
+                for name, chain in entries:
+                    if name == method_id:
+                        if chain is None:
+                            break
+                        return self._names.fqid_of_chain(chain)
+        return self._full_function(call)
+
     def function(self, call: Any) -> tuple[str, Optional[str]]:
         """(fqid, location) of a call's code object (a call event, or its `EventHead`)."""
         if ev.kind(call) != ev.FUNCTION:
             # routes, queries, external services: named from the event alone
             obj = self._names._scratch.code_object_for(call)
             return obj.fqid, obj.location
-        path, lineno = call.get("path"), call.get("lineno")
-        if "method_id" in call and path is not None and lineno is not None:
-            if self._index is None:
-                self._index = self._locations()
-            method_id = str(call.get("method_id", ""))
-            for name, chain in self._index.get(f"{path}:{lineno}", ()):
-                if name == method_id:
-                    if chain is None:
-                        break
-                    return self._names.fqid_of_chain(chain)
+        if "method_id" in call:
+            return self.plain_function(
+                call.get("method_id"), call.get("path"), call.get("lineno"), call
+            )
+        return self._full_function(call)
+
+    def _full_function(self, call: Any) -> tuple[str, Optional[str]]:
         if self._full is None:
             self._full = ClassMap.from_json(self._class_map)
         obj = self._full.code_object_for(call)
