@@ -53,7 +53,8 @@ def _summary(result: object) -> str:
     "--max-size",
     type=click.FloatRange(min=0, min_open=True),
     metavar="MB",
-    help="Skip recordings larger than this (default: what fits in available memory).",
+    help="Skip recordings larger than this (default: no limit; recordings over 8 MB are read "
+    "event by event, smaller ones whole).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--log-assistant", is_flag=True, help="Log assistant events to stderr.")

@@ -23,6 +23,7 @@ from __future__ import annotations
 from tracetool.diagram.builder import DiagramOptions, build_diagram
 from tracetool.diagram.model import Action, Actor, Diagram, from_json, to_json
 from tracetool.diagram.service import (
+    BoundDigests,
     DiagramRequest,
     DiffReport,
     DiffRequest,
@@ -38,6 +39,7 @@ from tracetool.diagram.service import (
 )
 
 __all__ = [
+    "BoundDigests",
     "bound_digest",
     "recording_digest",
     "roots_digest",

@@ -144,6 +144,7 @@ def actions_of(
     nearest, actor_for = actors.nearest, actors.actor_for
     make = factory.digest_action if digests_only else factory.action
     templates, template_of = factory.templates, factory._template
+    functions = factory.functions
     new_function = Action.function
     while stack:
         node, parent = pop()
@@ -158,12 +159,19 @@ def actions_of(
         if actor is not None:
             call = node.call
             if (
-                digests_only
-                or "sql_query" in call
+                "sql_query" in call
                 or "http_server_request" in call
                 or "http_client_request" in call
             ):
                 action = make(node, co, actor, None if parent is None else parent.callee)
+            elif digests_only:  # `_Factory.digest_action` of a plain function, inline
+                ret = node.ret
+                fkey = (id(co), bool(ret.get("exceptions")) if ret else False)
+                cached = functions.get(fkey)
+                if cached is None:
+                    props = dg.stable_properties(call, ret, co.id)
+                    cached = functions[fkey] = (props, dg.digest(props))
+                action = Action(FUNCTION, cached[1])
             else:
                 ret = node.ret
                 key = (id(co), None if ret is None else _return_key(ret))

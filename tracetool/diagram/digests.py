@@ -171,6 +171,7 @@ def digest(props: dict[str, Any]) -> str:
     return _cached_hash(STABLE_ALGORITHM, tuple(sorted(props.items())))
 
 
+@lru_cache(maxsize=8192)  # a worker indexes many recordings of the same application
 def sql_digest(sql: str, database_type: str | None) -> str:
     if sql.endswith("..."):
         return TRUNCATED_QUERY

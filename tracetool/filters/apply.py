@@ -208,10 +208,12 @@ def unnamed_query(cmap: ClassMap) -> CodeObject:
 def without_sql_names(bound: Bound) -> Bound:
     """`bound` as `bind(doc, sql_names=False)` binds it: every SQL call to `unnamed_query`
     (same tree and classMap; the code-object map is a copy)."""
-    unnamed = unnamed_query(bound.cmap)
+    unnamed = None  # made on the first SQL call: a classMap without SQL stays as it is
     cos = dict(bound.code_objects)
     for node in bound.nodes:
         if "sql_query" in node.call:
+            if unnamed is None:
+                unnamed = unnamed_query(bound.cmap)
             cos[id(node)] = unnamed
     return Bound(bound.doc, bound.events, bound.nodes, bound.roots, bound.cmap, bound.static, cos)
 

@@ -97,7 +97,7 @@ class Canonical:
         # Results depend only on the code objects involved: do each once (a recording repeats
         # the same calls thousands of times).
         self._functions: set[int] = set()
-        self._pairs: set[tuple[int, int]] = set()
+        self.pairs: set[tuple[int, int]] = set()
         self._params: set[tuple[Any, ...]] = set()
 
     def function(self, node: CallNode, co: CodeObject) -> None:
@@ -105,7 +105,7 @@ class Canonical:
         params = node.call.get("parameters")
         if params:
             # Same function, same parameter names: the nested names are the same too.
-            key = (id(co), tuple(p.get("name") for p in params if isinstance(p, dict)))
+            key = (id(co), tuple([p.get("name") for p in params if isinstance(p, dict)]))
             if key not in self._params:
                 self._params.add(key)
                 _names(params, v["parameters"])
@@ -125,9 +125,9 @@ class Canonical:
         if parent_co is None:
             return
         pair = (id(co), id(parent_co))
-        if pair in self._pairs:
+        if pair in self.pairs:
             return
-        self._pairs.add(pair)
+        self.pairs.add(pair)
         mine, theirs = _class_of(co), _class_of(parent_co)
         if mine is not None and theirs is not None and mine.id != theirs.id:
             self.values["classDependencies"].append({"caller": theirs.id, "callee": mine.id})

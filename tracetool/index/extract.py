@@ -18,33 +18,40 @@ collecting:
 
 `extract_bound` returns the same and the call tree it walked with every call's code object
 (`tracetool.filters.Bound`, as `bind(doc)` makes it), so the indexer's digests reuse the tree
-instead of building it again; `release_bound` frees it.
+instead of building it again; `release_bound` frees it. Both are one batch of an `Extractor`,
+which the indexer feeds finished call trees a batch at a time when it reads a big recording
+event by event (one implementation, the same rows either way).
 
 Pure: no I/O, so the indexer can run it in worker processes and tests can call it directly.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from tracetool import route_model, sql
 from tracetool.filters import Bound
 from tracetool.index.canonical import Canonical, bound_class_map
+from tracetool.index.rows import (
+    MAX_FTS_FIELD,
+    add_exceptions,
+    capped,
+    code_words,
+    elapsed_ms,
+    first_timestamp,
+    function_row,
+    is_log_call,
+    log_message,
+    metadata_row,
+    plain_row,
+    route_template,
+)
 from tracetool.trace import ClassMap, TraceDocument, build_call_tree
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import DATABASE_ROOT, CodeObject
 from tracetool.trace.normalize import apply_event_updates
 from tracetool.trace.tree import CallNode
-
-LOG_LABELS = frozenset(("log", "logging"))
-LOG_LEVELS = frozenset(
-    ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log")
-)
-# Caps that keep one pathological recording from bloating the database.
-MAX_TEXT = 2000
-MAX_FTS_FIELD = 200_000
 
 
 @dataclass
@@ -70,92 +77,6 @@ class Extract:
     canonical: dict[str, list[Any]] = field(default_factory=dict)
     class_map: list[dict[str, Any]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
-
-
-def _ms(node: CallNode) -> float | None:
-    ret = node.ret
-    if ret is None:
-        return None
-    value = ret.get("elapsed")
-    return value * 1000.0 if isinstance(value, (int, float)) else None
-
-
-def _text(value: Any, cap: int = MAX_TEXT) -> str:
-    text = "" if value is None else str(value)
-    return text if len(text) <= cap else text[:cap] + "…"
-
-
-def route_template(call: ev.Event) -> str:
-    """The `{param}` route template of an HTTP server request call (`tracetool.route_model`)."""
-    return route_model.server_template(call)
-
-
-def _log_message(call: ev.Event) -> str | None:
-    for param in call.get("parameters") or ():
-        if isinstance(param, dict) and param.get("name") not in ("self", "cls"):
-            value = param.get("value")
-            return None if value is None else _text(value)
-    return None
-
-
-def _is_log(call: ev.Event, co: CodeObject) -> bool:
-    if LOG_LABELS.intersection(co.labels):
-        return True
-    cls = str(call.get("defined_class") or "")
-    return cls in ("logging.Logger", "Logger") and call.get("method_id") in LOG_LEVELS
-
-
-def _recorded_at(events: list[ev.Event]) -> float | None:
-    for event in events:
-        ts = event.get("timestamp")
-        if isinstance(ts, (int, float)):
-            return float(ts)
-    return None
-
-
-def _obj(md: dict[str, Any], key: str) -> dict[str, Any]:
-    value = md.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _metadata_row(md: dict[str, Any]) -> dict[str, Any]:
-    git, recorder = _obj(md, "git"), _obj(md, "recorder")
-    language, failure = _obj(md, "language"), _obj(md, "test_failure")
-    labels = md.get("labels")
-    return {
-        "labels": [str(x) for x in labels] if isinstance(labels, list) else [],
-        "test_status": md.get("test_status"),
-        "recorder_type": recorder.get("type"),
-        "recorder_name": recorder.get("name"),
-        "language": language.get("name"),
-        "app": md.get("app"),
-        "branch": git.get("branch"),
-        "git_commit": git.get("commit"),
-        "source_location": md.get("source_location"),
-        "failure": _text(failure.get("message")) if failure.get("message") else None,
-    }
-
-
-def _function_row(co: CodeObject, call: ev.Event) -> tuple[Any, ...]:
-    cls = co.class_
-    class_name = str(call.get("defined_class") or (cls.name if cls is not None else ""))
-    return (
-        "function",
-        co.name,
-        cls.id if cls is not None else "",
-        class_name,
-        co.name,
-        1 if co.static else 0,
-        co.location,
-        ",".join(co.labels),
-        None,
-        None,
-        None,
-    )
-
-
-def _plain_row(type_: str, name: str, method: str | None = None) -> tuple[Any, ...]:
-    return (type_, name, None, None, method, None, None, None, None, None, None)
 
 
 def extract(doc: TraceDocument, source: str = "") -> Extract:
@@ -185,234 +106,273 @@ def release_bound(bound: Bound) -> None:
 
 def extract_bound(doc: TraceDocument, source: str = "") -> tuple[Extract, Bound]:
     """`extract(doc)` and the bound call tree it walked (module doc); the caller frees the
-    tree with `release_bound`."""
+    tree with `release_bound`. The whole document is one batch of an `Extractor`."""
     apply_event_updates(doc)
     events = doc.events
-    has_http = any("http_server_request" in e for e in events)
     tree = build_call_tree(events)
-    cmap = ClassMap.from_json(doc.class_map)
-    static = {id(o) for o in cmap}
-    nodes: list[CallNode] = []  # pre-order, as `bind` lists them
-    canonical = Canonical()
-    out = Extract(recording={})
-    items = out.items
+    extractor = Extractor(doc.class_map)
+    batch = extractor.add(tree.roots, any("http_server_request" in e for e in events))
+    out = extractor.finish(doc, source, len(events), first_timestamp(events))
+    return out, Bound(
+        doc, events, batch.nodes, tree.roots, batch.cmap, batch.static, batch.code_objects
+    )
 
-    sql_cache: dict[tuple[str, str | None], tuple[Any, CodeObject]] = {}
-    codes: dict[int, CodeObject] = {}  # id(node) -> code object, for exception stacks
-    used: dict[int, CodeObject] = {}  # id(code object) -> code object with events
-    funcs: dict[str, list[Any]] = {}  # fqid -> [count, total, self, max]
-    fn_info: dict[tuple[Any, ...], tuple[CodeObject, str, bool]] = {}  # call key -> co, fqid, log
-    active: dict[str, int] = {}  # fqid -> frames open (recursion)
-    fts_routes: dict[str, None] = {}
-    fts_sql: dict[str, None] = {}
-    messages: dict[str, None] = {}
-    elapsed_total = 0.0
-    n_calls = 0
-    for root in tree.roots:
-        ms = _ms(root)
-        if ms is not None:
-            elapsed_total += ms
 
-    # Entries: (node, parent code object, request row, caller fqid, in_http, parent function's
-    # aggregate), or (None, fqid, ...) to close a function frame.
-    stack: list[tuple[Any, ...]] = [
-        (node, None, None, None, False, None) for node in reversed(tree.roots)
-    ]
-    while stack:
-        node, parent_co, request, caller, in_http, parent_agg = stack.pop()
-        if node is None:
-            active[parent_co] -= 1
-            continue
-        nodes.append(node)
-        call = node.call
-        kind = ev.kind(call)
-        ms = _ms(node)
-        event_id = call.get("id")
-        if kind == ev.SQL:
-            sql_key = (ev.sql_text(call), ev.database_type(call))
-            cached = sql_cache.get(sql_key)
-            if cached is None:
-                info = sql.analyze(*sql_key)
-                database = cmap.child(None, "database", DATABASE_ROOT)
-                cached = sql_cache[sql_key] = (info, cmap.child(database, "query", info.normalized))
-            info, co = cached
-            fqid = co.fqid
-        elif kind == ev.FUNCTION:
-            # Resolving a function is a few dict lookups, but recordings repeat the same
-            # functions thousands of times.
-            key = (
-                call.get("defined_class"),
-                call.get("method_id"),
-                call.get("path"),
-                call.get("lineno"),
-                call.get("static"),
-            )
-            resolved = fn_info.get(key)
-            if resolved is None:
-                fco = cmap.code_object_for(call)
-                resolved = fn_info[key] = (fco, fco.fqid, _is_log(call, fco))
-            co, fqid, is_log = resolved
-        else:
-            co = cmap.code_object_for(call)
-            fqid = co.fqid
-        codes[id(node)] = co
-        used[id(co)] = co
-        in_http = in_http or kind == ev.HTTP_SERVER
-        counted = in_http or not has_http
-        if counted:
-            canonical.dependency(co, parent_co)
-        request_id = request[0] if request is not None else None
-        next_caller = caller
-        if ms is not None and parent_agg is not None:
-            parent_agg[2] -= ms  # self time of the calling function excludes this call
-        agg = None
+class Extractor:
+    """`extract` fed finished call trees in batches (document order), so that a recording read
+    event by event (`tracetool.index.worker`) is never held whole: `add` walks a batch of roots
+    and returns it bound (`Bound` without events, for the digests); `finish` makes the Extract.
 
-        if kind == ev.FUNCTION:
-            n_calls += 1
-            next_caller = fqid
-            agg = funcs.get(fqid)
-            if agg is None:
-                agg = funcs[fqid] = [0, 0.0, 0.0, 0.0]
-                items[fqid] = _function_row(co, call)
-                cls = co.class_
-                if cls is not None:
-                    items.setdefault(cls.fqid, _plain_row("class", cls.id))
-            agg[0] += 1
+    What depends on the whole recording is kept across batches: per-function aggregates, rows,
+    code objects, the bound classMap and the canonical forms. The one whole-recording input,
+    whether any event is an HTTP server request (then only calls inside requests count for the
+    canonical forms), is passed with each batch as known so far: once it turns true the forms
+    collected without it are dropped — no call before the first request event was inside one.
+    """
+
+    def __init__(self, class_map: Any) -> None:
+        self.cmap = ClassMap.from_json(class_map)
+        self.static = {id(o) for o in self.cmap}
+        self.doc = TraceDocument({})
+        self.out = Extract(recording={})
+        self.canonical = Canonical()
+        self.has_http = False
+        self.sql_cache: dict[tuple[str, str | None], tuple[Any, CodeObject]] = {}
+        self.used: dict[int, CodeObject] = {}  # id(code object) -> code object with events
+        self.funcs: dict[str, list[Any]] = {}  # fqid -> [count, total, self, max]
+        # call key -> co, fqid, is log
+        self.fn_info: dict[tuple[Any, ...], tuple[CodeObject, str, bool]] = {}
+        self.fts_routes: dict[str, None] = {}
+        self.fts_sql: dict[str, None] = {}
+        self.messages: dict[str, None] = {}
+        self.elapsed_total = 0.0
+        self.n_calls = 0
+        self.n_roots = 0
+
+    def add(self, roots: list[CallNode], has_http: bool) -> Bound:
+        """Walk finished trees; `has_http`: whether any event read so far (these trees' events
+        included) is an HTTP server request."""
+        if has_http and not self.has_http:
+            self.has_http = True
+            self.canonical = Canonical()
+        has_http = self.has_http
+        cmap, canonical, out = self.cmap, self.canonical, self.out
+        items = out.items
+        sql_cache, used, funcs, fn_info = self.sql_cache, self.used, self.funcs, self.fn_info
+        fts_routes, fts_sql, messages = self.fts_routes, self.fts_sql, self.messages
+        nodes: list[CallNode] = []  # pre-order, as `bind` lists them
+        codes: dict[int, CodeObject] = {}  # id(node) -> code object, for exception stacks
+        active: dict[str, int] = {}  # fqid -> frames open (recursion)
+        n_calls = 0
+        self.n_roots += len(roots)
+        for root in roots:
+            ms = elapsed_ms(root)
             if ms is not None:
-                if not active.get(fqid):
-                    agg[1] += ms
-                agg[2] += ms
-                if ms > agg[3]:
-                    agg[3] = ms
-            active[fqid] = active.get(fqid, 0) + 1
-            stack.append((None, fqid, None, None, False, None))
-            if counted:
-                canonical.function(node, co)
-            if is_log:
-                message = _log_message(call)
-                if message is not None:
-                    level = str(call.get("method_id") or "")
-                    out.logs.append((event_id, request_id, level, fqid, caller, message))
-                    messages.setdefault(message[:200], None)
-        elif kind == ev.HTTP_SERVER:
-            method = ev.request_method(call)
-            template = route_template(call)
-            status = ev.status_code(node.ret)
-            request = [event_id, method, template, _text(ev.path_info(call)), status, ms, 0, 0.0]
-            request.append(route_model.shape(template))
-            out.requests.append(request)
-            route_key = route_model.route_id(method, template)
-            items.setdefault(f"route:{route_key}", _plain_row("route", route_key, method))
-            fts_routes.setdefault(route_key, None)
-            if counted:
-                canonical.http_server(node, ev.route(call), status)
-        elif kind == ev.SQL:
-            tables = tuple(info.tables)
-            out.queries.append((event_id, request_id, fqid, ms, caller))
-            if fqid not in items:
-                items[fqid] = (
-                    "query",
-                    info.normalized,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    info.operation or None,
-                    ",".join(tables),
-                    ev.database_type(call),
+                self.elapsed_total += ms
+
+        # Entries: (node, parent code object, request row, caller fqid, in_http, parent
+        # function's aggregate), or (None, fqid, ...) to close a function frame.
+        stack: list[tuple[Any, ...]] = [
+            (node, None, None, None, False, None) for node in reversed(roots)
+        ]
+        # Once per call: module attributes and bound methods looked up once.
+        kind_of, SQL, FUNCTION, HTTP_SERVER = ev.kind, ev.SQL, ev.FUNCTION, ev.HTTP_SERVER
+        pairs, dependency = canonical.pairs, canonical.dependency
+        pop, push = stack.pop, stack.append
+        while stack:
+            node, parent_co, request, caller, in_http, parent_agg = pop()
+            if node is None:
+                active[parent_co] -= 1
+                continue
+            nodes.append(node)
+            call = node.call
+            kind = kind_of(call)
+            ret = node.ret
+            ms = None
+            if ret is not None:
+                elapsed = ret.get("elapsed")
+                if isinstance(elapsed, (int, float)):
+                    ms = elapsed * 1000.0  # as `elapsed_ms`
+            event_id = call.get("id")
+            if kind == SQL:
+                sql_key = (ev.sql_text(call), ev.database_type(call))
+                cached = sql_cache.get(sql_key)
+                if cached is None:
+                    info = sql.analyze(*sql_key)
+                    database = cmap.child(None, "database", DATABASE_ROOT)
+                    cached = sql_cache[sql_key] = (
+                        info,
+                        cmap.child(database, "query", info.normalized),
+                    )
+                info, co = cached
+                fqid = co.fqid
+            elif kind == FUNCTION:
+                # Resolving a function is a few dict lookups, but recordings repeat the same
+                # functions thousands of times.
+                key = (
+                    call.get("defined_class"),
+                    call.get("method_id"),
+                    call.get("path"),
+                    call.get("lineno"),
+                    call.get("static"),
                 )
-                for table in tables:
-                    items.setdefault(f"table:{table}", _plain_row("table", table))
-                fts_sql.setdefault(info.normalized, None)
-            if request is not None:
-                request[6] += 1
+                resolved = fn_info.get(key)
+                if resolved is None:
+                    fco = cmap.code_object_for(call)
+                    resolved = fn_info[key] = (fco, fco.fqid, is_log_call(call, fco))
+                co, fqid, is_log = resolved
+            else:
+                co = cmap.code_object_for(call)
+                fqid = co.fqid
+            codes[id(node)] = co
+            used[id(co)] = co
+            in_http = in_http or kind == HTTP_SERVER
+            counted = in_http or not has_http
+            if counted and parent_co is not None and (id(co), id(parent_co)) not in pairs:
+                dependency(co, parent_co)
+            request_id = request[0] if request is not None else None
+            next_caller = caller
+            if ms is not None and parent_agg is not None:
+                parent_agg[2] -= ms  # self time of the calling function excludes this call
+            agg = None
+
+            if kind == FUNCTION:
+                n_calls += 1
+                next_caller = fqid
+                agg = funcs.get(fqid)
+                if agg is None:
+                    agg = funcs[fqid] = [0, 0.0, 0.0, 0.0]
+                    items[fqid] = function_row(co, call)
+                    cls = co.class_
+                    if cls is not None:
+                        items.setdefault(cls.fqid, plain_row("class", cls.id))
+                agg[0] += 1
                 if ms is not None:
-                    request[7] += ms
-            if counted:
-                canonical.sql(info.normalized, tables)
-        elif kind == ev.HTTP_CLIENT:
-            items.setdefault(fqid, _plain_row("external-route", co.name, ev.request_method(call)))
-            if counted:
-                canonical.http_client(node, ev.route(call), ev.status_code(node.ret))
+                    if not active.get(fqid):
+                        agg[1] += ms
+                    agg[2] += ms
+                    if ms > agg[3]:
+                        agg[3] = ms
+                active[fqid] = active.get(fqid, 0) + 1
+                push((None, fqid, None, None, False, None))
+                if counted:
+                    canonical.function(node, co)
+                if is_log:
+                    message = log_message(call)
+                    if message is not None:
+                        level = str(call.get("method_id") or "")
+                        out.logs.append((event_id, request_id, level, fqid, caller, message))
+                        messages.setdefault(message[:200], None)
+            elif kind == HTTP_SERVER:
+                method = ev.request_method(call)
+                template = route_template(call)
+                status = ev.status_code(node.ret)
+                request = [
+                    event_id,
+                    method,
+                    template,
+                    capped(ev.path_info(call)),
+                    status,
+                    ms,
+                    0,
+                    0.0,
+                ]
+                request.append(route_model.shape(template))
+                out.requests.append(request)
+                route_key = route_model.route_id(method, template)
+                items.setdefault(f"route:{route_key}", plain_row("route", route_key, method))
+                fts_routes.setdefault(route_key, None)
+                if counted:
+                    canonical.http_server(node, ev.route(call), status)
+            elif kind == SQL:
+                tables = tuple(info.tables)
+                out.queries.append((event_id, request_id, fqid, ms, caller))
+                if fqid not in items:
+                    items[fqid] = (
+                        "query",
+                        info.normalized,
+                        None,
+                        None,
+                        None,
+                        None,
+                        None,
+                        None,
+                        info.operation or None,
+                        ",".join(tables),
+                        ev.database_type(call),
+                    )
+                    for table in tables:
+                        items.setdefault(f"table:{table}", plain_row("table", table))
+                    fts_sql.setdefault(info.normalized, None)
+                if request is not None:
+                    request[6] += 1
+                    if ms is not None:
+                        request[7] += ms
+                if counted:
+                    canonical.sql(info.normalized, tables)
+            elif kind == ev.HTTP_CLIENT:
+                items.setdefault(
+                    fqid, plain_row("external-route", co.name, ev.request_method(call))
+                )
+                if counted:
+                    canonical.http_client(node, ev.route(call), ev.status_code(node.ret))
 
-        ret = node.ret
-        if ret is not None and ret.get("exceptions"):
-            _exceptions(out, messages, ret["exceptions"], event_id, request_id, fqid)
-            if counted:
-                canonical.exceptions(node, codes)
+            if ret is not None and ret.get("exceptions"):
+                add_exceptions(
+                    out.exceptions, messages, ret["exceptions"], event_id, request_id, fqid
+                )
+                if counted:
+                    canonical.exceptions(node, codes)
 
-        for child in reversed(node.children):
-            stack.append((child, co, request, next_caller, in_http, agg))
+            for child in reversed(node.children):
+                push((child, co, request, next_caller, in_http, agg))
 
-    # Children timed longer than their caller (clock skew) must not make self time negative.
-    out.functions = [(f, n, total, max(own, 0.0), top) for f, (n, total, own, top) in funcs.items()]
-    out.canonical = canonical.result()
-    out.class_map = bound_class_map(cmap, used)
+        self.n_calls += n_calls
+        return Bound(self.doc, [], nodes, roots, cmap, self.static, codes)
 
-    md = doc.metadata
-    row = _metadata_row(md)
-    name = doc.name or source
-    code_words = {word for fqid in funcs for word in _code_words(fqid)}
-    out.fts = (
-        name,
-        " ".join(row["labels"]),
-        "\n".join(fts_routes)[:MAX_FTS_FIELD],
-        " ".join(sorted(code_words))[:MAX_FTS_FIELD],
-        "\n".join(fts_sql)[:MAX_FTS_FIELD],
-        "\n".join(messages)[:MAX_FTS_FIELD],
-    )
-    row.update(
-        name=name,
-        recorded_at=_recorded_at(events),
-        events=len(events),
-        requests=len(out.requests),
-        queries=len(out.queries),
-        calls=n_calls,
-        exceptions=len(out.exceptions),
-        items=len(items),
-        elapsed_ms=elapsed_total if tree.roots else None,
-    )
-    out.recording = row
-    meta = dict(md)
-    if isinstance(meta.get("git"), dict):
-        meta["git"] = {k: v for k, v in meta["git"].items() if k != "status"}
-    out.metadata = meta
-    return out, Bound(doc, events, nodes, tree.roots, cmap, static, codes)
+    def release(self) -> None:
+        """Break the classMap's cycles (as `release_bound` does for a whole recording)."""
+        for co in list(self.cmap):
+            co.parent = None
+            co.children = []
 
+    def finish(self, doc: TraceDocument, source: str, n_events: int, recorded_at: Any) -> Extract:
+        """The Extract of every batch added; `doc` gives the metadata and name (its events are
+        not read)."""
+        out, funcs, items = self.out, self.funcs, self.out.items
+        # Children timed longer than their caller (clock skew) must not make self time negative.
+        out.functions = [
+            (f, n, total, max(own, 0.0), top) for f, (n, total, own, top) in funcs.items()
+        ]
+        out.canonical = self.canonical.result()
+        out.class_map = bound_class_map(self.cmap, self.used)
 
-def _exceptions(
-    out: Extract,
-    messages: dict[str, None],
-    raised: Any,
-    event_id: Any,
-    request_id: Any,
-    fqid: str,
-) -> None:
-    for exc in raised if isinstance(raised, list) else ():
-        if not isinstance(exc, dict):
-            continue
-        path, lineno = exc.get("path"), exc.get("lineno")
-        location = f"{path}:{lineno}" if path and lineno else (str(path) if path else None)
-        cls_name = _text(exc.get("class") or "?", 500)
-        message = _text(exc.get("message")) if exc.get("message") is not None else None
-        out.exceptions.append((event_id, request_id, cls_name, message, location, fqid))
-        words = " ".join(_CAMEL.split(cls_name))
-        messages.setdefault(f"{cls_name} {words} {message or ''}"[:300], None)
-
-
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-
-
-def _code_words(fqid: str) -> list[str]:
-    """`function:app/models/UserStore#save` → search terms `app models UserStore User Store
-    save` (the tokenizer splits on punctuation; camel-case parts are added for partial names)."""
-    words = fqid.split(":", 1)[-1].replace("#", " ").replace(".", " ").replace("/", " ").split()
-    out = []
-    for word in words:
-        out.append(word)
-        parts = _CAMEL.split(word)
-        if len(parts) > 1:
-            out.extend(parts)
-    return out
+        md = doc.metadata
+        row = metadata_row(md)
+        name = doc.name or source
+        words = {word for fqid in funcs for word in code_words(fqid)}
+        out.fts = (
+            name,
+            " ".join(row["labels"]),
+            "\n".join(self.fts_routes)[:MAX_FTS_FIELD],
+            " ".join(sorted(words))[:MAX_FTS_FIELD],
+            "\n".join(self.fts_sql)[:MAX_FTS_FIELD],
+            "\n".join(self.messages)[:MAX_FTS_FIELD],
+        )
+        row.update(
+            name=name,
+            recorded_at=recorded_at,
+            events=n_events,
+            requests=len(out.requests),
+            queries=len(out.queries),
+            calls=self.n_calls,
+            exceptions=len(out.exceptions),
+            items=len(items),
+            elapsed_ms=self.elapsed_total if self.n_roots else None,
+        )
+        out.recording = row
+        meta = dict(md)
+        if isinstance(meta.get("git"), dict):
+            meta["git"] = {k: v for k, v in meta["git"].items() if k != "status"}
+        out.metadata = meta
+        return out

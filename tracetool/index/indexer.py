@@ -83,7 +83,9 @@ def default_max_bytes(workers: int) -> int:
 class IndexOptions:
     query_db: Path | None = None  # default: default_query_db(trace_dir)
     workers: int | None = None  # default: CPU count (1 = inline)
-    max_bytes: int | None = None  # default: default_max_bytes(workers)
+    # Skip recordings larger than this; default: default_max_bytes(workers) for recordings
+    # read whole (a bigger one is read event by event, in memory that does not grow with it).
+    max_bytes: int | None = None
     lock_timeout: float = 10.0
     # False when the caller already holds the WriterLock (a long-running watcher keeps it).
     lock: bool = True
@@ -220,6 +222,7 @@ def _index(
     query_db = (options.query_db or default_query_db(root)).expanduser().absolute()
     workers = options.workers or os.cpu_count() or 1
     max_bytes = options.max_bytes or default_max_bytes(workers)
+    hard_limit = options.max_bytes is not None
     lock = WriterLock(query_db, timeout=options.lock_timeout) if options.lock else nullcontext()
     with lock:
         conn, fresh = schema.open_writer(query_db)
@@ -238,7 +241,7 @@ def _index(
                 writer,
                 fresh,
                 workers,
-                max_bytes,
+                (max_bytes, hard_limit),
                 run,
                 progress,
                 report,
@@ -301,7 +304,7 @@ def _update(
     writer: Writer,
     fresh: bool,
     workers: int,
-    max_bytes: int,
+    limit: tuple[int, bool],  # Task.max_bytes, Task.hard_limit
     run: _Run,
     progress: Progress | None,
     report: FileReport | None,
@@ -349,7 +352,7 @@ def _update(
             hashes: tuple[str, ...] = (old.sha256,) if has_sidecar else ()
         else:
             hashes = tuple(by_size.get(size, ()))
-        tasks.append(Task(str(path), rel, size, mtime_ns, str(side), max_bytes, hashes))
+        tasks.append(Task(str(path), rel, size, mtime_ns, str(side), limit[0], hashes, limit[1]))
     tasks.sort(key=lambda t: -t.size)  # biggest first: the pool finishes evenly
 
     total = len(tasks)

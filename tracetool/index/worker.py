@@ -5,23 +5,38 @@ file: it returns `Indexed`, `Same` (the content hash is one the caller already k
 or renamed file, nothing to parse) or `Skipped` with a one-line reason. Bad input is data, not an
 error; only the caller decides whether skips fail the run (`--strict`).
 
-A file is skipped when it is larger than `task.max_bytes` (the default is derived from available
-memory, see `tracetool.index.indexer`), changes while it is read (still being written), is not
-JSON or not a trace document, or cannot be modelled at all.
+A recording over `STREAM_THRESHOLD` bytes is read event by event (`_extract_streamed`): hashed
+in blocks, then its call trees extracted (`tracetool.index.extract.Extractor`), digested and freed
+in batches as they finish, so memory follows the biggest unfinished call tree, not the file. The
+rows, sidecar and digests are those of the whole-file read, with one exception a well-formed
+recording never shows: a return naming a call whose tree already finished (its caller returned
+first) is ignored, where a whole read would still pair it with that call.
+
+A file is skipped when it changes while it is read (still being written), is not JSON or not a
+trace document, or cannot be modelled at all; or when it is larger than `task.max_bytes` (the
+default is derived from available memory, see `tracetool.index.indexer`, and then spares the
+recordings read event by event; `task.hard_limit`, an explicit `--max-size`, caps them all).
 
 Digest hooks: `DIGEST_HOOKS` maps a digest name to `"module:function"`; the function receives
 the normalized `TraceDocument` and returns a string (or None). A target ending in `:bound`
 (`"module:function:bound"`) receives the recording's bound call tree instead
 (`tracetool.filters.Bound`: the document, its call tree and every call's code object, built once
-by `extract_bound` for the rows and the digests alike). A hook whose module does not exist yet
-is skipped, so the sequence-diagram digest appears in sidecars and in
-`recordings.diagram_digest` as soon as `tracetool.diagram` provides it.
+by `extract_bound` for the rows and the digests alike). A target ending in `:batches`
+(`"module:factory:batches"`) names a factory of accumulators: `factory()` once per recording,
+`.add(bound)` with its call trees bound in batches (whole trees, in document order; the batches
+of a recording read event by event have an empty `doc` and `events`), `.result()` for the digest;
+a whole-file read is one batch. Only
+this form works on a recording read event by event: there the others read None (there is no
+whole document or tree to give them). The sequence-diagram digest is
+`tracetool.diagram.BoundDigests` (`bound_digest` of the whole tree, batch by batch). A hook whose
+module does not exist yet is skipped; a hook that raises reads None.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import operator
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,15 +47,25 @@ from tracetool import __version__
 from tracetool.errors import NotFoundError, TraceToolError
 from tracetool.filters import Bound
 from tracetool.index import sidecar
-from tracetool.index.extract import Extract, extract_bound, release_bound
-from tracetool.trace import gc_paused, parse
+from tracetool.index.extract import (
+    Extract,
+    Extractor,
+    extract_bound,
+    first_timestamp,
+    release_bound,
+)
+from tracetool.trace import TraceDocument, gc_paused, parse
 from tracetool.trace.reader import describe, diagnose, open_regular
+from tracetool.trace.stream import STREAM_THRESHOLD, open_stream
+from tracetool.trace.tree import CallNode, CallTreeBuilder, release
 
-# name -> "module:function(TraceDocument) -> str | None", or "module:function(Bound):bound".
-# Wired by the lead to tracetool.diagram.
+# name -> "module:function(TraceDocument) -> str | None", "module:function(Bound):bound" or
+# "module:factory:batches" (module doc). Wired by the lead to tracetool.diagram.
 DIGEST_HOOKS: dict[str, str] = {
-    "sequence_diagram": "tracetool.diagram:bound_digest:bound",
+    "sequence_diagram": "tracetool.diagram:BoundDigests:batches",
 }
+# Calls held before finished call trees are extracted and freed (a streamed recording).
+HELD_CALLS = 10_000
 
 
 @dataclass(frozen=True)
@@ -52,6 +77,9 @@ class Task:
     sidecar: str  # where to write the sidecar
     max_bytes: int
     known: tuple[str, ...] = ()  # sha256 values meaning "content already indexed"
+    # False: `max_bytes` only guards what is read whole (a file over STREAM_THRESHOLD is read
+    # event by event, in memory that does not grow with it); True: it caps every file.
+    hard_limit: bool = False
 
 
 @dataclass
@@ -80,23 +108,27 @@ class Skipped:
 
 Result = Union[Indexed, Same, Skipped]
 
-# name -> (function, whether it takes the Bound rather than the document)
-_hooks: dict[str, tuple[Callable[[Any], Any], bool]] | None = None
+# A hook as called: what it takes ("document", "bound" or "batches") and the function.
+_Hook = tuple[str, Callable[..., Any]]
+_hooks: dict[str, _Hook] | None = None
 
 
-def _digest_hooks() -> dict[str, tuple[Callable[[Any], Any], bool]]:
+def _digest_hooks() -> dict[str, _Hook]:
     global _hooks
     if _hooks is None:
         _hooks = {}
         for name, target in DIGEST_HOOKS.items():
-            takes_bound = target.endswith(":bound")
-            module_name, _, attr = target.removesuffix(":bound").partition(":")
+            form = "document"
+            for suffix in ("bound", "batches"):
+                if target.endswith(f":{suffix}"):
+                    form, target = suffix, target[: -len(suffix) - 1]
+            module_name, _, attr = target.partition(":")
             try:
                 func = getattr(importlib.import_module(module_name), attr, None)
             except ImportError:  # the module does not exist (yet)
                 continue
             if callable(func):
-                _hooks[name] = (func, takes_bound)
+                _hooks[name] = (form, func)
     return _hooks
 
 
@@ -110,33 +142,133 @@ def warm_up() -> None:
     analyze("SELECT 1")
 
 
-def _digests(bound: Bound) -> dict[str, str | None]:
-    digests: dict[str, str | None] = {}
-    for name, (hook, takes_bound) in _digest_hooks().items():
-        try:
-            value = hook(bound if takes_bound else bound.doc)
-        except Exception:  # a digest is optional; the recording is still indexed
-            value = None
-        digests[name] = None if value is None else str(value)
-    return digests
+class _Digests:
+    """The digest hooks of one recording, fed its bound call trees a batch at a time (`add`);
+    `whole` is the recording bound in one batch, for the hooks that take a whole one."""
+
+    def __init__(self) -> None:
+        self.batched: dict[str, Any] = {}
+        self.values: dict[str, str | None] = {}
+        for name, (form, hook) in _digest_hooks().items():
+            self.values[name] = None
+            if form == "batches":
+                acc = _optional(hook)
+                self.batched[name] = None if acc is _FAILED else acc
+
+    def add(self, bound: Bound) -> None:
+        for name, acc in self.batched.items():
+            if acc is not None and _optional(acc.add, bound) is _FAILED:
+                self.batched[name] = None
+
+    def whole(self, bound: Bound) -> None:
+        for name, (form, hook) in _digest_hooks().items():
+            if form != "batches":
+                self.values[name] = _text(_optional(hook, bound if form == "bound" else bound.doc))
+        self.add(bound)
+
+    def result(self) -> dict[str, str | None]:
+        for name, acc in self.batched.items():
+            self.values[name] = None if acc is None else _text(_optional(acc.result))
+        return self.values
+
+
+_FAILED: Any = object()
+
+
+def _optional(func: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return func(*args)
+    except Exception:  # a digest is optional; the recording is still indexed
+        return _FAILED
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None or value is _FAILED else str(value)
 
 
 def _mb(n: int) -> str:
     return f"{n / 1e6:.0f} MB"
 
 
-def process(task: Task) -> Result:
-    """Index one file (see module doc)."""
+def _changed(before: os.stat_result, after: os.stat_result) -> bool:
+    return (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns)
+
+
+def _hash_file(path: str) -> tuple[str, int]:
+    """sha256 and length of a file, read in blocks."""
+    sha, length = hashlib.sha256(), 0
+    with open_regular(path) as handle:
+        while block := handle.read(1 << 20):
+            sha.update(block)
+            length += len(block)
+    return sha.hexdigest(), length
+
+
+def _extract_streamed(path: str, rel: str) -> tuple[Extract, dict[str, str | None]]:
+    """`extract_bound` and the digests of a recording read event by event: call trees are
+    extracted, digested and freed in batches as they finish, once more than `HELD_CALLS` calls
+    are held, so memory follows the biggest unfinished tree, not the file.
+
+    Digest hooks in the "batches" form get each batch; the others (a whole document or call
+    tree) cannot be given one and read None."""
+    stream = open_stream(path)
+    extractor = Extractor(stream.class_map)
+    hooks = _Digests()
+    builder = CallTreeBuilder()
+    n_events, recorded_at, has_http = 0, None, False
+
+    def flush(roots: list[CallNode]) -> None:
+        if roots:
+            batch = extractor.add(roots, has_http)
+            try:
+                hooks.add(batch)
+            finally:
+                release(roots)
+                batch.code_objects.clear()
+
+    try:
+        for block in stream.event_blocks():
+            n_events += len(block)
+            if recorded_at is None:
+                recorded_at = first_timestamp(block)
+            if not has_http:
+                has_http = any(map(_IS_REQUEST, block))
+            builder.add(block)
+            del block
+            if len(builder.nodes) > HELD_CALLS:
+                flush(builder.take_finished())
+        roots, builder.roots = builder.roots, []
+        flush(roots)
+        data = extractor.finish(TraceDocument(stream.header), rel, n_events, recorded_at)
+    finally:
+        release(builder.roots)
+        extractor.release()
+    return data, hooks.result()
+
+
+_IS_REQUEST = operator.methodcaller("__contains__", "http_server_request")
+
+
+def process(task: Task, threshold: int | None = None) -> Result:
+    """Index one file (see module doc); a file over `threshold` bytes (default
+    `STREAM_THRESHOLD`) is read event by event (`_extract_streamed`)."""
     rel = task.relpath
+    streamed = False
     try:
         before = os.stat(task.path)
-        if before.st_size > task.max_bytes:
+        streamed = before.st_size > (STREAM_THRESHOLD if threshold is None else threshold)
+        if before.st_size > task.max_bytes and (task.hard_limit or not streamed):
             return Skipped(
                 rel,
                 f"too large to index in memory ({_mb(before.st_size)} > {_mb(task.max_bytes)})",
             )
-        with open_regular(task.path) as handle:
-            raw = handle.read()
+        if streamed:
+            digest, length = _hash_file(task.path)
+            raw = b""
+        else:
+            with open_regular(task.path) as handle:
+                raw = handle.read()
+            digest, length = "", len(raw)
         after = os.stat(task.path)
     except (FileNotFoundError, NotFoundError):
         return Skipped(rel, "deleted while indexing")
@@ -146,11 +278,10 @@ def process(task: Task) -> Result:
         return Skipped(rel, f"too large to index in memory ({_mb(before.st_size)})")
     except OSError as exc:
         return Skipped(rel, f"cannot read ({exc.strerror})")
-    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or len(
-        raw
-    ) != after.st_size:
+    if _changed(before, after) or length != after.st_size:
         return Skipped(rel, "changed while being read (still being written?)")
-    digest = hashlib.sha256(raw).hexdigest()
+    if not streamed:
+        digest = hashlib.sha256(raw).hexdigest()
     if digest in task.known:
         return Same(rel, after.st_size, after.st_mtime_ns, digest)
     try:
@@ -158,19 +289,30 @@ def process(task: Task) -> Result:
         # extract() breaks its own cycles, so reference counting frees it all before the
         # collector runs again (a collection with the document alive costs ms per recording).
         with gc_paused():
-            doc = parse(raw, rel)
-            del raw
-            data, bound = extract_bound(doc, rel)
-            del doc
-            try:
-                digests = _digests(bound)
-            finally:
-                release_bound(bound)
-            del bound
+            if streamed:
+                data, digests = _extract_streamed(task.path, rel)
+            else:
+                doc = parse(raw, rel)
+                del raw
+                data, bound = extract_bound(doc, rel)
+                del doc
+                try:
+                    hooks = _Digests()
+                    hooks.whole(bound)
+                    digests = hooks.result()
+                finally:
+                    release_bound(bound)
+                del bound
+        if streamed and _changed(after, os.stat(task.path)):
+            return Skipped(rel, "changed while being read (still being written?)")
+    except (FileNotFoundError, NotFoundError):
+        return Skipped(rel, "deleted while indexing")
     except TraceToolError as exc:
         reason = str(exc)
-        if reason.startswith(f"{rel}: "):
-            reason = reason[len(rel) + 2 :]
+        for prefix in (f"{rel}: ", f"{task.path}: "):
+            if reason.startswith(prefix):
+                reason = reason[len(prefix) :]
+                break
         if "not valid JSON" in reason:
             reason += " (partial file, still being written?)"
         return Skipped(rel, reason)

@@ -34,7 +34,7 @@ Contract:
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, TypedDict
@@ -514,17 +514,7 @@ def _find_in(path: Path, recording: str, matcher: _Matcher) -> list[Match]:
             del raw
             return _matches_in(doc.class_map, [doc.events], recording, matcher)
         stream = open_stream(path, header_keys=("classMap",), event_updates=False, fields=_Event)
-        return _matches_in(stream.class_map, _blocks(stream.events()), recording, matcher)
-
-
-def _blocks(events: Iterator[dict[str, Any]], size: int = 4096) -> Iterator[list[dict[str, Any]]]:
-    block: list[dict[str, Any]] = []
-    for event in events:
-        block.append(event)
-        if len(block) >= size:
-            yield block
-            block = []
-    yield block
+        return _matches_in(stream.class_map, stream.event_blocks(), recording, matcher)
 
 
 def _matches_in(
