@@ -34,6 +34,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bytecode import compile_checkout
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -252,6 +255,7 @@ def main() -> None:
     parser.add_argument("--no-peer", action="store_true", help="do not run appmap index")
     parser.add_argument("--no-queries", action="store_true", help="skip the query verbs")
     args = parser.parse_args()
+    compile_checkout()  # our side runs from bytecode, as an installed package does
 
     work = Path(tempfile.mkdtemp(prefix="tt-index-bench-"))
     env = {**os.environ, "HOME": str(work / "home"), "TRACETOOL_TRACE_DIR": ""}

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bytecode import compile_checkout
 from diagram import tree_rss_kb  # one process-tree RSS sampler for the benchmarks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,14 +151,7 @@ def main() -> None:
         big = next((args.work / "seed2").rglob("*.appmap.json"))
 
     have_peer = PEER.exists()
-    # Our side runs as an installed package does, from compiled bytecode: a checkout run with
-    # PYTHONDONTWRITEBYTECODE set would compile every module in every run (~0.1 s of CPU).
-    compile_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(ROOT / "tracetool")],
-        env=compile_env,
-        capture_output=True,
-    )
+    compile_checkout()  # our side runs from bytecode, as an installed package does
     # our side runs with its own HOME: no index or settings of the user's leak in
     home = args.work / "home"
     home.mkdir(exist_ok=True)

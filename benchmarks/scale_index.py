@@ -33,6 +33,9 @@ from typing import Any
 
 from index import SHARED, measure, mirror, tracetool
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bytecode import compile_checkout
+
 # (label, folder under --bench-dir, what make_corpus.py makes of it: count, MB, seed)
 DEFAULT_INPUTS = (
     ("1 recording, 60 MB", "seed2", 1, 60, 2),
@@ -108,6 +111,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--generate-max-mb", type=float, default=300)
     args = parser.parse_args()
+    compile_checkout()  # our side runs from bytecode, as an installed package does
     work = Path(tempfile.mkdtemp(prefix="tt-scale-bench-"))
     rows = []
     try:
