@@ -22,6 +22,7 @@ Contract:
 from __future__ import annotations
 
 import itertools
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,11 +38,12 @@ from tracetool.diagram.builder import (
     live_code_objects,
 )
 from tracetool.diagram.model import Action, Actor
-from tracetool.filters.apply import BindState, bind_roots
+from tracetool.errors import TraceFormatError
+from tracetool.filters.apply import BindState, bind_calls
 from tracetool.trace.codeobjects import ClassMap, CodeObject
-from tracetool.trace.slim import BindEvent, SlimEvent
+from tracetool.trace.slim import SlimEvent
 from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, file_size, open_stream
-from tracetool.trace.tree import TreeBatches, blocks_of, release
+from tracetool.trace.tree import CallPairing, TreeBatches, blocks_of, release
 
 # events added to the call trees at a time, when set (else as the reader reads them: finished
 # trees are taken out between blocks)
@@ -53,9 +55,9 @@ class StreamedDiagram:
     stream: TraceStream  # the first pass's (read again: `TraceStream.again`)
     options: DiagramOptions
     actors: list[Actor]
-    cmap: ClassMap
-    state: BindState
     registry: Actors
+    objects: list[CodeObject]  # every code object bound, by number
+    codes: array[int]  # per call, in document order: the number of its code object
     actions: int = 0  # actions handed out so far (loops included, as `len(Diagram)` counts)
     _used: bool = field(default=False, repr=False)
 
@@ -64,9 +66,25 @@ class StreamedDiagram:
         assert not self._used, "a streamed diagram is read once"
         self._used = True
         factory = ActionFactory(self.options.client_routes)
+        objects, codes = self.objects, self.codes
         trees = TreeBatches()
-        for roots in trees.batches(_blocks(self.stream.again(SlimEvent))):
-            _, cos = bind_roots(roots, self.cmap, self.state, trees.nodes)
+        bound: dict[int, CodeObject] = {}  # id(call event) -> its code object, for calls held
+        done = 0  # calls read
+        blocks = _blocks(self.stream.again(SlimEvent))
+        for final, block in itertools.chain(((False, b) for b in blocks), ((True, []),)):
+            if block:
+                calls = [e for e in block if e.get("event") == "call"]
+                end = done + len(calls)
+                if end > len(codes):
+                    raise TraceFormatError(f"{self.stream.path}: changed while it was read")
+                bound.update(zip(map(id, calls), map(objects.__getitem__, codes[done:end])))
+                done = end
+                trees.add(block)
+            roots = trees.take(final)
+            if not roots:
+                continue
+            pop = bound.pop
+            cos = {id(n): pop(id(n.call)) for n in trees.nodes}
             actions = actions_of(roots, cos, self.registry, factory)
             release(roots, trees.nodes)
             del cos
@@ -74,6 +92,8 @@ class StreamedDiagram:
             self.actions += _count(actions)
             if actions:
                 yield actions
+        if done != len(codes):
+            raise TraceFormatError(f"{self.stream.path}: changed while it was read")
 
 
 def stream_diagram(
@@ -84,25 +104,38 @@ def stream_diagram(
     limit = STREAM_THRESHOLD if threshold is None else threshold
     if file_size(path) <= limit:
         return None
-    stream = open_stream(path, threshold=limit, header_keys=("classMap",), fields=BindEvent)
+    stream = open_stream(path, threshold=limit, header_keys=("classMap",), heads=True)
     if not stream.streamed:
         return None
     cmap = ClassMap.from_json(stream.class_map)
     state = BindState(cmap, sql_names=bool(options.expand or options.exclude))
-    # every bound code object, in the order `build_diagram`'s walk meets them
-    seen: dict[int, CodeObject] = {}
-    trees = TreeBatches()
-    for roots in trees.batches(_blocks(stream)):
-        _, cos = bind_roots(roots, cmap, state, trees.nodes)
-        release(roots, trees.nodes)
-        seen.update({id(co): co for co in cos.values()})
-        del cos
-    if trees.late:
+    # every bound code object by number (from 0), with where `build_diagram`'s walk first
+    # meets it: the position of its call's root, then of the call (`CallPairing`)
+    objects: list[CodeObject] = []
+    number: dict[int, int] = {}  # id(code object) -> its number
+    first: list[int] = []  # number -> where
+    codes = array("I")
+    pairing = CallPairing()
+    for block in _blocks(stream):
+        base = pairing.position
+        links = pairing.add(block)
+        at = [i for i, event in enumerate(block) if event.event == "call"]
+        for i, co in zip(at, bind_calls([block[i] for i in at], cmap, state)):
+            where = (links[i] << 32) | (base + i)
+            code = number.get(id(co))
+            if code is None:
+                code = number[id(co)] = len(objects)
+                objects.append(co)
+                first.append(where)
+            elif where < first[code]:
+                first[code] = where
+            codes.append(code)
+    if pairing.late:
         return None
-    registry = Actors(included_code_objects(cmap.roots, live_code_objects(seen.values()), options))
-    for co in seen.values():
-        registry.actor_for(co)  # actors are made in order of first appearance
-    return StreamedDiagram(stream, options, registry.sorted(), cmap, state, registry)
+    registry = Actors(included_code_objects(cmap.roots, live_code_objects(objects), options))
+    for code in sorted(range(len(objects)), key=first.__getitem__):
+        registry.actor_for(objects[code])  # actors are made in order of first appearance
+    return StreamedDiagram(stream, options, registry.sorted(), registry, objects, codes)
 
 
 def _blocks(stream: TraceStream) -> Iterator[list[Any]]:

@@ -11,6 +11,7 @@ from tracetool.errors import UsageError
 from tracetool.filters.state import ROOT_EVENT_LABELS, FilterState
 from tracetool.trace.codeobjects import DATABASE_ROOT, ClassMap, CodeObject
 from tracetool.trace.document import TraceDocument, gc_paused
+from tracetool.trace.stream import UNSET, EventHead
 from tracetool.trace.tree import CallNode, build_call_tree, field_getter, preorder
 
 _MEDIA_EXTENSIONS = frozenset(
@@ -164,6 +165,8 @@ def bind_calls(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeO
     append = out.append
     # Function calls repeat: resolve each (location, name) once.
     functions = state.functions
+    if calls and type(calls[0]) is EventHead:
+        return _bind_heads(calls, cmap, state)
     # `get(call, key)` is `call.get(key)` without a Python-level call for event structs
     get = field_getter(calls[0]) if calls else dict.get
     # `key in call` of a struct is a Python-level call; its request fields are None when
@@ -197,6 +200,36 @@ def bind_calls(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeO
             append(co)
             continue
         append(cmap.code_object_for(call))
+    return out
+
+
+def _bind_heads(calls: list[EventHead], cmap: ClassMap, state: BindState) -> list[CodeObject]:
+    """`bind_calls` of `EventHead`s: a missing field reads UNSET, a null one None, so presence
+    is a dict's; what the function cache does not resolve is bound as the dict of the fields."""
+    unnamed, functions = state.unnamed, state.functions
+    out: list[CodeObject] = []
+    append = out.append
+    for call in calls:
+        sql = call.sql_query is not UNSET
+        if unnamed is not None and sql:
+            append(unnamed)
+            continue
+        method = call.method_id
+        if method is not None and method is not UNSET and call.http_server_request is UNSET:
+            key = (
+                method,
+                call.path,
+                call.lineno,
+                call.defined_class,
+                call.static,
+                sql or call.http_client_request is not UNSET,
+            )
+            co = functions.get(key)
+            if co is None:
+                co = functions[key] = cmap.code_object_for(call.to_dict())
+            append(co)
+            continue
+        append(cmap.code_object_for(call.to_dict()))
     return out
 
 

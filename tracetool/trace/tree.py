@@ -232,6 +232,100 @@ class TreeBatches:
             yield taken
 
 
+class CallPairing:
+    """How `CallTreeBuilder` nests and pairs events, without building the trees (one pass over
+    events read in blocks, for readers that need no `CallNode`s): `add(block)` gives, for each
+    event, the position (counted over every event added) of the root call of a call's tree, of
+    the call a return becomes the return of, or -1. Pre-order over the roots in document order
+    is, per root, its calls in document order, so (root position, call position) sorts calls in
+    pre-order. Memory follows the calls of unfinished trees.
+
+    `late` is set where `TreeBatches` could set it: a return names a call of a finished tree
+    (one whose calls are all closed) that had no return."""
+
+    def __init__(self) -> None:
+        self.position = 0  # events added so far
+        self.late = False
+        self._stacks: dict[Any, list[list[Any]]] = {}  # thread -> open calls, innermost last
+        self._roots: dict[Any, tuple[int, list[list[Any]]]] = {}  # thread -> its open tree
+        # call id -> [position, id, returned, open, thread] of the last call of that id, while
+        # its tree is unfinished
+        self._calls: dict[Any, list[Any]] = {}
+        self._unreturned: set[Any] = set()
+
+    def add(self, block: list[Any]) -> list[int]:
+        """One link per event of `block` (events with attributes: `EventHead`, `MinimalEvent`)."""
+        stacks, roots, calls = self._stacks, self._roots, self._calls
+        links: list[int] = []
+        append = links.append
+        pos = self.position
+        for event in block:
+            kind = event.event
+            if kind == "call":
+                thread = event.thread_id
+                stack = stacks.get(thread)
+                if stack is None:
+                    stack = stacks[thread] = []
+                if stack:
+                    root, members = roots[thread]
+                else:
+                    root, members = pos, []
+                    roots[thread] = (root, members)
+                record = [pos, event.id, False, True, thread]
+                stack.append(record)
+                members.append(record)
+                calls[record[1]] = record
+                append(root)
+            elif kind == "return":
+                parent_id = event.parent_id
+                if parent_id is None:
+                    thread = event.thread_id
+                    stack = stacks.get(thread)
+                    if not stack:
+                        append(-1)
+                        pos += 1
+                        continue
+                    target = stack[-1]
+                else:
+                    found = calls.get(parent_id)
+                    if found is None:
+                        if parent_id in self._unreturned:
+                            self.late = True
+                        append(-1)
+                        pos += 1
+                        continue
+                    target = found
+                    thread = target[4]
+                    stack = stacks[thread]
+                if target[2]:
+                    append(-1)
+                else:
+                    target[2] = True
+                    append(target[0])
+                if target[3]:
+                    while stack:
+                        popped = stack.pop()
+                        popped[3] = False
+                        if popped is target:
+                            break
+                    if not stack:
+                        self._finish(thread)
+            else:
+                append(-1)
+            pos += 1
+        self.position = pos
+        return links
+
+    def _finish(self, thread: Any) -> None:
+        calls, unreturned = self._calls, self._unreturned
+        for record in self._roots.pop(thread)[1]:
+            key = record[1]
+            if calls.get(key) is record:
+                del calls[key]
+                if not record[2]:
+                    unreturned.add(key)
+
+
 def blocks_of(events: Iterable[Any], size: int = 4096) -> Iterator[list[Any]]:
     """`events` in lists of `size`."""
     it = iter(events)
