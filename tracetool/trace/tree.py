@@ -100,8 +100,6 @@ class CallTreeBuilder:
         self.roots: list[CallNode] = []
         self.nodes: dict[Any, CallNode] = {}
         self.stacks: dict[Any, list[CallNode]] = {}
-        # id(return event) -> the call it became the return of, when a caller asks for it
-        self.attached: dict[int, CallNode] | None = None
         self.taken_nodes: list[CallNode] = []  # what `take_finished` took last, in pre-order
 
     def add(self, events: Iterable[Event]) -> None:
@@ -138,8 +136,6 @@ class CallTreeBuilder:
                     stack = stacks.get(get(target.call, "thread_id")) or []
                 if target.ret is None:
                     target.ret = event
-                    if self.attached is not None:
-                        self.attached[id(event)] = target
                 if target._open:
                     while stack:
                         popped = stack.pop()
