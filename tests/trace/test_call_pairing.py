@@ -4,7 +4,6 @@ trees, on well-formed and malformed event sequences of interleaved threads."""
 from __future__ import annotations
 
 import random
-from typing import Any
 
 from tracetool.trace.stream import EventHead
 from tracetool.trace.tree import CallPairing, CallTreeBuilder, preorder
@@ -58,7 +57,12 @@ def test_pairs_as_the_call_tree() -> None:
         events = _events(rng)
         pairing = CallPairing()
         split = rng.randrange(len(events) + 1)  # in two blocks
-        links: list[Any] = pairing.add(events[:split]) + pairing.add(events[split:])
+        at, links = pairing.add(events[:split])
+        more_at, more = pairing.add(events[split:])
+        links += more
+        assert at + [split + i for i in more_at] == [
+            i for i, e in enumerate(events) if e.event == "call"
+        ]
         assert pairing.position == len(events)
         if pairing.late:
             late += 1
@@ -71,7 +75,7 @@ def test_preorder_is_root_then_position() -> None:
     rng = random.Random(3)
     for _ in range(500):
         events = _events(rng)
-        links = CallPairing().add(events)
+        _, links = CallPairing().add(events)
         builder = CallTreeBuilder()
         builder.add(events)
         position = {id(e): i for i, e in enumerate(events)}

@@ -118,8 +118,7 @@ def stream_diagram(
     pairing = CallPairing()
     for block in _blocks(stream):
         base = pairing.position
-        links = pairing.add(block)
-        at = [i for i, event in enumerate(block) if event.event == "call"]
+        at, links = pairing.add(block)
         for i, co in zip(at, bind_calls([block[i] for i in at], cmap, state)):
             where = (links[i] << 32) | (base + i)
             code = number.get(id(co))

@@ -242,84 +242,86 @@ class CallPairing:
     def __init__(self) -> None:
         self.position = 0  # events added so far
         self.late = False
-        self._stacks: dict[Any, list[list[Any]]] = {}  # thread -> open calls, innermost last
-        self._roots: dict[Any, tuple[int, list[list[Any]]]] = {}  # thread -> its open tree
-        # call id -> [position, id, returned, open, thread] of the last call of that id, while
-        # its tree is unfinished
+        # thread -> [its open calls (innermost last), its open tree's root position, the calls
+        # of that tree]
+        self._threads: dict[Any, list[Any]] = {}
+        # call id -> [position, id, returned, open, its thread's state] of the last call of
+        # that id, while its tree is unfinished
         self._calls: dict[Any, list[Any]] = {}
         self._unreturned: set[Any] = set()
 
-    def add(self, block: list[Any]) -> list[int]:
-        """One link per event of `block` (events with attributes: `EventHead`, `MinimalEvent`)."""
-        stacks, roots, calls = self._stacks, self._roots, self._calls
+    def add(self, block: list[Any]) -> tuple[list[int], list[int]]:
+        """(the offsets in `block` of its calls, one link per event of `block`), for events
+        with attributes (`EventHead`, `MinimalEvent`)."""
+        threads, calls = self._threads, self._calls
         links: list[int] = []
-        append = links.append
-        pos = self.position
+        at: list[int] = []
+        append, call_at = links.append, at.append
+        base = pos = self.position
         for event in block:
             kind = event.event
             if kind == "call":
-                thread = event.thread_id
-                stack = stacks.get(thread)
-                if stack is None:
-                    stack = stacks[thread] = []
-                if stack:
-                    root, members = roots[thread]
+                state = threads.get(event.thread_id)
+                if state is None:
+                    state = threads[event.thread_id] = [[], 0, None]
+                if state[0]:
+                    members = state[2]
                 else:
-                    root, members = pos, []
-                    roots[thread] = (root, members)
-                record = [pos, event.id, False, True, thread]
-                stack.append(record)
+                    state[1] = pos
+                    state[2] = members = []
+                record = [pos, event.id, False, True, state]
+                state[0].append(record)
                 members.append(record)
                 calls[record[1]] = record
-                append(root)
+                append(state[1])
+                call_at(pos - base)
             elif kind == "return":
                 parent_id = event.parent_id
                 if parent_id is None:
-                    thread = event.thread_id
-                    stack = stacks.get(thread)
-                    if not stack:
+                    state = threads.get(event.thread_id)
+                    if state is None or not state[0]:
                         append(-1)
                         pos += 1
                         continue
-                    target = stack[-1]
+                    target = state[0][-1]
                 else:
-                    found = calls.get(parent_id)
-                    if found is None:
+                    target = calls.get(parent_id)
+                    if target is None:
                         if parent_id in self._unreturned:
                             self.late = True
                         append(-1)
                         pos += 1
                         continue
-                    target = found
-                    thread = target[4]
-                    stack = stacks[thread]
+                    state = target[4]
                 if target[2]:
                     append(-1)
                 else:
                     target[2] = True
                     append(target[0])
                 if target[3]:
+                    stack = state[0]
                     while stack:
                         popped = stack.pop()
                         popped[3] = False
                         if popped is target:
                             break
                     if not stack:
-                        self._finish(thread)
+                        self._finish(state)
             else:
                 append(-1)
             pos += 1
         self.position = pos
-        return links
+        return at, links
 
-    def _finish(self, thread: Any) -> None:
+    def _finish(self, state: list[Any]) -> None:
         calls, unreturned = self._calls, self._unreturned
-        for record in self._roots.pop(thread)[1]:
+        for record in state[2]:
             key = record[1]
             if calls.get(key) is record:
                 del calls[key]
                 if not record[2]:
                     unreturned.add(key)
+        state[2] = None
 
 
 def blocks_of(events: Iterable[Any], size: int = 4096) -> Iterator[list[Any]]:

@@ -77,13 +77,12 @@ class _Plan:
         self.bytes: list[int] = [0]
         self.events: list[int] = [0]
 
-    def add(self, items: list[Any], links: list[int], base: int) -> None:
+    def add(self, items: list[Any], at: list[int], links: list[int], base: int) -> None:
         """Count a block of events (`MinimalEvent`s with their text), the first at position
-        `base`, with their links (`CallPairing.add`)."""
+        `base`, with its calls' offsets and its links (`CallPairing.add`)."""
         marks, number, codes = self.marks, self.number, self.codes
         sizes, events, calls = self.bytes, self.events, self.calls
         marks.frombytes(bytes(marks.itemsize * len(items)))  # 0: dropped unless paired
-        at = [i for i, event in enumerate(items) if event.event == "call"]
         counts = Ranking.counts
         for i, co in zip(at, bind_calls([items[i] for i in at], self.cmap, self.state)):
             call = items[i]
@@ -196,7 +195,7 @@ def _first_pass(path: Path, limit: int) -> _Plan | None:
     blocks = _Blocks(stream)
     for items in blocks:
         base = pairing.position
-        plan.add(items, pairing.add(items), base)
+        plan.add(items, *pairing.add(items), base)
     after = stream.after
     if blocks.odd or pairing.late or after is None or set(after) & set(data):
         return None
