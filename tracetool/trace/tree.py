@@ -315,7 +315,8 @@ class CallPairing:
 
     def _finish(self, state: list[Any]) -> None:
         calls, unreturned = self._calls, self._unreturned
-        for record in state[2]:
+        members: list[list[Any]] = state[2]
+        for record in members:
             key = record[1]
             if calls.get(key) is record:
                 del calls[key]
