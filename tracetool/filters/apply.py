@@ -11,6 +11,7 @@ from tracetool.errors import UsageError
 from tracetool.filters.state import ROOT_EVENT_LABELS, FilterState
 from tracetool.trace.codeobjects import DATABASE_ROOT, ClassMap, CodeObject
 from tracetool.trace.document import TraceDocument, gc_paused
+from tracetool.trace.slim import MinimalEvent
 from tracetool.trace.stream import UNSET, EventHead
 from tracetool.trace.tree import CallNode, build_call_tree, field_getter, preorder
 
@@ -113,6 +114,11 @@ class Bound:
     code_objects: dict[int, CodeObject]  # id(node) -> code object
 
 
+# what an eventUpdates entry that replaces its event is: an object (a dict, or the struct of a
+# minimal slim document, `load_slim(minimal=True)`)
+_UPDATES = (dict, MinimalEvent)
+
+
 def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
     """Build the call tree (eventUpdates applied, the document untouched) and bind code objects.
 
@@ -125,7 +131,7 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
     with gc_paused():
         if updates:
             events = [
-                u if isinstance(u := updates.get(str(e.get("id"))), dict) else e for e in events
+                u if isinstance(u := updates.get(str(e.get("id"))), _UPDATES) else e for e in events
             ]
         tree = build_call_tree(events)
         cmap = ClassMap.from_json(doc.class_map)

@@ -4,7 +4,8 @@ Contract:
 
 - `prune_streamed(path, size)` returns None for a recording of at most `STREAM_THRESHOLD` bytes
   (pruned whole: faster), and for one the two passes below cannot reproduce byte for byte (read
-  by the fallback reader, a return naming a call of a finished tree: `TreeBatches`); callers then
+  by the fallback reader, a return naming a call of a finished tree: `CallPairing`; one with
+  eventUpdates, whose exact texts only a whole read has: they replace their events); callers then
   prune it whole (`tracetool.transform.prune.prune_document`).
 - Otherwise the `PruneResult` the whole prune gives, with `data` empty: `chunks()` writes the
   same bytes, reading the file a second time.
@@ -182,10 +183,8 @@ class _Plan:
 
 
 def _first_pass(path: Path, limit: int) -> _Plan | None:
-    stream = open_stream(
-        path, threshold=limit, header_keys=("classMap",), fields=MinimalEvent, event_updates=False
-    )
-    if not stream.streamed or stream.events_at < 0:
+    stream = open_stream(path, threshold=limit, header_keys=("classMap",), fields=MinimalEvent)
+    if not stream.streamed or stream.events_at < 0 or stream.updates:
         return None
     data = stream.before()
     if data is None:
