@@ -127,7 +127,7 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
     query object under `database:Database`. Use it when no pattern can name a query.
     """
     updates = doc.event_updates
-    events = doc.events
+    events: list[Any] = doc.events  # (minimal documents: `MinimalEvent`s)
     with gc_paused():
         if updates:
             events = [
