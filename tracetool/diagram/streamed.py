@@ -68,26 +68,27 @@ class StreamedDiagram:
         factory = ActionFactory(self.options.client_routes)
         objects, codes = self.objects, self.codes
         trees = TreeBatches()
-        bound: dict[int, CodeObject] = {}  # id(call event) -> its code object, for calls held
+        created: list[Any] = []
+        trees.builder.created = created
+        cos: dict[int, CodeObject] = {}  # id(node) -> its code object, for the nodes held
         done = 0  # calls read
         blocks = _blocks(self.stream.again(SlimEvent))
         for final, block in itertools.chain(((False, b) for b in blocks), ((True, []),)):
             if block:
-                calls = [e for e in block if e.get("event") == "call"]
-                end = done + len(calls)
+                trees.add(block)
+                end = done + len(created)
                 if end > len(codes):
                     raise TraceFormatError(f"{self.stream.path}: changed while it was read")
-                bound.update(zip(map(id, calls), map(objects.__getitem__, codes[done:end])))
+                cos.update(zip(map(id, created), map(objects.__getitem__, codes[done:end])))
+                created.clear()
                 done = end
-                trees.add(block)
             roots = trees.take(final)
             if not roots:
                 continue
-            pop = bound.pop
-            cos = {id(n): pop(id(n.call)) for n in trees.nodes}
             actions = actions_of(roots, cos, self.registry, factory)
+            for node in trees.nodes:
+                del cos[id(node)]
             release(roots, trees.nodes)
-            del cos
             finish(actions, self.options)
             self.actions += _count(actions)
             if actions:

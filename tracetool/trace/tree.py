@@ -101,6 +101,7 @@ class CallTreeBuilder:
         self.nodes: dict[Any, CallNode] = {}
         self.stacks: dict[Any, list[CallNode]] = {}
         self.taken_nodes: list[CallNode] = []  # what `take_finished` took last, in pre-order
+        self.created: list[CallNode] | None = None  # when a list: every node made, in order
 
     def add(self, events: Iterable[Event]) -> None:
         roots, nodes, stacks = self.roots, self.nodes, self.stacks
@@ -110,6 +111,7 @@ class CallTreeBuilder:
             return
         # `get(event, key)` without a Python-level call per field (dicts and event structs)
         get = field_getter(first)
+        created = self.created
         for event in itertools.chain((first,), it):
             kind = get(event, "event")
             if kind == "call":
@@ -121,6 +123,8 @@ class CallTreeBuilder:
                 (parent.children if parent is not None else roots).append(node)
                 stack.append(node)
                 nodes[get(event, "id")] = node
+                if created is not None:
+                    created.append(node)
             elif kind == "return":
                 parent_id = get(event, "parent_id")
                 if parent_id is None:
