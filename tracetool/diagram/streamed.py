@@ -5,17 +5,22 @@ Contract:
 - `stream_diagram(path, options)` returns None for a recording of at most `threshold` bytes
   (default `tracetool.trace.stream.STREAM_THRESHOLD`: read whole, which is faster) and for one
   whose calls cannot be paired tree by tree (a return naming a call of a finished tree:
-  `tracetool.trace.tree.TreeBatches`); callers then build the diagram whole (`build_diagram`).
+  `tracetool.trace.tree.CallPairing.late`); callers then build the diagram whole
+  (`build_diagram`).
 - Otherwise a `StreamedDiagram`: `actors` are final (ordered and named as `build_diagram` does)
   and `batches()` yields the root actions once, in order, a batch of finished call trees at a
   time, each batch complete (subtree digests, loops folded); their concatenation is
   `build_diagram(doc, options).root_actions`, action for action. Memory follows the biggest
-  call tree and the held batch, not the recording.
-- Two passes over the file (`tracetool.trace.stream.open_stream`, same errors as a whole read):
-  the first binds every call to its code object (only the fields binding reads), which gives the
-  live code objects, the included ones and the actors in order of first appearance — all needed
-  before the first action is written; the second reads the slim fields and builds the actions,
-  binding calls with the same class map and function cache, so to the same code objects.
+  call tree and the held batch, not the recording (but for 4 bytes a call, below).
+- Two passes over the file (`tracetool.trace.stream.open_stream`, same errors as a whole read).
+  The first reads `EventHead`s and builds no tree: `CallPairing` gives each call the position of
+  its tree's root (pre-order is (root position, call position)), and each call is bound to its
+  code object through the function cache — the live code objects, the included ones and the
+  actors in order of first appearance, all needed before the first action is written; it keeps
+  each call's code object number (4 bytes a call: the one thing that grows with the recording).
+  The second reads the slim fields, builds the call trees a batch of finished roots at a time
+  (`TreeBatches`) and gives each node the code object the first pass bound its call to: nothing
+  is bound twice.
 - No filter: `filter_nodes` works on the whole tree (limitRootEvents looks at every root).
 """
 
