@@ -27,6 +27,7 @@ Contract:
 from __future__ import annotations
 
 import itertools
+import operator
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -125,22 +126,32 @@ def stream_diagram(
     for block in _blocks(stream):
         base = pairing.position
         at, links = pairing.add(block)
-        for i, co in zip(at, bind_calls([block[i] for i in at], cmap, state)):
-            where = (links[i] << 32) | (base + i)
-            code = number.get(id(co))
-            if code is None:
-                code = number[id(co)] = len(objects)
-                objects.append(co)
-                first.append(where)
-            elif where < first[code]:
+        cos = bind_calls([block[i] for i in at], cmap, state)
+        ids = list(map(id, cos))
+        if not number.keys() >= set(ids):  # (rare: code objects met for the first time)
+            for co in cos:
+                if id(co) not in number:
+                    number[id(co)] = len(objects)
+                    objects.append(co)
+                    first.append(_NEVER)
+        block_codes = list(map(number.__getitem__, ids))
+        codes.extend(block_codes)
+        # where each code object of the block is first met: the smallest (root, call) position
+        wheres = [(links[i] << 32) | (base + i) for i in at]
+        met = sorted(zip(wheres, block_codes), reverse=True)
+        for code, where in dict(zip(map(_second, met), map(_first, met))).items():
+            if where < first[code]:
                 first[code] = where
-            codes.append(code)
     if pairing.late:
         return None
     registry = Actors(included_code_objects(cmap.roots, live_code_objects(objects), options))
     for code in sorted(range(len(objects)), key=first.__getitem__):
         registry.actor_for(objects[code])  # actors are made in order of first appearance
     return StreamedDiagram(stream, options, registry.sorted(), registry, objects, codes)
+
+
+_NEVER = 1 << 64  # after every (root, call) position
+_first, _second = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def _blocks(stream: TraceStream) -> Iterator[list[Any]]:
