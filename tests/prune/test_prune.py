@@ -117,6 +117,26 @@ def test_small_file_is_left_as_is() -> None:
     assert result.removed == () and result.events_after == 3526
 
 
+@pytest.mark.parametrize("size", [10**9, 200_000])
+def test_size_mode_applies_event_updates(tmp_path: Path, size: int) -> None:
+    # eventUpdates replace their events (AppMap's builder), in size mode as in filter mode: the
+    # output holds the updates' texts, and no eventUpdates
+    data = orjson.loads(MICROPOSTS.read_bytes())
+    returns = [e for e in data["events"] if e.get("event") == "return"][::5]
+    data["eventUpdates"] = {
+        str(e["id"]): {**e, "return_value": {"class": "Updated", "value": "x"}} for e in returns
+    }
+    source = tmp_path / "updated.appmap.json"
+    source.write_bytes(orjson.dumps(data))
+    result = prune_file(source, size=size)
+    pruned = orjson.loads(b"".join(result.chunks()))
+    assert "eventUpdates" not in pruned
+    updated = {e["id"] for e in returns}
+    kept = [e for e in pruned["events"] if e["id"] in updated]
+    assert kept and all(e["return_value"] == {"class": "Updated", "value": "x"} for e in kept)
+    assert len(kept) == len(updated) or size < 10**9
+
+
 def test_filter_golden_3526_to_2184_and_merge_with_previous_prune(tmp_path: Path) -> None:
     result = prune_file(MICROPOSTS, filter=decode(GOLDEN_FILTER))
     assert (result.events_before, result.events_after) == (3526, 2184)

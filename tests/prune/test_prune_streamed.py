@@ -58,7 +58,8 @@ def test_corpus(monkeypatch: pytest.MonkeyPatch) -> None:
     recordings = [p for p in corpus_recordings() if p.stat().st_size < 2_500_000]
     # (the others: the block reader leaves their events to ijson — the events array is not
     # the last member of a small file — and those are pruned whole)
-    assert _compare(recordings, monkeypatch) >= 60
+    # (and those with eventUpdates: only a whole read has their exact texts)
+    assert _compare(recordings, monkeypatch) >= 56
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +138,8 @@ def test_variants(generated: list[Path], tmp_path: Path, monkeypatch: pytest.Mon
         _variant(source, tmp_path / f"{change.__name__}.appmap.json", change)
         for change in (drop_returns, updates_and_extras, no_return_ids)
     ]
-    assert _compare(paths, monkeypatch) == 12
+    # eventUpdates: pruned whole (their exact texts are not read by the streamed passes)
+    assert _compare(paths, monkeypatch) == 8
     late = _variant(source, tmp_path / "late.appmap.json", late_return)
     assert _compare([late], monkeypatch) == 0  # pruned whole
 

@@ -5,23 +5,30 @@ Contract:
 - `stream_diagram(path, options)` returns None for a recording of at most `threshold` bytes
   (default `tracetool.trace.stream.STREAM_THRESHOLD`: read whole, which is faster) and for one
   whose calls cannot be paired tree by tree (a return naming a call of a finished tree:
-  `tracetool.trace.tree.TreeBatches`); callers then build the diagram whole (`build_diagram`).
+  `tracetool.trace.tree.CallPairing.late`); callers then build the diagram whole
+  (`build_diagram`).
 - Otherwise a `StreamedDiagram`: `actors` are final (ordered and named as `build_diagram` does)
   and `batches()` yields the root actions once, in order, a batch of finished call trees at a
   time, each batch complete (subtree digests, loops folded); their concatenation is
   `build_diagram(doc, options).root_actions`, action for action. Memory follows the biggest
-  call tree and the held batch, not the recording.
-- Two passes over the file (`tracetool.trace.stream.open_stream`, same errors as a whole read):
-  the first binds every call to its code object (only the fields binding reads), which gives the
-  live code objects, the included ones and the actors in order of first appearance — all needed
-  before the first action is written; the second reads the slim fields and builds the actions,
-  binding calls with the same class map and function cache, so to the same code objects.
+  call tree and the held batch, not the recording (but for 4 bytes a call, below).
+- Two passes over the file (`tracetool.trace.stream.open_stream`, same errors as a whole read).
+  The first reads `EventHead`s and builds no tree: `CallPairing` gives each call the position of
+  its tree's root (pre-order is (root position, call position)), and each call is bound to its
+  code object through the function cache — the live code objects, the included ones and the
+  actors in order of first appearance, all needed before the first action is written; it keeps
+  each call's code object number (4 bytes a call: the one thing that grows with the recording).
+  The second reads the slim fields, builds the call trees a batch of finished roots at a time
+  (`TreeBatches`) and gives each node the code object the first pass bound its call to: nothing
+  is bound twice.
 - No filter: `filter_nodes` works on the whole tree (limitRootEvents looks at every root).
 """
 
 from __future__ import annotations
 
 import itertools
+import operator
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,11 +44,12 @@ from tracetool.diagram.builder import (
     live_code_objects,
 )
 from tracetool.diagram.model import Action, Actor
-from tracetool.filters.apply import BindState, bind_roots
+from tracetool.errors import TraceFormatError
+from tracetool.filters.apply import BindState, bind_calls
 from tracetool.trace.codeobjects import ClassMap, CodeObject
-from tracetool.trace.slim import BindEvent, SlimEvent
+from tracetool.trace.slim import SlimEvent
 from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, file_size, open_stream
-from tracetool.trace.tree import TreeBatches, blocks_of, release
+from tracetool.trace.tree import CallPairing, TreeBatches, blocks_of, release
 
 # events added to the call trees at a time, when set (else as the reader reads them: finished
 # trees are taken out between blocks)
@@ -53,9 +61,9 @@ class StreamedDiagram:
     stream: TraceStream  # the first pass's (read again: `TraceStream.again`)
     options: DiagramOptions
     actors: list[Actor]
-    cmap: ClassMap
-    state: BindState
     registry: Actors
+    objects: list[CodeObject]  # every code object bound, by number
+    codes: array[int]  # per call, in document order: the number of its code object
     actions: int = 0  # actions handed out so far (loops included, as `len(Diagram)` counts)
     _used: bool = field(default=False, repr=False)
 
@@ -64,16 +72,35 @@ class StreamedDiagram:
         assert not self._used, "a streamed diagram is read once"
         self._used = True
         factory = ActionFactory(self.options.client_routes)
+        objects, codes = self.objects, self.codes
         trees = TreeBatches()
-        for roots in trees.batches(_blocks(self.stream.again(SlimEvent))):
-            _, cos = bind_roots(roots, self.cmap, self.state, trees.nodes)
+        created: list[Any] = []
+        trees.builder.created = created
+        cos: dict[int, CodeObject] = {}  # id(node) -> its code object, for the nodes held
+        done = 0  # calls read
+        blocks = _blocks(self.stream.again(SlimEvent))
+        for final, block in itertools.chain(((False, b) for b in blocks), ((True, []),)):
+            if block:
+                trees.add(block)
+                end = done + len(created)
+                if end > len(codes):
+                    raise TraceFormatError(f"{self.stream.path}: changed while it was read")
+                cos.update(zip(map(id, created), map(objects.__getitem__, codes[done:end])))
+                created.clear()
+                done = end
+            roots = trees.take(final)
+            if not roots:
+                continue
             actions = actions_of(roots, cos, self.registry, factory)
+            for node in trees.nodes:
+                del cos[id(node)]
             release(roots, trees.nodes)
-            del cos
             finish(actions, self.options)
             self.actions += _count(actions)
             if actions:
                 yield actions
+        if done != len(codes):
+            raise TraceFormatError(f"{self.stream.path}: changed while it was read")
 
 
 def stream_diagram(
@@ -84,25 +111,47 @@ def stream_diagram(
     limit = STREAM_THRESHOLD if threshold is None else threshold
     if file_size(path) <= limit:
         return None
-    stream = open_stream(path, threshold=limit, header_keys=("classMap",), fields=BindEvent)
+    stream = open_stream(path, threshold=limit, header_keys=("classMap",), heads=True)
     if not stream.streamed:
         return None
     cmap = ClassMap.from_json(stream.class_map)
     state = BindState(cmap, sql_names=bool(options.expand or options.exclude))
-    # every bound code object, in the order `build_diagram`'s walk meets them
-    seen: dict[int, CodeObject] = {}
-    trees = TreeBatches()
-    for roots in trees.batches(_blocks(stream)):
-        _, cos = bind_roots(roots, cmap, state, trees.nodes)
-        release(roots, trees.nodes)
-        seen.update({id(co): co for co in cos.values()})
-        del cos
-    if trees.late:
+    # every bound code object by number (from 0), with where `build_diagram`'s walk first
+    # meets it: the position of its call's root, then of the call (`CallPairing`)
+    objects: list[CodeObject] = []
+    number: dict[int, int] = {}  # id(code object) -> its number
+    first: list[int] = []  # number -> where
+    codes = array("I")
+    pairing = CallPairing()
+    for block in _blocks(stream):
+        base = pairing.position
+        at, links = pairing.add(block)
+        cos = bind_calls([block[i] for i in at], cmap, state)
+        ids = list(map(id, cos))
+        if not number.keys() >= set(ids):  # (rare: code objects met for the first time)
+            for co in cos:
+                if id(co) not in number:
+                    number[id(co)] = len(objects)
+                    objects.append(co)
+                    first.append(_NEVER)
+        block_codes = list(map(number.__getitem__, ids))
+        codes.extend(block_codes)
+        # where each code object of the block is first met: the smallest (root, call) position
+        wheres = [(links[i] << 32) | (base + i) for i in at]
+        met = sorted(zip(wheres, block_codes), reverse=True)
+        for code, where in dict(zip(map(_second, met), map(_first, met))).items():
+            if where < first[code]:
+                first[code] = where
+    if pairing.late:
         return None
-    registry = Actors(included_code_objects(cmap.roots, live_code_objects(seen.values()), options))
-    for co in seen.values():
-        registry.actor_for(co)  # actors are made in order of first appearance
-    return StreamedDiagram(stream, options, registry.sorted(), cmap, state, registry)
+    registry = Actors(included_code_objects(cmap.roots, live_code_objects(objects), options))
+    for code in sorted(range(len(objects)), key=first.__getitem__):
+        registry.actor_for(objects[code])  # actors are made in order of first appearance
+    return StreamedDiagram(stream, options, registry.sorted(), registry, objects, codes)
+
+
+_NEVER = 1 << 64  # after every (root, call) position
+_first, _second = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def _blocks(stream: TraceStream) -> Iterator[list[Any]]:

@@ -11,6 +11,8 @@ from tracetool.errors import UsageError
 from tracetool.filters.state import ROOT_EVENT_LABELS, FilterState
 from tracetool.trace.codeobjects import DATABASE_ROOT, ClassMap, CodeObject
 from tracetool.trace.document import TraceDocument, gc_paused
+from tracetool.trace.slim import MinimalEvent
+from tracetool.trace.stream import UNSET, EventHead
 from tracetool.trace.tree import CallNode, build_call_tree, field_getter, preorder
 
 _MEDIA_EXTENSIONS = frozenset(
@@ -112,6 +114,11 @@ class Bound:
     code_objects: dict[int, CodeObject]  # id(node) -> code object
 
 
+# what an eventUpdates entry that replaces its event is: an object (a dict, or the struct of a
+# minimal slim document, `load_slim(minimal=True)`)
+_UPDATES = (dict, MinimalEvent)
+
+
 def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
     """Build the call tree (eventUpdates applied, the document untouched) and bind code objects.
 
@@ -120,11 +127,11 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
     query object under `database:Database`. Use it when no pattern can name a query.
     """
     updates = doc.event_updates
-    events = doc.events
+    events: list[Any] = doc.events  # (minimal documents: `MinimalEvent`s)
     with gc_paused():
         if updates:
             events = [
-                u if isinstance(u := updates.get(str(e.get("id"))), dict) else e for e in events
+                u if isinstance(u := updates.get(str(e.get("id"))), _UPDATES) else e for e in events
             ]
         tree = build_call_tree(events)
         cmap = ClassMap.from_json(doc.class_map)
@@ -164,6 +171,8 @@ def bind_calls(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeO
     append = out.append
     # Function calls repeat: resolve each (location, name) once.
     functions = state.functions
+    if calls and type(calls[0]) is EventHead:
+        return _bind_heads(calls, cmap, state)
     # `get(call, key)` is `call.get(key)` without a Python-level call for event structs
     get = field_getter(calls[0]) if calls else dict.get
     # `key in call` of a struct is a Python-level call; its request fields are None when
@@ -197,6 +206,36 @@ def bind_calls(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeO
             append(co)
             continue
         append(cmap.code_object_for(call))
+    return out
+
+
+def _bind_heads(calls: list[EventHead], cmap: ClassMap, state: BindState) -> list[CodeObject]:
+    """`bind_calls` of `EventHead`s: a missing field reads UNSET, a null one None, so presence
+    is a dict's; what the function cache does not resolve is bound as the dict of the fields."""
+    unnamed, functions = state.unnamed, state.functions
+    out: list[CodeObject] = []
+    append = out.append
+    for call in calls:
+        sql = call.sql_query is not UNSET
+        if unnamed is not None and sql:
+            append(unnamed)
+            continue
+        method = call.method_id
+        if method is not None and method is not UNSET and call.http_server_request is UNSET:
+            key = (
+                method,
+                call.path,
+                call.lineno,
+                call.defined_class,
+                call.static,
+                sql or call.http_client_request is not UNSET,
+            )
+            co = functions.get(key)
+            if co is None:
+                co = functions[key] = cmap.code_object_for(call.to_dict())
+            append(co)
+            continue
+        append(cmap.code_object_for(call.to_dict()))
     return out
 
 

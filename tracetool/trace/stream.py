@@ -72,6 +72,7 @@ HEADER_KEYS = ("version", "metadata", "classMap", "eventUpdates")
 _CHUNK = 4 * 1024 * 1024
 _REFEREE_LIMIT = 256 * 1024 * 1024
 _UNSET: Any = msgspec.UNSET
+UNSET: Any = _UNSET  # what an `EventHead` field reads when the event does not have it
 
 
 class EventHead(msgspec.Struct, gc=False):
@@ -241,7 +242,7 @@ class TraceStream:
         other = TraceStream(self.path, self.size, dict(self.header), streamed=True)
         other.events_at = self.events_at
         other.updates = self.updates
-        other.heads = self.heads
+        other.heads = self.heads and fields is None
         other.fields = fields
         other._replay = self.cuts
         return other

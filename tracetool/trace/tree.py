@@ -100,9 +100,8 @@ class CallTreeBuilder:
         self.roots: list[CallNode] = []
         self.nodes: dict[Any, CallNode] = {}
         self.stacks: dict[Any, list[CallNode]] = {}
-        # id(return event) -> the call it became the return of, when a caller asks for it
-        self.attached: dict[int, CallNode] | None = None
         self.taken_nodes: list[CallNode] = []  # what `take_finished` took last, in pre-order
+        self.created: list[CallNode] | None = None  # when a list: every node made, in order
 
     def add(self, events: Iterable[Event]) -> None:
         roots, nodes, stacks = self.roots, self.nodes, self.stacks
@@ -112,6 +111,7 @@ class CallTreeBuilder:
             return
         # `get(event, key)` without a Python-level call per field (dicts and event structs)
         get = field_getter(first)
+        created = self.created
         for event in itertools.chain((first,), it):
             kind = get(event, "event")
             if kind == "call":
@@ -123,6 +123,8 @@ class CallTreeBuilder:
                 (parent.children if parent is not None else roots).append(node)
                 stack.append(node)
                 nodes[get(event, "id")] = node
+                if created is not None:
+                    created.append(node)
             elif kind == "return":
                 parent_id = get(event, "parent_id")
                 if parent_id is None:
@@ -138,8 +140,6 @@ class CallTreeBuilder:
                     stack = stacks.get(get(target.call, "thread_id")) or []
                 if target.ret is None:
                     target.ret = event
-                    if self.attached is not None:
-                        self.attached[id(event)] = target
                 if target._open:
                     while stack:
                         popped = stack.pop()
@@ -230,6 +230,103 @@ class TreeBatches:
         taken = self.take(final=True)
         if taken:
             yield taken
+
+
+class CallPairing:
+    """How `CallTreeBuilder` nests and pairs events, without building the trees (one pass over
+    events read in blocks, for readers that need no `CallNode`s): `add(block)` gives, for each
+    event, the position (counted over every event added) of the root call of a call's tree, of
+    the call a return becomes the return of, or -1. Pre-order over the roots in document order
+    is, per root, its calls in document order, so (root position, call position) sorts calls in
+    pre-order. Memory follows the calls of unfinished trees.
+
+    `late` is set where `TreeBatches` could set it: a return names a call of a finished tree
+    (one whose calls are all closed) that had no return."""
+
+    def __init__(self) -> None:
+        self.position = 0  # events added so far
+        self.late = False
+        # thread -> [its open calls (innermost last), its open tree's root position, the calls
+        # of that tree]
+        self._threads: dict[Any, list[Any]] = {}
+        # call id -> [position, id, returned, open, its thread's state] of the last call of
+        # that id, while its tree is unfinished
+        self._calls: dict[Any, list[Any]] = {}
+        self._unreturned: set[Any] = set()
+
+    def add(self, block: list[Any]) -> tuple[list[int], list[int]]:
+        """(the offsets in `block` of its calls, one link per event of `block`), for events
+        with attributes (`EventHead`, `MinimalEvent`)."""
+        threads, calls = self._threads, self._calls
+        links: list[int] = []
+        at: list[int] = []
+        append, call_at = links.append, at.append
+        base = pos = self.position
+        for event in block:
+            kind = event.event
+            if kind == "call":
+                state = threads.get(event.thread_id)
+                if state is None:
+                    state = threads[event.thread_id] = [[], 0, None]
+                if state[0]:
+                    members = state[2]
+                else:
+                    state[1] = pos
+                    state[2] = members = []
+                record = [pos, event.id, False, True, state]
+                state[0].append(record)
+                members.append(record)
+                calls[record[1]] = record
+                append(state[1])
+                call_at(pos - base)
+            elif kind == "return":
+                parent_id = event.parent_id
+                if parent_id is None:
+                    state = threads.get(event.thread_id)
+                    if state is None or not state[0]:
+                        append(-1)
+                        pos += 1
+                        continue
+                    target = state[0][-1]
+                else:
+                    target = calls.get(parent_id)
+                    if target is None:
+                        if parent_id in self._unreturned:
+                            self.late = True
+                        append(-1)
+                        pos += 1
+                        continue
+                    state = target[4]
+                if target[2]:
+                    append(-1)
+                else:
+                    target[2] = True
+                    append(target[0])
+                if target[3]:
+                    stack = state[0]
+                    while stack:
+                        popped = stack.pop()
+                        popped[3] = False
+                        if popped is target:
+                            break
+                    if not stack:
+                        self._finish(state)
+            else:
+                append(-1)
+            pos += 1
+        self.position = pos
+        return at, links
+
+    def _finish(self, state: list[Any]) -> None:
+        calls, unreturned = self._calls, self._unreturned
+        members: list[list[Any]] = state[2]
+        for record in members:
+            key = record[1]
+            if calls.get(key) is record:
+                del calls[key]
+                if not record[2]:
+                    unreturned.add(key)
+        state[2] = None
 
 
 def blocks_of(events: Iterable[Any], size: int = 4096) -> Iterator[list[Any]]:

@@ -266,6 +266,18 @@ class Ranking:
             calls[key] = calls.get(key, 0) + 1
             sizes[key] = sizes.get(key, 0) + nbytes
 
+    @staticmethod
+    def counts(co: CodeObject, call: Any) -> bool:
+        """Whether a call bound to `co` is counted (as `add` decides, call by call)."""
+        return co.type == "function" and not (co.parent is None and ev.kind(call) in _KEEP_KINDS)
+
+    def add_totals(self, co: CodeObject, calls: int, nbytes: int) -> None:
+        """Count `calls` calls of `co` (counted ones: `counts`) and their events' `nbytes`."""
+        key = id(co)
+        self.objects.setdefault(key, co)
+        self.calls[key] = self.calls.get(key, 0) + calls
+        self.sizes[key] = self.sizes.get(key, 0) + nbytes
+
     def ranked(self) -> list[Removed]:
         by_fqid: dict[str, list[int]] = {}
         for key, co in self.objects.items():

@@ -4,13 +4,15 @@ Contract:
 
 - `prune_streamed(path, size)` returns None for a recording of at most `STREAM_THRESHOLD` bytes
   (pruned whole: faster), and for one the two passes below cannot reproduce byte for byte (read
-  by the fallback reader, a return naming a call of a finished tree: `TreeBatches`); callers then
+  by the fallback reader, a return naming a call of a finished tree: `CallPairing`; one with
+  eventUpdates, whose exact texts only a whole read has: they replace their events); callers then
   prune it whole (`tracetool.transform.prune.prune_document`).
 - Otherwise the `PruneResult` the whole prune gives, with `data` empty: `chunks()` writes the
   same bytes, reading the file a second time.
-- Pass 1 reads each event's call structure and exact JSON text (`MinimalEvent`s) and builds the
-  call trees a batch of finished roots at a time: every call's code object, what each code
-  object's calls weigh (the ranking of what to remove) and the events per code object. What to
+- Pass 1 reads each event's call structure and exact JSON text (`MinimalEvent`s) and pairs
+  returns with calls as the call tree does, without building it (`CallPairing`: memory follows
+  the calls of unfinished trees): every call's code object, what each code object's calls
+  weigh (the ranking of what to remove) and the events per code object. What to
   hide and the output size follow without writing anything (the whole prune's greedy choice,
   with sizes added up instead of measured). Pass 1 also notes the code object each event
   belongs to (its call's; none for a return paired with no call), 4 bytes an event — the one
@@ -29,14 +31,14 @@ from typing import Any
 from tracetool import filters
 from tracetool.errors import TraceFormatError
 from tracetool.filters import FilterState
-from tracetool.filters.apply import BindState, bind_roots, class_map_of
+from tracetool.filters.apply import BindState, bind_calls, class_map_of
 from tracetool.trace.codeobjects import ClassMap, CodeObject
 from tracetool.trace.document import gc_paused
 from tracetool.trace.reader import guarded
 from tracetool.trace.slim import MinimalEvent
 from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, file_size, open_stream
-from tracetool.trace.tree import TreeBatches, release
-from tracetool.transform.prune import PruneResult, Ranking, Removed, _Raws, document_pieces
+from tracetool.trace.tree import CallPairing
+from tracetool.transform.prune import PruneResult, Ranking, Removed, document_pieces
 
 # events per block when set (tests: blocks of a few events); else as the reader reads them
 BLOCK = 0
@@ -63,56 +65,70 @@ class _Plan:
         self.cmap = cmap
         self.static = {id(o) for o in cmap}
         self.state = BindState(cmap, sql_names=False)
-        self.ranking = Ranking()
-        self.objects: dict[int, CodeObject] = {}  # id -> every code object bound
-        self.bytes: dict[int, int] = {}  # code object id -> its calls' and returns' bytes (+1)
-        self.events: dict[int, int] = {}  # code object id -> its calls and returns
         self.total = 0  # events read
-        # per event, the number of its code object in `order` (0: none, the event is dropped)
+        # per event, its mark (0: none, the event is dropped): the number of its call's code
+        # object and whether the ranking counts that call (`Ranking.counts`)
         self.marks = array("I")
-        self.number: dict[int, int] = {}  # code object id -> its number (from 1)
-        self.order: list[int] = [0]  # number -> code object id
+        self.number: dict[tuple[int, bool], int] = {}  # (id(code object), counted) -> mark
+        # by mark (from 1): code object, counted, calls, their calls' and returns' bytes (+1
+        # each) and events
+        self.codes: list[CodeObject | None] = [None]
+        self.counted: list[bool] = [False]
+        self.calls: list[int] = [0]
+        self.bytes: list[int] = [0]
+        self.events: list[int] = [0]
 
-    def add(self, nodes: list[Any], cos: dict[int, CodeObject], at: dict[int, int]) -> None:
-        """Count a batch of finished trees (`nodes` in pre-order); `at`: the position of each
-        of their events (`id(event)`), taken out."""
-        self.ranking.add(nodes, cos, _STRUCTS)
-        objects, sizes, events = self.objects, self.bytes, self.events
-        marks, number, order = self.marks, self.number, self.order
-        for n in nodes:
-            co = cos[id(n)]
-            key = id(co)
+    def add(self, items: list[Any], at: list[int], links: list[int], base: int) -> None:
+        """Count a block of events (`MinimalEvent`s with their text), the first at position
+        `base`, with its calls' offsets and its links (`CallPairing.add`)."""
+        marks, number, codes = self.marks, self.number, self.codes
+        sizes, events, calls = self.bytes, self.events, self.calls
+        marks.frombytes(bytes(marks.itemsize * len(items)))  # 0: dropped unless paired
+        counts = Ranking.counts
+        for i, co in zip(at, bind_calls([items[i] for i in at], self.cmap, self.state)):
+            call = items[i]
+            key = (id(co), counts(co, call))
             mark = number.get(key)
             if mark is None:
-                mark = number[key] = len(order)
-                order.append(key)
-            call, ret = n.call, n.ret
-            marks[at.pop(id(call))] = mark
-            nbytes = len(call.raw) + 1
-            count = 1
-            if ret is not None:
-                marks[at.pop(id(ret))] = mark
-                nbytes += len(ret.raw) + 1
-                count = 2
-            if key in sizes:
-                sizes[key] += nbytes
-                events[key] += count
-            else:
-                objects[key] = co
-                sizes[key] = nbytes
-                events[key] = count
+                mark = number[key] = len(codes)
+                codes.append(co)
+                self.counted.append(key[1])
+                calls.append(0)
+                sizes.append(0)
+                events.append(0)
+            marks[base + i] = mark
+            calls[mark] += 1
+            sizes[mark] += len(call.raw) + 1
+            events[mark] += 1
+        for i, event in enumerate(items):
+            link = links[i]
+            if link >= 0 and event.event == "return":
+                mark = marks[base + i] = marks[link]
+                sizes[mark] += len(event.raw) + 1
+                events[mark] += 1
+
+    def ranking(self) -> Ranking:
+        """What each code object's counted calls weigh (the ranking of what to remove)."""
+        ranking = Ranking()
+        for mark, co in enumerate(self.codes):
+            if co is not None and self.counted[mark]:
+                ranking.add_totals(co, self.calls[mark], self.bytes[mark])
+        return ranking
 
     def measure(self, hidden: list[str], prune_filter: FilterState | None) -> tuple[int, int]:
         """(output bytes, events) when the code objects named `hidden` are dropped."""
-        drop = set(hidden)
-        kept = [key for key, co in self.objects.items() if co.fqid not in drop]
-        text = sum([self.bytes[key] for key in kept])
+        kept = self._kept(hidden)
+        text = sum([self.bytes[mark] for mark in kept])
         head = b"".join(document_pieces(self.data, self._class_map(kept), (), prune_filter))
-        return len(head) + max(text - 1, 0), sum([self.events[key] for key in kept])
+        return len(head) + max(text - 1, 0), sum([self.events[mark] for mark in kept])
+
+    def _kept(self, hidden: list[str]) -> list[int]:
+        drop = set(hidden)
+        return [m for m, co in enumerate(self.codes) if co is not None and co.fqid not in drop]
 
     def _class_map(self, kept: list[int]) -> list[dict[str, Any]]:
-        objects = self.objects
-        return class_map_of(self.cmap, self.static, (objects[key] for key in kept))
+        codes = self.codes
+        return class_map_of(self.cmap, self.static, (codes[m] for m in kept))  # type: ignore[misc]
 
     def result(self, source: Path, size: int) -> PruneResult:
         """The whole prune's choice (`prune_document`, size mode), measured instead of written."""
@@ -125,7 +141,7 @@ class _Plan:
         if original <= size:
             length, events_after = self.measure([], None)
         if length > size or not length:
-            candidates = self.ranking.ranked()
+            candidates = self.ranking().ranked()
             excess = (length if length else original) - size
             while candidates and excess > 0:
                 item = candidates.pop(0)
@@ -140,11 +156,11 @@ class _Plan:
                 item = candidates.pop(0)
                 hidden.append(item.fqid)
                 removed.append(item)
-        drop = set(hidden)
-        objects = self.objects
-        kept = [key for key, co in objects.items() if co.fqid not in drop]
+        kept = self._kept(hidden)
         class_map = self._class_map(kept)
-        keep = [False] + [objects[key].fqid not in drop for key in self.order[1:]]
+        keep = [False] * len(self.codes)
+        for mark in kept:
+            keep[mark] = True
         final_filter = prune_filter
 
         def pieces() -> Iterator[bytes]:
@@ -166,57 +182,25 @@ class _Plan:
         )
 
 
-class _Structs(_Raws):
-    """Event texts carried by the events themselves (`MinimalEvent.raw`)."""
-
-    def __init__(self) -> None:
-        self.by_id = {}
-        self.structs = True
-
-
-_STRUCTS = _Structs()
-
-
 def _first_pass(path: Path, limit: int) -> _Plan | None:
-    stream = open_stream(
-        path, threshold=limit, header_keys=("classMap",), fields=MinimalEvent, event_updates=False
-    )
-    if not stream.streamed or stream.events_at < 0:
+    stream = open_stream(path, threshold=limit, header_keys=("classMap",), fields=MinimalEvent)
+    if not stream.streamed or stream.events_at < 0 or stream.updates:
         return None
     data = stream.before()
     if data is None:
         return None
     plan = _Plan(stream, data, ClassMap.from_json(stream.class_map))
-    trees = TreeBatches()
-    attached: dict[int, Any] = {}
-    trees.builder.attached = attached
-    at: dict[int, int] = {}  # id(event) -> its position, for the events of the trees held
-    marks = plan.marks
+    pairing = CallPairing()
     blocks = _Blocks(stream)
     for items in blocks:
-        trees.add(items)
-        base = len(marks)
-        marks.frombytes(bytes(marks.itemsize * len(items)))  # 0: dropped unless a tree claims it
-        for offset, event in enumerate(items):
-            kind = event.event
-            if kind == "call" or (kind == "return" and id(event) in attached):
-                at[id(event)] = base + offset
-        attached.clear()
-        _take(plan, trees, at, trees.take())
-    _take(plan, trees, at, trees.take(final=True))
+        base = pairing.position
+        plan.add(items, *pairing.add(items), base)
     after = stream.after
-    if blocks.odd or trees.late or after is None or set(after) & set(data):
+    if blocks.odd or pairing.late or after is None or set(after) & set(data):
         return None
     data.update(after)
     plan.total = blocks.events
     return plan
-
-
-def _take(plan: _Plan, trees: TreeBatches, at: dict[int, int], roots: list[Any]) -> None:
-    if roots:
-        _, cos = bind_roots(roots, plan.cmap, plan.state, trees.nodes)
-        plan.add(trees.nodes, cos, at)
-        release(roots, trees.nodes)
 
 
 class _Blocks:

@@ -1,0 +1,84 @@
+"""`CallPairing` nests and pairs events as `CallTreeBuilder` does (roots, returns), without the
+trees, on well-formed and malformed event sequences of interleaved threads."""
+
+from __future__ import annotations
+
+import random
+
+from tracetool.trace.stream import EventHead
+from tracetool.trace.tree import CallPairing, CallTreeBuilder, preorder
+
+
+def _events(rng: random.Random) -> list[EventHead]:
+    events: list[EventHead] = []
+    open_calls: dict[int, list[int]] = {1: [], 2: [], 3: []}
+    next_id = 1
+    for _ in range(rng.randrange(1, 60)):
+        thread = rng.choice((1, 2, 3))
+        stack = open_calls[thread]
+        roll = rng.random()
+        if roll < 0.5 or not stack:
+            call_id = next_id if rng.random() > 0.05 else max(1, next_id - 3)  # duplicate ids
+            next_id += 1
+            events.append(EventHead(id=call_id, event="call", thread_id=thread))
+            stack.append(call_id)
+        elif roll < 0.8:
+            events.append(EventHead(event="return", thread_id=thread, parent_id=stack.pop()))
+        elif roll < 0.88:
+            stack.pop()
+            events.append(EventHead(event="return", thread_id=thread))  # by the stack
+        elif roll < 0.94:
+            # a return naming any earlier call (closed, finished, another thread's) or none
+            events.append(
+                EventHead(event="return", thread_id=thread, parent_id=rng.randrange(next_id + 2))
+            )
+        else:
+            stack.pop()  # a call that never returns
+    return events
+
+
+def _expected(events: list[EventHead]) -> list[int]:
+    builder = CallTreeBuilder()
+    builder.add(events)
+    position = {id(e): i for i, e in enumerate(events)}
+    links = [-1] * len(events)
+    for root in builder.roots:
+        for node in preorder([root]):
+            links[position[id(node.call)]] = position[id(root.call)]
+            if node.ret is not None:
+                links[position[id(node.ret)]] = position[id(node.call)]
+    return links
+
+
+def test_pairs_as_the_call_tree() -> None:
+    rng = random.Random(7)
+    late = 0
+    for _ in range(3000):
+        events = _events(rng)
+        pairing = CallPairing()
+        split = rng.randrange(len(events) + 1)  # in two blocks
+        at, links = pairing.add(events[:split])
+        more_at, more = pairing.add(events[split:])
+        links += more
+        assert at + [split + i for i in more_at] == [
+            i for i, e in enumerate(events) if e.event == "call"
+        ]
+        assert pairing.position == len(events)
+        if pairing.late:
+            late += 1
+            continue
+        assert links == _expected(events)
+    assert 100 < late < 2000  # both kinds were generated
+
+
+def test_preorder_is_root_then_position() -> None:
+    rng = random.Random(3)
+    for _ in range(500):
+        events = _events(rng)
+        _, links = CallPairing().add(events)
+        builder = CallTreeBuilder()
+        builder.add(events)
+        position = {id(e): i for i, e in enumerate(events)}
+        calls = [i for i, e in enumerate(events) if e.event == "call"]
+        by_key = sorted(calls, key=lambda i: (links[i], i))
+        assert by_key == [position[id(n.call)] for n in preorder(builder.roots)]
