@@ -35,6 +35,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bytecode import compile_checkout
+
 ROOT = Path(__file__).resolve().parents[1]
 # ../shared beside the project (or beside an ancestor, from a git worktree)
 SHARED = next(
@@ -219,6 +222,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="interleaved runs (median)")
     parser.add_argument("--no-png", action="store_true", help="skip the PNG row")
     args = parser.parse_args()
+    compile_checkout()  # our side runs from bytecode, as an installed package does
     work = Path(tempfile.mkdtemp(prefix="tracetool-bench-diagram-"))
     try:
         big = args.input or generate(work / "in", args.mb, "big", args.seed)

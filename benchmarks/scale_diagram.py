@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bytecode import compile_checkout
 from diagram import generate, median, ours, run
 
 COMMANDS = {
@@ -38,6 +39,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per row (median)")
     parser.add_argument("--only", default=",".join(COMMANDS), help="commands, comma-separated")
     args = parser.parse_args()
+    compile_checkout()  # our side runs from bytecode, as an installed package does
     work = Path(tempfile.mkdtemp(prefix="tracetool-bench-scale-"))
     try:
         inputs = list(args.inputs or [])

@@ -57,6 +57,7 @@ def _compare(
         whole = _write(paths, tmp_path / f"whole-{fmt}", fmt, options)
         with monkeypatch.context() as m:
             m.setattr(streamed_module, "STREAM_THRESHOLD", 0)
+            m.setattr(streamed_module, "WHOLE_LIMIT", 0)
             m.setattr("tracetool.trace.tree.HELD_CALLS", 3)  # many small batches
             m.setattr(streamed_module, "BLOCK", 7)
             m.setattr(streamed_module, "stream_diagram", spy)
@@ -196,6 +197,7 @@ def test_malformed_keep_their_errors(
         whole = _write(paths, tmp_path / f"whole-{fmt}", fmt, DiagramOptions())
         with monkeypatch.context() as m:
             m.setattr(streamed_module, "STREAM_THRESHOLD", 0)
+            m.setattr(streamed_module, "WHOLE_LIMIT", 0)
             streamed = _write(paths, tmp_path / f"streamed-{fmt}", fmt, DiagramOptions())
         assert streamed == whole
         assert len(whole[2]) == 2  # truncated, badbyte (non-object events are skipped)
@@ -213,3 +215,13 @@ def test_second_pass_replays_the_first_pass_cuts(generated: list[Path]) -> None:
     assert again.cuts == cuts
     expected = [e.get("id") for e in orjson.loads(generated[0].read_bytes())["events"]]
     assert replayed == expected
+
+
+def test_whole_limit_decides_between_whole_and_streamed(generated: list[Path]) -> None:
+    """Up to `WHOLE_LIMIT` a diagram is built whole (faster); past it, streamed."""
+    path = generated[0]
+    size = path.stat().st_size
+    assert size > 1024
+    assert streamed_module.stream_diagram(path, DiagramOptions(), threshold=size) is None
+    assert streamed_module.stream_diagram(path, DiagramOptions(), threshold=size - 1) is not None
+    assert streamed_module.WHOLE_LIMIT >= streamed_module.STREAM_THRESHOLD
