@@ -5,14 +5,12 @@ malformed files)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
-from tests.conftest import corpus_recordings
+from tests.conftest import corpus_recordings, make_corpus
 from tracetool.diagram import streamed as streamed_module
 from tracetool.diagram.builder import DiagramOptions
 from tracetool.diagram.service import DiagramRequest, write_diagrams
@@ -102,27 +100,7 @@ def test_corpus_streamed_with_options(
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     out = tmp_path_factory.mktemp("gen")
-    subprocess.run(
-        [
-            sys.executable,
-            str(SHARED / "tools" / "make_corpus.py"),
-            "--out",
-            str(out),
-            "--count",
-            "3",
-            "--total-mb",
-            "2",
-            "--seed",
-            "5",
-            "--ext",
-            ".appmap.json",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    found = sorted(out.rglob("*.appmap.json"))
-    assert len(found) == 3
-    return found
+    return make_corpus(out, 3, 2, 5, "--ext", ".appmap.json")
 
 
 def _variant(source: Path, target: Path, change: object) -> Path:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.conftest import SHARED, corpus_recordings
+from tests.conftest import corpus_recordings, make_corpus
 from tests.index.conftest import run
 from tracetool.index import IndexResult, sidecar_path, worker
 from tracetool.trace import stream
@@ -85,12 +84,8 @@ def test_corpus_streamed_as_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_generated_streamed_as_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    tool = SHARED / "tools" / "make_corpus.py"
-    if not tool.is_file():
-        pytest.skip("make_corpus.py not found")
     trace = tmp_path / "trace"
-    argv = [sys.executable, str(tool), "--out", str(trace), "--count", "4", "--total-mb", "1"]
-    subprocess.run([*argv, "--seed", "11"], check=True, capture_output=True)
+    make_corpus(trace, 4, 1, 11)
     result = _same_both_ways(trace, tmp_path, monkeypatch)
     assert len(result.added) == 4
 

@@ -4,15 +4,13 @@ interleaved) and their variants, at several targets."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from tests.conftest import corpus_recordings
+from tests.conftest import corpus_recordings, make_corpus
 from tracetool.errors import TraceToolError
 from tracetool.transform import prune_streamed
 from tracetool.transform.prune import prune_file
@@ -65,25 +63,7 @@ def test_corpus(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     out = tmp_path_factory.mktemp("gen")
-    subprocess.run(
-        [
-            sys.executable,
-            str(SHARED / "tools" / "make_corpus.py"),
-            "--out",
-            str(out),
-            "--count",
-            "2",
-            "--total-mb",
-            "1.5",
-            "--seed",
-            "7",
-            "--ext",
-            ".appmap.json",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return sorted(out.rglob("*.appmap.json"))
+    return make_corpus(out, 2, 1.5, 7, "--ext", ".appmap.json")
 
 
 def test_generated(generated: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
