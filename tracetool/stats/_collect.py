@@ -74,6 +74,7 @@ def _other_key(call: EventHead) -> tuple[str, ...]:
 
 
 _NUMBER = (int, float)
+_NO_THREAD = object()  # unequal to any thread id
 
 
 def _nested_sums(events: Iterable[EventHead]) -> Optional[dict[Any, list[Any]]]:
@@ -87,7 +88,7 @@ def _nested_sums(events: Iterable[EventHead]) -> Optional[dict[Any, list[Any]]]:
     number = _NUMBER
     function_key = _function_key
     stacks: dict[Any, list[EventHead]] = {}
-    thread: Any = unset  # the thread of `stack` (UNSET: none yet)
+    thread: Any = _NO_THREAD  # the thread of `stack`
     stack: list[EventHead] = []
     ids: list[Any] = []
     opened = ids.append
@@ -95,14 +96,14 @@ def _nested_sums(events: Iterable[EventHead]) -> Optional[dict[Any, list[Any]]]:
         kind = event.event
         if kind == "call":
             opened(event.id)
-            if event.thread_id != thread or thread is unset:
+            if event.thread_id != thread:
                 thread = event.thread_id
                 stack = stacks.setdefault(thread, [])
             stack.append(event)
             continue
         if kind != "return":
             continue
-        if event.thread_id != thread or thread is unset:
+        if event.thread_id != thread:
             thread = event.thread_id
             stack = stacks.setdefault(thread, [])
         parent = event.parent_id
