@@ -387,3 +387,24 @@ def test_nested_pass_pairs_as_iter_pairs() -> None:
             (k, v[0], v[1]) for k, v in expected.items()
         ]
     assert 0 < declined < 3000
+
+
+def test_number_risk_is_the_one_regex() -> None:
+    """`_number_risk` (two searches with literal prefixes) finds what `:-?0+e|:-0:|:-?0{19}`
+    finds in the class-mapped text."""
+    import random
+    import re
+
+    from tracetool.stats._collect import _CLASSES, _number_risk
+
+    one = re.compile(rb":-?0+e|:-0:|:-?0{19}")
+    rng = random.Random(18)
+    found = 0
+    for _ in range(20000):
+        text = bytes(rng.choice(b",,1234.-ab") for _ in range(rng.randint(0, 30)))
+        if rng.random() < 0.05:
+            text += b":" + b"7" * rng.randint(17, 21)
+        expected = bool(one.search(text.translate(_CLASSES)))
+        assert _number_risk(text) is expected, text
+        found += expected
+    assert 1000 < found < 19000
