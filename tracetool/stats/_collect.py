@@ -5,7 +5,10 @@ return as AppMap's model does — by `parent_id`, or the innermost open call of 
 return has none — and sums, per code object, the calls that returned and the return events'
 `elapsed_instrumentation`. Calls that never returned are not counted. SQL calls are summed under
 their raw text: naming them needs the SQL normalizer, which is only worth running when SQL
-carries overhead at all (see `tracetool.stats.directory_stats`).
+carries overhead at all (see `tracetool.stats.directory_stats`). A recording whose calls nest
+plainly (every return closes the innermost open call of its thread; nearly all do) is paired
+and summed in the same pass that reads its events (`_nested_sums`), any other is read again and
+paired by `iter_pairs` (`_paired_sums`): the same sums, added in the same order.
 
 `function_sizes(path)` (single-file mode) counts the function call events (not SQL or HTTP) per
 code object and their estimated size: the length of each call event as compact JSON, in UTF-16
