@@ -339,3 +339,72 @@ def test_cli_single_malformed_recording_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"tracetool: {broken}: not valid JSON")
     assert proc.stderr.count("\n") == 1
+
+
+def test_nested_pass_pairs_as_iter_pairs() -> None:
+    """The one-pass pairing of plainly nested calls (`_nested_sums`) sums exactly what
+    `iter_pairs` pairs, and declines (None) every recording it would pair otherwise: random
+    threads, reused ids, returns naming another call or none, SQL and HTTP calls."""
+    import random
+
+    from tracetool.stats._collect import _nested_sums, _paired_sums
+
+    rng = random.Random(18)
+    declined = 0
+    for _ in range(3000):
+        events: list[dict[str, object]] = []
+        open_calls: list[tuple[object, object]] = []
+        for number in range(1, rng.randint(2, 24)):
+            thread = rng.choice([1, 1, 1, 2, "1"])
+            if not open_calls or rng.random() < 0.55:
+                call_id = rng.choice([number, number, number, rng.randint(1, number), None])
+                call: dict[str, object] = {"id": call_id, "event": "call", "thread_id": thread}
+                shape = rng.random()
+                if shape < 0.15:
+                    call["sql_query"] = {"sql": rng.choice(["SELECT 1", "SELECT 2"])}
+                elif shape < 0.25:
+                    call["http_server_request"] = {"request_method": "GET", "path_info": "/a"}
+                else:
+                    call.update(method_id=rng.choice(["a", "b", None]), defined_class="C")
+                    call.update(path="p.rb", lineno=rng.choice([1, 2]), static=False)
+                events.append(call)
+                open_calls.append((call_id, thread))
+                continue
+            target = open_calls.pop() if rng.random() < 0.8 else rng.choice(open_calls)
+            ret: dict[str, object] = {"id": number, "event": "return"}
+            ret["thread_id"] = target[1] if rng.random() < 0.9 else rng.choice([1, 2])
+            if rng.random() < 0.9:
+                ret["parent_id"] = target[0] if rng.random() < 0.9 else rng.randint(0, number)
+            ret["elapsed_instrumentation"] = rng.choice([0.001, 0.25, 3, None, True, "x"])
+            events.append(ret)
+        heads = [stream._head(event) for event in events]
+        expected = _paired_sums(iter(heads))
+        found = _nested_sums(iter(heads))
+        if found is None:
+            declined += 1
+            continue
+        assert [(k, v[0], v[1]) for k, v in found.items()] == [
+            (k, v[0], v[1]) for k, v in expected.items()
+        ]
+    assert 0 < declined < 3000
+
+
+def test_number_risk_is_the_one_regex() -> None:
+    """`_number_risk` (two searches with literal prefixes) finds what `:-?0+e|:-0:|:-?0{19}`
+    finds in the class-mapped text."""
+    import random
+    import re
+
+    from tracetool.stats._collect import _CLASSES, _number_risk
+
+    one = re.compile(rb":-?0+e|:-0:|:-?0{19}")
+    rng = random.Random(18)
+    found = 0
+    for _ in range(20000):
+        text = bytes(rng.choice(b",,1234.-ab") for _ in range(rng.randint(0, 30)))
+        if rng.random() < 0.05:
+            text += b":" + b"7" * rng.randint(17, 21)
+        expected = bool(one.search(text.translate(_CLASSES)))
+        assert _number_risk(text) is expected, text
+        found += expected
+    assert 1000 < found < 19000

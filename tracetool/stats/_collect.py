@@ -5,7 +5,10 @@ return as AppMap's model does — by `parent_id`, or the innermost open call of 
 return has none — and sums, per code object, the calls that returned and the return events'
 `elapsed_instrumentation`. Calls that never returned are not counted. SQL calls are summed under
 their raw text: naming them needs the SQL normalizer, which is only worth running when SQL
-carries overhead at all (see `tracetool.stats.directory_stats`).
+carries overhead at all (see `tracetool.stats.directory_stats`). A recording whose calls nest
+plainly (every return closes the innermost open call of its thread; nearly all do) is paired
+and summed in the same pass that reads its events (`_nested_sums`), any other is read again and
+paired by `iter_pairs` (`_paired_sums`): the same sums, added in the same order.
 
 `function_sizes(path)` (single-file mode) counts the function call events (not SQL or HTTP) per
 code object and their estimated size: the length of each call event as compact JSON, in UTF-16
@@ -16,10 +19,10 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 import msgspec
 import orjson
@@ -69,28 +72,92 @@ def _other_key(call: EventHead) -> tuple[str, ...]:
     sql = call.sql_query
     if isinstance(sql, dict):
         return (_SQL, str(sql.get("sql") or ""), str(sql.get("database_type") or ""))
-    event = call.to_dict()
-    return ("\0" + ev.kind(event), ev.route(event) or str(event.get("defined_class") or ""))
+    event: Any = call  # an `EventHead` reads as its `to_dict()` for `kind` and `route`
+    return ("\0" + ev.kind(event), ev.route(event) or str(call.get("defined_class") or ""))
 
 
-def _file_overhead(path: Path, names: Names) -> dict[Key, list[float]]:
-    stream = open_stream(path, header_keys=("classMap",), heads=True)
-    # Sum under a raw key first (cheap: a tuple of the call's identifying fields) and name each
-    # distinct key once at the end; a function call is identified by its defined_class,
-    # method_id, path, lineno and static, anything else by its kind and text.
-    raw_sums: dict[Any, list[Any]] = {}  # raw key -> [calls, seconds, sample call]
-    number = (int, float)
-    unset = UNSET
+_NUMBER = (int, float)
+_NO_THREAD = object()  # unequal to any thread id
+
+
+def _nested_sums(events: Iterable[EventHead]) -> Optional[dict[Any, list[Any]]]:
+    """Raw key -> [calls, seconds, sample call] of the calls that returned, in one pass, for a
+    recording whose calls nest plainly: every return names (by `parent_id`, or by having none)
+    the innermost open call of its thread, and no call id is open twice. `iter_pairs` pairs
+    such a recording exactly so; None for any other (the caller pairs it with `iter_pairs`)."""
+    raw_sums: dict[Any, list[Any]] = {}
     get = raw_sums.get
-    for call, ret in iter_pairs(stream.events()):
-        if ret is None:
-            break  # the calls that never returned come last
+    unset = UNSET
+    number = _NUMBER
+    function_key = _function_key
+    stacks: dict[Any, list[EventHead]] = {}
+    thread: Any = _NO_THREAD  # the thread of `stack`
+    stack: list[EventHead] = []
+    ids: list[Any] = []
+    opened = ids.append
+    for event in events:
+        kind = event.event
+        if kind == "call":
+            opened(event.id)
+            if event.thread_id != thread:
+                thread = event.thread_id
+                stack = stacks.setdefault(thread, [])
+            stack.append(event)
+            continue
+        if kind != "return":
+            continue
+        if event.thread_id != thread:
+            thread = event.thread_id
+            stack = stacks.setdefault(thread, [])
+        parent = event.parent_id
+        if not stack:
+            if parent is None:
+                continue  # closes nothing
+            return None
+        call = stack.pop()
+        if parent is not None and parent != call.id:
+            return None
+        method = call.method_id
         if (
             call.sql_query is unset
             and call.http_server_request is unset
             and call.http_client_request is unset
-            and call.method_id is not None
-            and call.method_id is not unset
+            and method is not None
+            and method is not unset
+        ):
+            raw: Any = function_key(call)
+        else:
+            raw = _other_key(call)
+        entry = get(raw)
+        if entry is None:
+            entry = raw_sums[raw] = [0, 0.0, call]
+        entry[0] += 1
+        seconds = event.elapsed_instrumentation
+        if seconds and seconds.__class__ in number:
+            entry[1] += seconds
+    # a call id used twice (opened while the first is open, it hides that one from
+    # `iter_pairs`): rare, checked once at the end
+    if len(set(ids)) != len(ids):
+        return None
+    return raw_sums
+
+
+def _paired_sums(events: Iterable[EventHead]) -> dict[Any, list[Any]]:
+    """`_nested_sums` of any recording, by `iter_pairs`."""
+    raw_sums: dict[Any, list[Any]] = {}
+    get = raw_sums.get
+    unset = UNSET
+    number = _NUMBER
+    for call, ret in iter_pairs(events):
+        if ret is None:
+            break  # the calls that never returned come last
+        method = call.method_id
+        if (
+            call.sql_query is unset
+            and call.http_server_request is unset
+            and call.http_client_request is unset
+            and method is not None
+            and method is not unset
         ):
             raw: Any = _function_key(call)
         else:
@@ -102,6 +169,18 @@ def _file_overhead(path: Path, names: Names) -> dict[Key, list[float]]:
         seconds = ret.elapsed_instrumentation
         if seconds and seconds.__class__ in number:
             entry[1] += seconds
+    return raw_sums
+
+
+def _file_overhead(path: Path, names: Names) -> dict[Key, list[float]]:
+    stream = open_stream(path, header_keys=("classMap",), heads=True)
+    # Sum under a raw key first (cheap: a tuple of the call's identifying fields) and name each
+    # distinct key once at the end; a function call is identified by its defined_class,
+    # method_id, path, lineno and static, anything else by its kind and text.
+    raw_sums = _nested_sums(stream.events())
+    if raw_sums is None:  # calls that do not nest plainly: read again, paired by `iter_pairs`
+        stream = open_stream(path, header_keys=("classMap",), heads=True)
+        raw_sums = _paired_sums(stream.events())
     sums: dict[Key, list[float]] = {}
     recording = names.recording(stream.class_map)
     for raw, (count, seconds, call) in raw_sums.items():
@@ -156,7 +235,15 @@ def js_length(encoded: bytes) -> int:
 # rest -> `x`): after whitespace is stripped a number always follows a separator, so a number
 # token is `:` then `-?0+`; digits inside a string follow a quote (`x`), or are a false alarm.
 _ESCAPE_RISK = re.compile(rb"\\[u/]")
-_NUMBER_RISK = re.compile(rb":-?0+e|:-0:|:-?0{19}")
+# (`:-?0+e|:-0:|:-?0{19}` as two searches, each with a two-byte literal prefix that re finds
+# fast: `:` alone starts most keys and values)
+_NUMBER_RISK = re.compile(rb":0+(?:e|0{18})")
+_NEGATIVE_RISK = re.compile(rb":-(?:0+e|0:|0{19})")
+
+
+def _number_risk(text: bytes) -> bool:
+    classes = text.translate(_CLASSES)
+    return bool(_NUMBER_RISK.search(classes) or _NEGATIVE_RISK.search(classes))
 
 
 def _classes() -> bytes:
@@ -176,7 +263,7 @@ def compact_length(text: Any) -> int:
     would write otherwise, see `_ESCAPE_RISK`). Duplicate keys are the one difference left
     (counted as written)."""
     compact = msgspec.json.format(text, indent=-1)
-    if _ESCAPE_RISK.search(compact) or _NUMBER_RISK.search(compact.translate(_CLASSES)):
+    if _ESCAPE_RISK.search(compact) or _number_risk(compact):
         compact = orjson.dumps(orjson.loads(compact))
     return js_length(compact)
 
@@ -191,7 +278,7 @@ def compact_lengths(texts: list[Any]) -> list[int]:
     them); the texts are sized one by one only when it finds something."""
     compacts = [msgspec.json.format(text, indent=-1) for text in texts]
     joined = b",".join(compacts)
-    if _ESCAPE_RISK.search(joined) or _NUMBER_RISK.search(joined.translate(_CLASSES)):
+    if _ESCAPE_RISK.search(joined) or _number_risk(joined):
         return [compact_length(text) for text in texts]
     if joined.isascii():
         return [len(compact) for compact in compacts]
