@@ -122,10 +122,10 @@ def json_stream(
     first = True
     for roots in batches:
         for start in range(0, len(roots), batch):
-            # a list one level down: `[\n  {…},\n  {…}\n]` indented by two more spaces, then
-            # without its brackets
-            text = orjson.dumps(actions_json(roots[start : start + batch]), option=_INDENT)
-            body = text.replace(b"\n", b"\n  ")[1:-4]
+            # the list inside a list, so its items are indented as `rootActions` items are
+            # (`[\n  [\n    {…},\n    {…}\n  ]\n]`), then without the brackets
+            text = orjson.dumps([actions_json(roots[start : start + batch])], option=_INDENT)
+            body = text[5:-6]
             yield body if first else b"," + body
             first = False
     yield b"]\n}" if first else b"\n  ]\n}"
