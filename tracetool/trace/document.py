@@ -14,6 +14,7 @@ writers, which `find_trace_files` does for every directory it walks).
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -109,6 +110,31 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+_MALLOC_TUNED: list[bool] = []
+
+
+def reuse_freed_buffers() -> None:
+    """Have glibc keep freed multi-megabyte buffers for reuse (once per process; elsewhere a
+    no-op). By default it maps each such buffer afresh and unmaps it when freed, so a reader
+    that reads and decodes a big file a block at a time faults every page of every block in
+    again: on a 60 MB recording streamed twice, 0.1–0.15 s of system time for nothing. Buffers
+    under 32 MiB then come from the heap, which keeps up to 64 MiB free before shrinking; peak
+    memory does not change (the freed blocks are the next ones' room)."""
+    if _MALLOC_TUNED:
+        return
+    _MALLOC_TUNED.append(True)
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt  # glibc's (musl has none: AttributeError)
+        mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: fixed, no longer raised and lowered
+        mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        pass
 
 
 def recording_stem(path: Path | str) -> str:

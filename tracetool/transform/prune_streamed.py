@@ -33,7 +33,7 @@ from tracetool.errors import TraceFormatError
 from tracetool.filters import FilterState
 from tracetool.filters.apply import BindState, bind_calls, class_map_of
 from tracetool.trace.codeobjects import ClassMap, CodeObject
-from tracetool.trace.document import gc_paused
+from tracetool.trace.document import gc_paused, reuse_freed_buffers
 from tracetool.trace.reader import guarded
 from tracetool.trace.slim import MinimalEvent
 from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, file_size, open_stream
@@ -49,6 +49,7 @@ def prune_streamed(path: Path, size: int, threshold: int | None = None) -> Prune
     limit = STREAM_THRESHOLD if threshold is None else threshold
     if file_size(path) <= limit:
         return None
+    reuse_freed_buffers()  # both passes read the file a block at a time
     with gc_paused(), guarded(path):
         plan = _first_pass(path, limit)
         if plan is None:
