@@ -45,7 +45,7 @@ from tracetool.diagram.model import (
 )
 from tracetool.filters import Bound, FilterState, bind, filter_nodes, has_patterns
 from tracetool.trace.codeobjects import CodeObject
-from tracetool.trace.document import TraceDocument, gc_paused
+from tracetool.trace.document import TraceDocument, dispose, gc_paused
 from tracetool.trace.tree import CallNode
 
 ACTOR_TYPES = frozenset({"package", "database", "http", "external-service"})
@@ -76,7 +76,7 @@ def build_diagram(
     bound = bind(doc, sql_names=needs_names)
     kept = filter_nodes(bound, filter) if filter is not None else None
     diagram = build_from_bound(bound, options, kept)
-    release(bound)
+    dispose(bound, release)
     return diagram
 
 
