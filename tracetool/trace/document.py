@@ -125,8 +125,9 @@ def free_at_exit() -> None:
     of CPU per 60 MB, which a process about to exit need not pay: the command's caller then
     ends it with `exit_now` (tracetool.cli.common.run_cli does), whose memory goes back at
     once. Only one recording's objects are kept: `dispose_kept` (which `dispose` callers run
-    before reading the next recording) frees the ones kept before, so peak memory is
-    unchanged.
+    before reading the next recording) frees the ones kept before, so the peak does not grow
+    with the number of recordings (it grows by what was freed before writing the output: the
+    events and call tree, ~25 MB of ~300 MB for a 60 MB recording's JSON diagram).
     """
     global _KEPT
     if _KEPT is None:
