@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import webbrowser
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -297,6 +296,8 @@ def open_in_browser(page: Path) -> bool:
     """Open a local file in the user's browser (no server: the page needs no network)."""
     if os.environ.get("TRACETOOL_NO_BROWSER"):
         return False
+    import webbrowser  # (only here: it costs every diagram command its import otherwise)
+
     return webbrowser.open(page.resolve().as_uri())
 
 
