@@ -65,6 +65,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from tracetool._sql_analysis import Tok, operations_and_tables, to_toks
+from tracetool._sql_plain import plain_normalized
 
 __all__ = ["SqlInfo", "analyze", "dialect_for", "normalize", "parameterize", "same_query"]
 
@@ -252,8 +253,21 @@ analyze.cache_clear = _analyze_cached.cache_clear  # type: ignore[attr-defined]
 
 
 def normalize(sql: str, database_type: Optional[str] = None) -> str:
-    """The normalized text of `sql`: literals and placeholders as `?` (module contract)."""
+    """The normalized text of `sql`: literals and placeholders as `?` (module contract).
+
+    Plain statements are normalized without sqlglot (`tracetool._sql_plain`, same text)."""
+    if isinstance(sql, str) and len(sql) <= _CACHE_MAX_CHARS:
+        plain = _plain(sql, database_type)
+        if plain is not None:
+            return plain
     return analyze(sql, database_type).normalized
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain(sql: str, database_type: Optional[str]) -> Optional[str]:
+    return plain_normalized(
+        sql, dialect_for(database_type if isinstance(database_type, str) else None)
+    )
 
 
 def parameterize(sql: str, database_type: Optional[str] = None) -> tuple[str, bool]:

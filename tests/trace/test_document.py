@@ -146,3 +146,36 @@ def test_recording_stem() -> None:
     assert recording_stem("x/y/My_test.trace.json") == "My_test"
     assert recording_stem("a.appmap.json") == "a"
     assert recording_stem("b.json") == "b"
+
+
+def test_dispose_frees_at_once_or_keeps_for_the_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracetool.trace import document
+
+    released: list[str] = []
+    document.dispose("a", released.append)  # no free_at_exit: released at once
+    assert released == ["a"]
+    monkeypatch.setattr(document, "_KEPT", None)
+    document.free_at_exit()
+    document.dispose("b", released.append)
+    document.dispose("c")
+    assert released == ["a"]  # kept for the exit
+    document.dispose_kept()  # the next recording: the kept ones are released first
+    assert released == ["a", "b"] and document._KEPT == []
+
+
+def test_a_one_shot_diagram_command_exits_at_once_with_its_output(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    recordings = corpus_recordings()[:2]
+    argv = ["sequence-diagram", *map(str, recordings), "-f", "json", "--output-dir", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, "-m", "tracetool", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 2  # flushed before the exit
+    for path in tmp_path.iterdir():
+        orjson.loads(path.read_bytes())

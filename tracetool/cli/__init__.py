@@ -120,4 +120,4 @@ def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point."""
     from tracetool.cli.common import run_cli
 
-    return run_cli(cli, argv)
+    return run_cli(cli, argv, one_shot=argv is None)

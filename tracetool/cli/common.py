@@ -26,7 +26,7 @@ from tracetool.errors import TraceToolError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_state = {"verbose": False}
+_state = {"verbose": False, "one_shot": False}
 
 
 def is_verbose() -> bool:
@@ -158,13 +158,28 @@ def disk_full_message(exc: BaseException) -> str | None:
     return None
 
 
-def run_cli(group: click.Group, argv: list[str] | None = None) -> Any:
-    """Run `group` with tracetool's single error path; always ends in `sys.exit`."""
+def is_one_shot() -> bool:
+    """Whether this process is the command's own (the console script), which ends when the
+    command does: a command may then leave its big objects to the exit to free
+    (`tracetool.trace.document.free_at_exit`)."""
+    return _state["one_shot"]
+
+
+def run_cli(group: click.Group, argv: list[str] | None = None, one_shot: bool = False) -> Any:
+    """Run `group` with tracetool's single error path; always ends in `sys.exit`.
+
+    `one_shot`: the process ends with the command (`is_one_shot`): a successful command whose
+    objects were left to the exit ends it at once (`tracetool.trace.document.exit_now`)."""
     _state["verbose"] = False
+    _state["one_shot"] = one_shot
     _configure_logging()
     try:
         rv = group.main(args=argv, prog_name="tracetool", standalone_mode=False)
-        sys.exit(rv if isinstance(rv, int) else 0)
+        code = rv if isinstance(rv, int) else 0
+        document = sys.modules.get("tracetool.trace.document") if one_shot else None
+        if document is not None:
+            document.exit_now(code)
+        sys.exit(code)
     except TraceToolError as exc:
         if is_verbose():
             traceback.print_exc()

@@ -77,8 +77,13 @@ def command(
 ) -> None:
     """Write a sequence diagram of each recording (png, plantuml or json)."""
     from tracetool import filters
+    from tracetool.cli.common import is_one_shot
     from tracetool.cli.render import warn
     from tracetool.diagram import DiagramOptions, DiagramRequest, write_diagrams
+    from tracetool.trace.document import free_at_exit
+
+    if is_one_shot():
+        free_at_exit()  # the recordings' objects are freed by the exit, not one by one
 
     if exclude:
         warn("--exclude is deprecated; use --filter '{\"hideName\": [...]}' instead")

@@ -45,7 +45,7 @@ from tracetool.diagram.model import (
 )
 from tracetool.filters import Bound, FilterState, bind, filter_nodes, has_patterns
 from tracetool.trace.codeobjects import CodeObject
-from tracetool.trace.document import TraceDocument, gc_paused
+from tracetool.trace.document import TraceDocument, dispose, gc_paused
 from tracetool.trace.tree import CallNode
 
 ACTOR_TYPES = frozenset({"package", "database", "http", "external-service"})
@@ -76,7 +76,7 @@ def build_diagram(
     bound = bind(doc, sql_names=needs_names)
     kept = filter_nodes(bound, filter) if filter is not None else None
     diagram = build_from_bound(bound, options, kept)
-    release(bound)
+    dispose(bound, release)
     return diagram
 
 
@@ -114,14 +114,16 @@ def _build(
     live = _live_code_objects(bound, kept)
     actors = Actors(included_code_objects(bound.cmap.roots, live, options))
     factory = ActionFactory(options.client_routes)
-    roots = actions_of(bound.roots, bound.code_objects, actors, factory, kept, digests_only)
-    finish(roots, options)
+    order: list[Action] = []
+    roots = actions_of(bound.roots, bound.code_objects, actors, factory, kept, digests_only, order)
+    finish(roots, options, order)
     return Diagram(actors.sorted(), roots)
 
 
-def finish(roots: list[Action], options: DiagramOptions) -> None:
-    """Subtree digests, then loops folded (below each root action: nothing spans two roots)."""
-    order = _subtree_digests(roots)
+def finish(roots: list[Action], options: DiagramOptions, order: list[Action] | None = None) -> None:
+    """Subtree digests, then loops folded (below each root action: nothing spans two roots).
+    `order`: every action of the trees, parents before children, when the caller has it."""
+    order = _subtree_digests(roots, order)
     if options.loops:
         fold_loops(roots, order)
 
@@ -133,8 +135,11 @@ def actions_of(
     factory: ActionFactory,
     kept: set[int] | None = None,
     digests_only: bool = False,
+    order: list[Action] | None = None,
 ) -> list[Action]:
-    """The root actions of some call trees (their digests and loops not done yet: `finish`)."""
+    """The root actions of some call trees (their digests and loops not done yet: `finish`);
+    every action made is also appended to `order` when given (parents before children)."""
+    made = order.append if order is not None else None
     roots: list[Action] = []
     stack: list[tuple[CallNode, Action | None]] = [(n, None) for n in reversed(call_roots)]
     # This loop runs once per call: bound methods and caches are looked up once, and the bulk
@@ -200,6 +205,8 @@ def actions_of(
                 parent.children.append(action)
             else:
                 roots.append(action)
+            if made is not None:
+                made(action)
         children = node.children
         if children:
             for child in reversed(children):
@@ -522,15 +529,16 @@ def _return_key(ret: dict[str, Any]) -> Any:
     return (None, None, raises, bool(value))
 
 
-def _subtree_digests(roots: list[Action]) -> list[Action]:
+def _subtree_digests(roots: list[Action], order: list[Action] | None = None) -> list[Action]:
     # dg.subtree_digest, inlined: this runs once per action. A leaf's subtree digest depends
     # only on its own digest, and most actions are leaves with a repeated digest.
-    order: list[Action] = []
-    stack = list(roots)
-    while stack:
-        action = stack.pop()
-        order.append(action)
-        stack.extend(action.children)
+    if order is None:
+        order = []
+        stack = list(roots)
+        while stack:
+            action = stack.pop()
+            order.append(action)
+            stack.extend(action.children)
     sha256 = hashlib.sha256
     leaves: dict[str, str] = {}
     for action in reversed(order):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from tracetool.diagram.model import (
     CHANGE,
@@ -195,10 +196,35 @@ def _batch_lines(
             emit(item)
             continue
         action, depth, in_loop = item
+        node_type = action.node_type
+        if (
+            node_type == FUNCTION
+            and action.diff_mode is None
+            and action.former_name is None
+            and action.former_result is None
+        ):
+            # the bulk of every diagram, its texts memoized (`_Texts.function_lines`)
+            head, activation, deactivation, response = texts.function_lines(action, depth)
+            label = texts.request_label(action)
+            emit(head + label)
+            name = action.name or ""
+            if notes and len(name) > LIMIT:
+                indent = head[: depth * 2]
+                emit(indent + "Note right")
+                emit(texts.note(name))
+                emit(indent + "End note")
+            rv = action.return_value
+            if rv is not None:
+                if activation:
+                    emit(activation)
+                    push(deactivation)
+                push(texts.response_line(response, rv))
+            for child in reversed(action.children):
+                push((child, depth + 1, in_loop))
+            continue
         while len(indents) <= depth + 1:
             indents.append("  " * len(indents))
         indent = indents[depth]
-        node_type = action.node_type
         if node_type == LOOP:
             color = {INSERT: "#green", DELETE: "#red", CHANGE: "#yellow"}.get(
                 action.diff_mode or 0, ""
@@ -272,6 +298,46 @@ class _Texts:
         self.elapsed: dict[float, str] = {}
         self.notes: dict[str, str] = {}
         self.results: dict[tuple[str, bool], str] = {}
+        self.heads: dict[tuple[int, int, int], tuple[str, str, str, str]] = {}
+        self.actors: list[tuple[Actor | None, Actor | None]] = []
+        # id(return value) -> (it, its result label, response line by its start)
+        self.responses: dict[int, tuple[dict[str, Any], str | None, dict[str, str]]] = {}
+
+    def function_lines(self, action: Action, depth: int) -> tuple[str, str, str, str]:
+        """A plain function action's request line up to its label, its activate and
+        deactivate lines, and its response line up to the result, by depth and actors."""
+        caller, callee = action.caller, action.callee
+        key = (depth, id(caller), id(callee))
+        found = self.heads.get(key)
+        if found is None:
+            indent = "  " * depth
+            alias0 = self.alias(caller.name) if caller else ""
+            alias1 = self.alias(callee.name) if callee else ""
+            arrow = "->" if caller and callee else ("->]" if caller else "[->")
+            back = "<--" if caller and callee else ("<--]" if caller else "[<--")
+            found = (
+                indent + alias0 + arrow + alias1 + ": ",
+                indent + "activate " + alias1 if callee is not None else "",
+                indent + "deactivate " + alias1,
+                indent + alias0 + back + alias1,
+            )
+            self.heads[key] = found
+            self.actors.append((caller, callee))  # (their ids stay theirs)
+        return found
+
+    def response_line(self, line: str, rv: dict[str, Any]) -> str:
+        """`line` and the result of a plain function action that returned `rv` (its return
+        value, shared by the actions of the same code object and return shape)."""
+        found = self.responses.get(id(rv))
+        if found is None or found[0] is not rv:
+            probe = Action(FUNCTION)
+            probe.return_value = rv
+            found = self.responses[id(rv)] = (rv, self.response_label(probe), {})
+        result, lines = found[1], found[2]
+        text = lines.get(line)
+        if text is None:
+            text = lines[line] = f"{line}: {result}" if result else line
+        return text
 
     def alias(self, name: str) -> str:
         found = self.aliases.get(name)

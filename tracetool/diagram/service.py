@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import webbrowser
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,8 @@ from tracetool.trace.document import (
     TraceDocument,
     atomic_write_bytes,
     atomic_write_stream,
+    dispose,
+    dispose_kept,
     dumps_deep,
     gc_paused,
     is_trace_file,
@@ -122,10 +123,10 @@ def json_stream(
     first = True
     for roots in batches:
         for start in range(0, len(roots), batch):
-            # a list one level down: `[\n  {…},\n  {…}\n]` indented by two more spaces, then
-            # without its brackets
-            text = orjson.dumps(actions_json(roots[start : start + batch]), option=_INDENT)
-            body = text.replace(b"\n", b"\n  ")[1:-4]
+            # the list inside a list, so its items are indented as `rootActions` items are
+            # (`[\n  [\n    {…},\n    {…}\n  ]\n]`), then without the brackets
+            text = orjson.dumps([actions_json(roots[start : start + batch])], option=_INDENT)
+            body = text[5:-6]
             yield body if first else b"," + body
             first = False
     yield b"]\n}" if first else b"\n  ]\n}"
@@ -222,6 +223,7 @@ def _write_one(path: Path, request: DiagramRequest) -> list[WrittenDiagram]:
             if streamed is not None:
                 return [streamed]
     written: list[WrittenDiagram] = []
+    dispose_kept()  # the previous recording's objects, if kept (`free_at_exit`)
     # One pause for the whole file: the GC would otherwise rescan the growing heap of
     # event dicts again and again (several times the work itself on big recordings).
     with gc_paused():
@@ -263,6 +265,7 @@ def _write_one(path: Path, request: DiagramRequest) -> list[WrittenDiagram]:
         )
         # Free the diagram while the GC is still paused: re-enabling it with ~10^5 live
         # actions starts a full collection over them (0.1 s on a 60 MB recording).
+        dispose(diagram)
         del diagram
     return written
 
@@ -293,6 +296,8 @@ def open_in_browser(page: Path) -> bool:
     """Open a local file in the user's browser (no server: the page needs no network)."""
     if os.environ.get("TRACETOOL_NO_BROWSER"):
         return False
+    import webbrowser  # (only here: it costs every diagram command its import otherwise)
+
     return webbrowser.open(page.resolve().as_uri())
 
 

@@ -33,7 +33,7 @@ from tracetool.errors import TraceFormatError
 from tracetool.filters import FilterState
 from tracetool.filters.apply import BindState, bind_calls, class_map_of
 from tracetool.trace.codeobjects import ClassMap, CodeObject
-from tracetool.trace.document import gc_paused
+from tracetool.trace.document import gc_paused, reuse_freed_buffers
 from tracetool.trace.reader import guarded
 from tracetool.trace.slim import MinimalEvent
 from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, file_size, open_stream
@@ -49,6 +49,7 @@ def prune_streamed(path: Path, size: int, threshold: int | None = None) -> Prune
     limit = STREAM_THRESHOLD if threshold is None else threshold
     if file_size(path) <= limit:
         return None
+    reuse_freed_buffers()  # both passes read the file a block at a time
     with gc_paused(), guarded(path):
         plan = _first_pass(path, limit)
         if plan is None:
@@ -78,16 +79,21 @@ class _Plan:
         self.bytes: list[int] = [0]
         self.events: list[int] = [0]
 
-    def add(self, items: list[Any], at: list[int], links: list[int], base: int) -> None:
-        """Count a block of events (`MinimalEvent`s with their text), the first at position
+    def add(
+        self, items: list[Any], texts: list[Any], at: list[int], links: list[int], base: int
+    ) -> None:
+        """Count a block of events (`MinimalEvent`s and their texts), the first at position
         `base`, with its calls' offsets and its links (`CallPairing.add`)."""
         marks, number, codes = self.marks, self.number, self.codes
         sizes, events, calls = self.bytes, self.events, self.calls
         marks.frombytes(bytes(marks.itemsize * len(items)))  # 0: dropped unless paired
         counts = Ranking.counts
         for i, co in zip(at, bind_calls([items[i] for i in at], self.cmap, self.state)):
-            call = items[i]
-            key = (id(co), counts(co, call))
+            # `counts(co, call)`, which looks at the call only for a function without parent
+            key = (
+                id(co),
+                co.type == "function" and (co.parent is not None or counts(co, items[i])),
+            )
             mark = number.get(key)
             if mark is None:
                 mark = number[key] = len(codes)
@@ -98,13 +104,12 @@ class _Plan:
                 events.append(0)
             marks[base + i] = mark
             calls[mark] += 1
-            sizes[mark] += len(call.raw) + 1
+            sizes[mark] += len(texts[i]) + 1
             events[mark] += 1
-        for i, event in enumerate(items):
-            link = links[i]
-            if link >= 0 and event.event == "return":
+        for i, link in enumerate(links):
+            if link >= 0 and items[i].event == "return":
                 mark = marks[base + i] = marks[link]
-                sizes[mark] += len(event.raw) + 1
+                sizes[mark] += len(texts[i]) + 1
                 events[mark] += 1
 
     def ranking(self) -> Ranking:
@@ -192,9 +197,9 @@ def _first_pass(path: Path, limit: int) -> _Plan | None:
     plan = _Plan(stream, data, ClassMap.from_json(stream.class_map))
     pairing = CallPairing()
     blocks = _Blocks(stream)
-    for items in blocks:
+    for items, texts in blocks:
         base = pairing.position
-        plan.add(items, *pairing.add(items), base)
+        plan.add(items, texts, *pairing.add(items), base)
     after = stream.after
     if blocks.odd or pairing.late or after is None or set(after) & set(data):
         return None
@@ -204,15 +209,15 @@ def _first_pass(path: Path, limit: int) -> _Plan | None:
 
 
 class _Blocks:
-    """A stream's events a block at a time, each holding its exact text (`raw`); stops, with
-    `odd` set, where the fallback reader took over (dicts and re-encoded texts)."""
+    """A stream's events a block at a time, with their exact texts; stops, with `odd` set,
+    where the fallback reader took over (dicts and re-encoded texts)."""
 
     def __init__(self, stream: TraceStream) -> None:
         self.stream = stream
         self.odd = False
         self.events = 0
 
-    def __iter__(self) -> Iterator[list[Any]]:
+    def __iter__(self) -> Iterator[tuple[list[Any], list[Any]]]:
         pairs = self.stream.raw_blocks()
         if BLOCK:
             flat = ((e, t) for items, texts in pairs for e, t in zip(items, texts))
@@ -224,10 +229,8 @@ class _Blocks:
             if type(items[0]) is not MinimalEvent:
                 self.odd = True
                 return
-            for event, text in zip(items, texts):
-                event.raw = text
             self.events += len(items)
-            yield items
+            yield items, texts
 
 
 def _kept_texts(stream: TraceStream, marks: array[int], keep: list[bool]) -> Iterator[bytes]:
