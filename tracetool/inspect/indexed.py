@@ -6,7 +6,7 @@ when the index cannot help — no or outdated database, unreadable, or a code-ob
 database does not describe (`external-service`, `external-route`, and `function:event`, the name
 given to message/other calls that the index does not keep). None means: scan every recording.
 
-The index only chooses files; matching stays in `tracetool.inspect.search`. So a selection is a
+The index only chooses files; matching stays in `tracetool.inspect.scan`. So a selection is a
 superset of the files that can match: `Selection.must_read(recording, path)` is False only for a
 recording the index holds with the file's current size and mtime and whose rows show it cannot
 contain the code object. Files missing from the index (added or skipped since indexing) or changed
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracetool.errors import IndexMissingError
-from tracetool.inspect.search import CodeObjectRef
+from tracetool.inspect.refs import CodeObjectRef
 
 
 @dataclass(frozen=True)
