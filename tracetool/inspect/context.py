@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracetool.inspect.sql_names import ANALYZE, SqlNames
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject
 from tracetool.trace.tree import CallNode
@@ -21,16 +22,20 @@ class CodeObjects(dict):  # type: ignore[type-arg]
     query, which only the matches' contexts need. A call that is not SQL or HTTP is named by its
     defined_class, method_id, path, lineno and static alone, so equal ones are resolved once."""
 
-    def __init__(self, cmap: ClassMap) -> None:
+    def __init__(self, cmap: ClassMap, sql: SqlNames = ANALYZE) -> None:
         super().__init__()
         self.cmap = cmap
+        self.sql = sql  # the normalized SQL and tables of the recording's SQL calls
         self.by_key: dict[tuple[Any, ...], CodeObject] = {}
         self.matched: dict[int, bool] = {}  # id of a function code object -> whether it matches
 
     def __missing__(self, node: CallNode) -> CodeObject:
         call = node.call
         if "http_server_request" in call or "http_client_request" in call or "sql_query" in call:
-            co = self[node] = self.cmap.code_object_for(call)
+            if ev.kind(call) == ev.SQL:  # named as `ClassMap.code_object_for` names it
+                co = self[node] = self.cmap.query(self.sql.normalized(call))
+            else:
+                co = self[node] = self.cmap.code_object_for(call)
             return co
         get = call.get
         key: tuple[Any, ...] = (
@@ -53,11 +58,9 @@ class CodeObjects(dict):  # type: ignore[type-arg]
         return found
 
 
-def _fqid(co: CodeObject, node: CallNode) -> str:
+def _fqid(co: CodeObject, node: CallNode, sql: SqlNames) -> str:
     if co.type == "query":
-        from tracetool import sql
-
-        return "query:" + sql.normalize(ev.sql_text(node.call), ev.database_type(node.call))
+        return "query:" + sql.normalized(node.call)
     return co.fqid
 
 
@@ -157,8 +160,6 @@ class Notable:
 def context(
     node: CallNode, cos: CodeObjects, recording: str, notable: Notable
 ) -> dict[str, list[str]]:
-    from tracetool import sql
-
     co = cos[node]
     parent = node.parent
     ancestors = notable.ancestors(node)
@@ -168,9 +169,9 @@ def context(
     descendants: list[str] = []
     for d in [node, *notable.descendants(node)]:
         if "sql_query" in d.call:
-            info = sql.analyze(ev.sql_text(d.call), ev.database_type(d.call))
-            queries.append(info.normalized)
-            tables.update(info.tables)
+            normalized, names = cos.sql.info(d.call)
+            queries.append(normalized)
+            tables.update(names)
         elif d is not node and _labeled(cos[d], d):
             descendants.append(cos[d].fqid)
     caller_co = cos[parent] if parent is not None else None
@@ -192,7 +193,7 @@ def context(
                 if obj is None or n is None:
                     parts.append("")
                 elif name is None:
-                    parts.append(_fqid(obj, n))
+                    parts.append(_fqid(obj, n, cos.sql))
                 else:
                     parts.append(name(obj))
             trigrams[key].append(" -> ".join(parts))

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tracetool.inspect.refs import CodeObjectRef
-from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import CodeObject
 from tracetool.trace.tree import CallNode
 
@@ -99,13 +98,11 @@ class Matcher:
                 return False
             if t == "database":
                 return True
-            from tracetool import sql
-
-            info = sql.analyze(ev.sql_text(call), ev.database_type(call))
+            normalized, tables = cos.sql.info(call)
             if t == "query":
-                return info.normalized.casefold() == self.query
+                return normalized.casefold() == self.query
             want = self.ident.lower()
-            return any(tb == want or tb.endswith("." + want) for tb in info.tables)
+            return any(tb == want or tb.endswith("." + want) for tb in tables)
         if t == "route":
             if "http_server_request" not in call:
                 return False

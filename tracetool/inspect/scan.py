@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Optional, TypedDict
@@ -23,6 +24,7 @@ from tracetool.errors import TraceToolError
 from tracetool.inspect.context import CodeObjects, Notable, context
 from tracetool.inspect.matching import Matcher
 from tracetool.inspect.refs import CodeObjectRef, Match
+from tracetool.inspect.sql_names import ANALYZE, IndexedSql, IndexReader, SqlNames
 from tracetool.trace.codeobjects import ClassMap
 from tracetool.trace.document import TraceDocument, from_data, gc_paused, parse
 from tracetool.trace.reader import guarded
@@ -39,16 +41,24 @@ def recording_name(path: Path, trace_dir: Path) -> str:
 
 
 def find_batch(
-    ref: CodeObjectRef, trace_dir: Path, paths: list[Path]
+    ref: CodeObjectRef, trace_dir: Path, index: IndexedSql | None, paths: list[Path]
 ) -> dict[Path, tuple[list[Match], str | None]]:
-    """(matches, or the error line) of each recording of a batch (run in a worker process)."""
+    """(matches, or the error line) of each recording of a batch (run in a worker process).
+    `index`: the query database whose SQL names the recordings it holds may use (`sql_names`)."""
     matcher = Matcher(ref)
+    reader = index.open() if index is not None and index.indexed else None
     out: dict[Path, tuple[list[Match], str | None]] = {}
-    for path in paths:
-        try:
-            out[path] = (find_in(path, recording_name(path, trace_dir), matcher), None)
-        except TraceToolError as exc:
-            out[path] = ([], str(exc))
+    try:
+        for path in paths:
+            recording = recording_name(path, trace_dir)
+            held = index.indexed.get(recording) if reader is not None and index else None
+            try:
+                out[path] = (find_in(path, recording, matcher, reader, held), None)
+            except TraceToolError as exc:
+                out[path] = ([], str(exc))
+    finally:
+        if reader is not None:
+            reader.close()
     return out
 
 
@@ -57,8 +67,22 @@ def find_batch(
 HELD_CALLS = 10_000
 
 
-def find_in(path: Path, recording: str, matcher: Matcher) -> list[Match]:
-    """The matches of one recording; any defect of its content is one TraceToolError."""
+def find_in(
+    path: Path,
+    recording: str,
+    matcher: Matcher,
+    reader: IndexReader | None = None,
+    held: tuple[int, int, int] | None = None,
+) -> list[Match]:
+    """The matches of one recording; any defect of its content is one TraceToolError.
+    `held`: the (recording id, size, mtime_ns) `reader`'s index holds for it, if any."""
+    fresh = False
+    if reader is not None and held is not None:
+        try:
+            st = os.stat(path)
+            fresh = (st.st_size, st.st_mtime_ns) == held[1:]
+        except OSError:
+            pass  # the reader reports the problem
     raw = read_small(path)
     if raw is not None and not matcher.might_match(raw):
         return []
@@ -66,28 +90,35 @@ def find_in(path: Path, recording: str, matcher: Matcher) -> list[Match]:
     # them again and again (everything is freed before it runs again).
     with guarded(path), gc_paused():
         if raw is not None:
+            names = ANALYZE
+            if fresh and reader is not None and held is not None and b'"eventUpdates"' not in raw:
+                names = reader.names(held[0])
             doc = _parse(raw, str(path))
             del raw
-            found = _matches_in(doc.class_map, [doc.events], recording, matcher)
+            found = _matches_in(doc.class_map, [doc.events], recording, matcher, names)
             # freed while the GC is paused: re-enabled, it would walk the whole document once
             del doc
             return found
         stream = open_stream(
             path, header_keys=("classMap",), event_updates=False, fields=InspectEvent
         )
-        found = _matches_in(stream.class_map, stream.event_blocks(), recording, matcher)
+        found = _matches_in(stream.class_map, stream.event_blocks(), recording, matcher, ANALYZE)
         del stream
         return found
 
 
 def _matches_in(
-    class_map: Any, blocks: Iterable[list[dict[str, Any]]], recording: str, matcher: Matcher
+    class_map: Any,
+    blocks: Iterable[list[dict[str, Any]]],
+    recording: str,
+    matcher: Matcher,
+    names: SqlNames,
 ) -> list[Match]:
     """Matches in the call trees of the events, searched tree by tree once more than
     `HELD_CALLS` calls are held (in document order: the same matches, in the same order)."""
     matches: list[Match] = []
     builder = CallTreeBuilder()
-    cos = CodeObjects(ClassMap.from_json(class_map))
+    cos = CodeObjects(ClassMap.from_json(class_map), names)
     try:
         for block in blocks:
             builder.add(block)

@@ -60,9 +60,16 @@ def find(
         if selection is None or selection.must_read(recording_name(path, trace_dir), path)
     ]
     found: dict[Path, tuple[list[Match], str | None]] = {}
-    search = functools.partial(find_batch, ref, trace_dir)
+    names = [recording_name(path, trace_dir) for path in chosen]
+    index = selection.sql_names(names) if selection is not None else None
+    search = functools.partial(find_batch, ref, trace_dir, index)
     sized = [(p, file_size(p)) for p in chosen]
-    if len(sized) > INPROCESS_FILES and sum(s for _, s in sized) > INPROCESS_BYTES:
+    covered = index is not None and len(index.indexed) == len(names)
+    if (
+        not covered  # recordings the index holds take their SQL names from it
+        and len(sized) > INPROCESS_FILES
+        and sum(s for _, s in sized) > INPROCESS_BYTES
+    ):
         from tracetool import sql
 
         sql.analyze("SELECT 1")  # SQL contexts import sqlglot: once here, not in every worker
