@@ -104,20 +104,39 @@ def _http_request(node: CallNode) -> str:
 
 
 class Notable:
-    """The nodes a match's context lists (HTTP requests, SQL, labeled functions), indexed once
-    per recording so that each match visits only those of its ancestors and subtrees: a call
-    chain 100,000 deep costs one pass, not one pass per match."""
+    """The nodes a match's context lists (HTTP requests, SQL, labeled functions) around the
+    matches of one call tree. The first match walks its own ancestors and subtree; a second one
+    indexes the whole tree once, so that each further match visits only the notable nodes of its
+    ancestors and subtree: a call chain 100,000 deep costs one pass, not one pass per match."""
 
     def __init__(self, nodes: list[CallNode], cos: CodeObjects) -> None:
         """`nodes`: every node of a whole tree, in pre-order (`tree.preorder`)."""
+        self.nodes = nodes
+        self.cos = cos
+        self.seen = 0  # matches asked about so far
         self.up: dict[int, CallNode | None] = {}  # nearest notable proper ancestor
         self.below: set[int] = set()  # nodes with a notable proper descendant
-        self.notable: set[int] = set()
+        self.notable: set[int] | None = None  # once indexed
         self.requests: dict[int, str] = {}  # `_http_request` of the requests met so far
-        up, below, notable = self.up, self.below, self.notable
+
+    def is_notable(self, node: CallNode) -> bool:
+        call = node.call
+        return (
+            "sql_query" in call or "http_server_request" in call or _labeled(self.cos[node], node)
+        )
+
+    def next_match(self) -> None:
+        """Called before each match's context: the second one indexes the tree."""
+        self.seen += 1
+        if self.seen == 2:
+            self._index()
+
+    def _index(self) -> None:
+        up, below, notable = self.up, self.below, set()
+        is_notable = self.is_notable
+        nodes = self.nodes
         for node in nodes:
-            call = node.call
-            if "sql_query" in call or "http_server_request" in call or _labeled(cos[node], node):
+            if is_notable(node):
                 notable.add(id(node))
             parent = node.parent
             if parent is None:
@@ -129,9 +148,17 @@ class Notable:
             key = id(node)
             if (key in notable or key in below) and node.parent is not None:
                 below.add(id(node.parent))
+        self.notable = notable
 
     def ancestors(self, node: CallNode) -> list[CallNode]:
         out = []
+        if self.notable is None:
+            parent = node.parent
+            while parent is not None:
+                if self.is_notable(parent):
+                    out.append(parent)
+                parent = parent.parent
+            return out
         found = self.up.get(id(node))
         while found is not None:
             out.append(found)
@@ -146,13 +173,24 @@ class Notable:
         return text
 
     def descendants(self, node: CallNode) -> list[CallNode]:
+        """The notable proper descendants, in pre-order."""
         out: list[CallNode] = []
         stack = list(reversed(node.children))
+        notable = self.notable
+        if notable is None:
+            is_notable = self.is_notable
+            while stack:
+                child = stack.pop()
+                if is_notable(child):
+                    out.append(child)
+                stack.extend(reversed(child.children))
+            return out
+        below = self.below
         while stack:
             child = stack.pop()
-            if id(child) in self.notable:
+            if id(child) in notable:
                 out.append(child)
-            if id(child) in self.below:
+            if id(child) in below:
                 stack.extend(reversed(child.children))
         return out
 

@@ -154,6 +154,7 @@ def _search(
                 if matcher.matches(node, cos):
                     if notable is None:
                         notable = Notable(nodes, cos)
+                    notable.next_match()
                     values = context(node, cos, recording, notable)
                     matches.append(Match(recording, node.id, values))
             if not last:

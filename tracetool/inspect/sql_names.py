@@ -95,11 +95,12 @@ class IndexedSql:
 
 
 class IndexReader:
-    """A read-only connection and the tables of the query code objects met so far."""
+    """A read-only connection and the SQL names of the query code objects met so far."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self.tables: dict[int, tuple[str, ...] | None] | None = None
+        self.tables: dict[int, tuple[str, ...]] | None = None
+        self.queries: dict[int, tuple[str, tuple[str, ...] | None, Any] | None] = {}
 
     def names(self, rid: int) -> SqlNames:
         """The recording's SQL names, or `ANALYZE` when the index cannot give them."""
@@ -108,13 +109,23 @@ class IndexReader:
         except sqlite3.Error:
             return ANALYZE
 
-    def _rows(self, rid: int) -> Rows:
+    def _query(self, cid: int, fqid: Any, database_type: Any) -> Any:
+        """(normalized, tables or None, database_type) of a query code object, or None."""
         if self.tables is None:
             by_query: dict[int, list[str]] = {}
-            for cid, name in self.conn.execute("SELECT code_object_id, name FROM query_tables"):
-                by_query.setdefault(int(cid), []).append(str(name))
-            self.tables = {cid: tuple(names) for cid, names in by_query.items()}
-        known = self.tables
+            for qid, name in self.conn.execute("SELECT code_object_id, name FROM query_tables"):
+                by_query.setdefault(int(qid), []).append(str(name))
+            self.tables = {qid: tuple(names) for qid, names in by_query.items()}
+        if not isinstance(fqid, str) or not fqid.startswith("query:"):
+            return None
+        normalized = fqid[len("query:") :]
+        tables: tuple[str, ...] | None = self.tables.get(cid, ())
+        if any("," in q.group() for q in _QUOTED.finditer(normalized)):
+            tables = None
+        return (normalized, tables, database_type)
+
+    def _rows(self, rid: int) -> Rows:
+        queries = self.queries
         rows: Rows = {}
         ambiguous: set[int] = set()
         for eid, cid, fqid, database_type in self.conn.execute(
@@ -122,16 +133,16 @@ class IndexReader:
             "JOIN code_objects co ON co.id = sq.code_object_id WHERE sq.recording_id = ?",
             (rid,),
         ):
-            if type(eid) is not int or not str(fqid).startswith("query:"):
+            if cid in queries:
+                query = queries[cid]
+            else:
+                query = queries[cid] = self._query(cid, fqid, database_type)
+            if type(eid) is not int or query is None:
                 continue
             if eid in rows:
                 ambiguous.add(eid)
                 continue
-            normalized = str(fqid)[len("query:") :]
-            tables: tuple[str, ...] | None = known.get(int(cid), ())
-            if any("," in q.group() for q in _QUOTED.finditer(normalized)):
-                tables = None
-            rows[eid] = (normalized, tables, database_type)
+            rows[eid] = query
         for eid in ambiguous:
             del rows[eid]
         return rows
