@@ -28,6 +28,7 @@ class CodeObjects(dict):  # type: ignore[type-arg]
         self.sql = sql  # the normalized SQL and tables of the recording's SQL calls
         self.by_key: dict[tuple[Any, ...], CodeObject] = {}
         self.matched: dict[int, bool] = {}  # id of a function code object -> whether it matches
+        self.matched_keys: dict[tuple[Any, ...], bool] = {}  # the same by the key of a call
 
     def __missing__(self, node: CallNode) -> CodeObject:
         call = node.call

@@ -11,7 +11,7 @@ files which cannot match.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tracetool.inspect.refs import CodeObjectRef
 from tracetool.trace.codeobjects import CodeObject
@@ -86,12 +86,29 @@ class Matcher:
                 or "sql_query" in call
             ):
                 return False
-            co = cos[node]
-            if co.type != "function":
-                return False
-            found = cos.matched.get(id(co))  # (without building its fqid again)
+            # equal keys name one code object (`CodeObjects`): decided once per key
+            get = call.get
+            key: tuple[Any, ...] = (
+                get("defined_class"),
+                get("method_id"),
+                get("path"),
+                get("lineno"),
+                get("static"),
+            )
+            try:
+                found = cos.matched_keys.get(key)
+            except TypeError:  # a field of an unhashable type (a malformed recording)
+                found, key = None, ()
             if found is None:
-                found = cos.matched[id(co)] = self._code_match(co)
+                co = cos[node]
+                if co.type != "function":
+                    found = False
+                else:
+                    found = cos.matched.get(id(co))  # (without building its fqid again)
+                    if found is None:
+                        found = cos.matched[id(co)] = self._code_match(co)
+                if key:
+                    cos.matched_keys[key] = found
             return found
         if t in ("database", "table", "query"):
             if "sql_query" not in call:
