@@ -11,11 +11,12 @@ event id, the `query:<normalized SQL>` code object, and `query_tables` that obje
   (None if the database cannot be read); `IndexReader.names(rid)` → `SqlNames` of that recording.
 - `SqlNames.info(call)` → (normalized, tables), `SqlNames.normalized(call)`: the index's values
   when they are exactly what `tracetool.sql.analyze(ev.sql_text(call), ev.database_type(call))`
-  gives, else that call. The index's row for a call is used only when the call's id is an `int`
-  held by one SQL row of the recording (sqlite turns `"14"` into 14); its tables only when the
-  query's code object was indexed with the call's own `database_type` (tables depend on the
-  dialect; the normalized text does not name it) and no quoted identifier of the statement holds
-  a comma (the index stores the tables comma-joined). `SqlNames(None)` always analyzes.
+  gives, else that call. The index's row for a call is used only when the call is a SQL call
+  (`ev.kind`: an HTTP request with a `sql_query` is none) whose id is an `int` held by one SQL row
+  of the recording (sqlite turns `"14"` into 14); its tables only when the query's code object
+  was indexed with the call's own `database_type` (tables depend on the dialect; the normalized
+  text does not name it) and no quoted identifier of the statement holds a comma (the index
+  stores the tables comma-joined). `SqlNames(None)` always analyzes.
 - The scan uses the index's rows only for a recording read whole, without `eventUpdates` (the
   index applies them, inspect reads the events as written), whose size and mtime are the
   index's (`tracetool.inspect.scan`).
@@ -53,7 +54,9 @@ class SqlNames:
         if not rows:
             return None
         eid = call.get("id")
-        return rows.get(eid) if type(eid) is int else None
+        if type(eid) is not int or ev.kind(call) != ev.SQL:  # the index has rows for SQL calls
+            return None
+        return rows.get(eid)
 
     def info(self, call: Any) -> tuple[str, Iterable[str]]:
         row = self._row(call)
