@@ -92,9 +92,11 @@ class IndexedSql:
         from tracetool.index.schema import open_reader
 
         try:
-            return IndexReader(open_reader(self.db))
+            conn = open_reader(self.db)
         except (IndexMissingError, sqlite3.Error):
             return None
+        conn.row_factory = None  # plain tuples: a recording's rows are read in bulk
+        return IndexReader(conn)
 
 
 class IndexReader:
@@ -103,7 +105,8 @@ class IndexReader:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.tables: dict[int, tuple[str, ...]] | None = None
-        self.queries: dict[int, tuple[str, tuple[str, ...] | None, Any] | None] = {}
+        # query code object id -> (normalized, tables, database_type), None if not a query
+        self.queries: dict[int, Any] = {}
 
     def names(self, rid: int) -> SqlNames:
         """The recording's SQL names, or `ANALYZE` when the index cannot give them."""
@@ -112,34 +115,34 @@ class IndexReader:
         except sqlite3.Error:
             return ANALYZE
 
-    def _query(self, cid: int, fqid: Any, database_type: Any) -> Any:
+    def _query(self, cid: int) -> Any:
         """(normalized, tables or None, database_type) of a query code object, or None."""
         if self.tables is None:
             by_query: dict[int, list[str]] = {}
             for qid, name in self.conn.execute("SELECT code_object_id, name FROM query_tables"):
                 by_query.setdefault(int(qid), []).append(str(name))
             self.tables = {qid: tuple(names) for qid, names in by_query.items()}
-        if not isinstance(fqid, str) or not fqid.startswith("query:"):
+        row = self.conn.execute(
+            "SELECT fqid, database_type FROM code_objects WHERE id = ?", (cid,)
+        ).fetchone()
+        if row is None or not isinstance(row[0], str) or not row[0].startswith("query:"):
             return None
-        normalized = fqid[len("query:") :]
+        normalized = row[0][len("query:") :]
         tables: tuple[str, ...] | None = self.tables.get(cid, ())
         if any("," in q.group() for q in _QUOTED.finditer(normalized)):
             tables = None
-        return (normalized, tables, database_type)
+        return (normalized, tables, row[1])
 
     def _rows(self, rid: int) -> Rows:
         queries = self.queries
         rows: Rows = {}
         ambiguous: set[int] = set()
-        for eid, cid, fqid, database_type in self.conn.execute(
-            "SELECT sq.event_id, co.id, co.fqid, co.database_type FROM sql_queries sq "
-            "JOIN code_objects co ON co.id = sq.code_object_id WHERE sq.recording_id = ?",
-            (rid,),
+        for eid, cid in self.conn.execute(
+            "SELECT event_id, code_object_id FROM sql_queries WHERE recording_id = ?", (rid,)
         ):
-            if cid in queries:
-                query = queries[cid]
-            else:
-                query = queries[cid] = self._query(cid, fqid, database_type)
+            query = queries.get(cid, False)
+            if query is False:
+                query = queries[cid] = self._query(cid)
             if type(eid) is not int or query is None:
                 continue
             if eid in rows:
