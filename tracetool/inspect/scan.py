@@ -34,6 +34,10 @@ from tracetool.trace.tree import CallNode, CallTreeBuilder, preorder, release
 
 
 def recording_name(path: Path, trace_dir: Path) -> str:
+    """`path` relative to `trace_dir` in POSIX form (itself when outside it)."""
+    text, base = str(path), str(trace_dir)
+    if os.sep == "/" and text.startswith(base) and text[len(base) : len(base) + 1] == "/":
+        return text[len(base) + 1 :]  # what `relative_to` gives, without its per-part work
     try:
         return path.relative_to(trace_dir).as_posix()
     except ValueError:
