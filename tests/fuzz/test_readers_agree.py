@@ -20,7 +20,7 @@ import pytest
 
 from tests.fuzz.harness import good_document, mutate
 from tracetool.errors import TraceToolError
-from tracetool.inspect.search import _Event  # the fields inspect decodes
+from tracetool.inspect.scan import InspectEvent as _Event  # the fields inspect decodes
 from tracetool.trace import load, rawdoc
 from tracetool.trace.slim import load_slim
 from tracetool.trace.stream import open_stream

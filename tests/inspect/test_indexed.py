@@ -63,7 +63,7 @@ def _json(matches: list[Any]) -> list[dict[str, Any]]:
 
 def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record the recordings `find` opens (it reads each file with the stream's read_small)."""
-    import tracetool.inspect.search as search
+    import tracetool.inspect.scan as search
 
     seen: list[str] = []
     original = search.read_small

@@ -212,7 +212,7 @@ def test_streamed_recordings_give_the_same_matches(
     """A recording over the stream threshold is read block by block, its finished call trees
     searched and dropped on the way: the same matches in the same order as a whole read."""
     from tracetool.inspect import find
-    from tracetool.inspect import search as inspect_search
+    from tracetool.inspect import scan as inspect_search
     from tracetool.trace import stream
 
     ref = parse_code_object(code_object)

@@ -6,7 +6,7 @@ when the index cannot help — no or outdated database, unreadable, or a code-ob
 database does not describe (`external-service`, `external-route`, and `function:event`, the name
 given to message/other calls that the index does not keep). None means: scan every recording.
 
-The index only chooses files; matching stays in `tracetool.inspect.search`. So a selection is a
+The index only chooses files; matching stays in `tracetool.inspect.scan`. So a selection is a
 superset of the files that can match: `Selection.must_read(recording, path)` is False only for a
 recording the index holds with the file's current size and mtime and whose rows show it cannot
 contain the code object. Files missing from the index (added or skipped since indexing) or changed
@@ -28,11 +28,13 @@ since are always read, so nothing is missed. Lookups per type (their SQL errs on
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from tracetool.errors import IndexMissingError
-from tracetool.inspect.search import CodeObjectRef
+from tracetool.inspect.refs import CodeObjectRef
+from tracetool.inspect.sql_names import IndexedSql
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,15 @@ class Selection:
     indexed: dict[str, tuple[int, int, int]]
     # ids of indexed recordings whose rows say they may contain the code object
     candidates: frozenset[int]
+    db: Path | None = None  # the database these come from
+
+    def sql_names(self, recordings: Iterable[str]) -> IndexedSql | None:
+        """What the scan of these recordings needs to take their SQL names from the index
+        (`tracetool.inspect.sql_names`): the ones it holds, with their fingerprints."""
+        if self.db is None:
+            return None
+        held = {r: self.indexed[r] for r in recordings if r in self.indexed}
+        return IndexedSql(self.db, held) if held else None
 
     def must_read(self, recording: str, path: Path) -> bool:
         row = self.indexed.get(recording)
@@ -85,7 +96,7 @@ def select(
         return None  # a database being rebuilt or damaged: the scan is always right
     finally:
         db.close()
-    return Selection(indexed, frozenset(candidates))
+    return Selection(indexed, frozenset(candidates), Path(path))
 
 
 _TOUCHING = (

@@ -231,10 +231,14 @@ class ClassMap:
             service = self.child(None, "external-service", host)
             return self.child(service, "external-route", ev.route(call))
         if kind == ev.SQL:
-            database = self.child(None, "database", DATABASE_ROOT)
-            return self.child(database, "query", query_name(call))
+            return self.query(query_name(call))
         name = str(call.get("method_id") or call.get("defined_class") or "event")
         return self.child(None, "function", name)
+
+    def query(self, normalized: str) -> CodeObject:
+        """The `query` code object of a SQL call whose normalized SQL is `normalized`."""
+        database = self.child(None, "database", DATABASE_ROOT)
+        return self.child(database, "query", normalized)
 
     def _function_for(self, call: Event) -> CodeObject:
         method_id = str(call.get("method_id", ""))

@@ -1,0 +1,133 @@
+"""Whether a call is an event of the code object `inspect` looks for (spec `inspect`).
+
+An event matches when it is: a call to the function; a call to a function of the class (or of
+a class nested in it); a call to a function in the package or a package below it; a SQL query;
+a SQL query naming the table (`tracetool.sql.analyze(...).tables`, case-insensitive, schema
+optional); a SQL query whose `tracetool.sql.normalize` equals that of the identifier; an HTTP
+server request of the same route (`tracetool.route_model`: method and `shape`, so
+`GET /book/:id` finds `/book/<int:pk>`). `Matcher.might_match` is a cheap byte test that skips
+files which cannot match.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tracetool.inspect.refs import CodeObjectRef
+from tracetool.trace.codeobjects import CodeObject
+from tracetool.trace.tree import CallNode
+
+if TYPE_CHECKING:
+    from tracetool.inspect.context import CodeObjects
+
+
+class Matcher:
+    def __init__(self, ref: CodeObjectRef) -> None:
+        from tracetool.identifiers import loose
+
+        self.ref = ref
+        self.ident = ref.identifier
+        self.key = loose(self.ident)  # forgiving spelling: `a.b.C.m` is `a/b/C#m`
+        self._seen: dict[str, bool] = {}  # function fqid -> whether it matches
+        if ref.type == "query":
+            from tracetool import sql
+
+            self.query = sql.normalize(self.ident).casefold()
+        if ref.type == "route":
+            from tracetool import route_model
+
+            method, template = route_model.parse_route(self.ident)
+            self.route = (method, route_model.shape(template))
+
+    def might_match(self, raw: bytes) -> bool:
+        """A cheap test on the file bytes, to skip recordings that cannot match."""
+        t = self.ref.type
+        if t in ("database", "table", "query"):
+            return b'"sql_query"' in raw
+        if t in ("route", "http"):
+            return b'"http_server_request"' in raw
+        if t in ("external-service", "external-route"):
+            return b'"http_client_request"' in raw
+        last = self.ident.replace("#", "/").replace(".", "/").replace("::", "/").split("/")[-1]
+        return last.encode() in raw
+
+    def _code_match(self, co: CodeObject) -> bool:
+        """Whether a function code object is the function, or in the class or package."""
+        if self.ref.type != "function":  # depends on the ancestors' types, not only the fqid
+            return self._code_match_uncached(co)
+        found = self._seen.get(co.fqid)
+        if found is None:
+            found = self._seen[co.fqid] = self._code_match_uncached(co)
+        return found
+
+    def _code_match_uncached(self, co: CodeObject) -> bool:
+        from tracetool.identifiers import loose
+
+        t, key = self.ref.type, self.key
+        if t == "function":
+            return co.id == self.ident or loose(co.id) == key
+        if t == "class":
+            return any(a.type == "class" and loose(a.id) == key for a in co.ancestors())
+        # a package, or a package below it; a module function's module reads as a package too
+        below = key + "."
+        return any(
+            a.type in ("package", "class") and (loose(a.id) == key or loose(a.id).startswith(below))
+            for a in co.ancestors()
+        )
+
+    def matches(self, node: CallNode, cos: CodeObjects) -> bool:
+        t = self.ref.type
+        call = node.call
+        if t in ("function", "class", "package"):
+            # SQL and HTTP calls are queries and routes, never functions: not even named
+            if (
+                "http_server_request" in call
+                or "http_client_request" in call
+                or "sql_query" in call
+            ):
+                return False
+            # equal keys name one code object (`CodeObjects`): decided once per key
+            get = call.get
+            key: tuple[Any, ...] = (
+                get("defined_class"),
+                get("method_id"),
+                get("path"),
+                get("lineno"),
+                get("static"),
+            )
+            try:
+                found = cos.matched_keys.get(key)
+            except TypeError:  # a field of an unhashable type (a malformed recording)
+                found, key = None, ()
+            if found is None:
+                co = cos[node]
+                if co.type != "function":
+                    found = False
+                else:
+                    found = cos.matched.get(id(co))  # (without building its fqid again)
+                    if found is None:
+                        found = cos.matched[id(co)] = self._code_match(co)
+                if key:
+                    cos.matched_keys[key] = found
+            return found
+        if t in ("database", "table", "query"):
+            if "sql_query" not in call:
+                return False
+            if t == "database":
+                return True
+            normalized, tables = cos.sql.info(call)
+            if t == "query":
+                return normalized.casefold() == self.query
+            want = self.ident.lower()
+            return any(tb == want or tb.endswith("." + want) for tb in tables)
+        if t == "route":
+            if "http_server_request" not in call:
+                return False
+            from tracetool import route_model
+
+            method, template = route_model.server_route(call)
+            return (method, route_model.shape(template)) == self.route
+        if t == "http":
+            return "http_server_request" in call
+        co = cos[node]
+        return co.type == t and (co.id == self.ident or co.fqid == self.ref.text)
