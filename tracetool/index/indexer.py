@@ -10,8 +10,12 @@ One run:
    own old hash (a touched or restored file is not parsed again) and those of vanished files of
    the same size (a rename moves the database row and the sidecar instead of re-indexing);
 5. writes results as they arrive, in the parent only, in batched transactions;
-6. deletes what vanished, forgets unused code objects, builds the secondary indexes after a
-   cold load, and records the run in `meta`.
+6. deletes what vanished, forgets unused code objects and recounts the ones the run touched
+   (`Writer.finish_code_objects`), builds the secondary indexes after a cold load, and records
+   the run in `meta`.
+
+The SQL analyses of earlier runs (`tracetool.index.sqlcache`, beside query.db) seed the run, and
+forked workers with it; the ones the workers make anew are added and saved at the end.
 
 Skipped files (malformed, partial, too large) are reported in `IndexResult.skipped`, one reason
 each, and do not stop the run; a skipped file that was indexed before keeps its previous rows
@@ -37,6 +41,7 @@ from tracetool.errors import NotFoundError
 from tracetool.index import schema, sidecar
 from tracetool.index.lock import WriterLock
 from tracetool.index.source import Source, detect
+from tracetool.index.sqlcache import SqlCache
 from tracetool.index.worker import Indexed, Result, Same, Skipped, Task, process, warm_up
 from tracetool.index.writer import Known, Writer
 from tracetool.paths import query_db_path
@@ -247,22 +252,25 @@ def _index(
                 source=_source(root, query_db, options.source or {}),
             )
             run = _Run()
-            found, unchanged = _update(
-                root,
-                query_db,
-                writer,
-                fresh,
-                workers,
-                (max_bytes, hard_limit),
-                run,
-                progress,
-                report,
-                scope,
-                options.executor,
-            )
+            analyses = SqlCache.load(query_db)
+            with analyses.seeded():
+                found, unchanged = _update(
+                    root,
+                    query_db,
+                    writer,
+                    fresh,
+                    workers,
+                    (max_bytes, hard_limit),
+                    run,
+                    progress,
+                    report,
+                    scope,
+                    options.executor,
+                    analyses,
+                )
+            analyses.save()
             if fresh or run.added or run.updated or run.deleted:
-                writer.prune_code_objects()
-                writer.count_recordings()
+                writer.finish_code_objects(everything=fresh)
             writer.set_meta(trace_dir=str(root), tool_version=__version__, indexed_at=time.time())
             writer.commit()
             if fresh:
@@ -322,6 +330,7 @@ def _update(
     report: FileReport | None,
     scope: _Scope | None = None,
     executor: Executor | None = None,
+    analyses: SqlCache | None = None,
 ) -> tuple[int, int]:
     known = writer.known()
     on_disk: dict[str, tuple[Path, int, int]] = {}
@@ -371,6 +380,8 @@ def _update(
     if progress is not None:
         progress(0, total)
     for done, result in enumerate(_run_tasks(tasks, workers, executor), start=1):
+        if analyses is not None and isinstance(result, Indexed):
+            analyses.add(result.sql)
         _apply(result, query_db, writer, fresh, known, missing, run, report, root)
         writer.maybe_commit()
         if progress is not None:
