@@ -144,6 +144,9 @@ class _Run:
 
 
 def _relpath(path: Path, root: Path) -> str:
+    text, prefix = str(path), str(root).rstrip(os.sep) + os.sep
+    if text.startswith(prefix):  # what the scan finds: no pathlib work per file
+        return text[len(prefix) :].replace(os.sep, "/")
     return path.relative_to(root).as_posix() if path != root else path.name
 
 
