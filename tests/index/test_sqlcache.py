@@ -91,9 +91,23 @@ def test_a_cache_of_other_analysis_code_is_ignored(shop: Path, qdb: Path) -> Non
 def test_unreadable_cache_is_ignored(shop: Path, qdb: Path) -> None:
     qdb.parent.mkdir()
     sqlcache.cache_path(qdb).write_bytes(b"{not json")
+    _clear_caches()
     result = run(shop, qdb)
     assert result.skipped == () and len(result.added) == 4
-    assert orjson.loads(sqlcache.cache_path(qdb).read_bytes())["format"] == sqlcache.FORMAT
+    saved = orjson.loads(sqlcache.cache_path(qdb).read_bytes())
+    assert saved["format"] == sqlcache.FORMAT and saved["entries"]
+
+
+def test_an_unusable_cache_is_replaced_even_with_nothing_new(shop: Path, qdb: Path) -> None:
+    run(shop, qdb)
+    path = sqlcache.cache_path(qdb)
+    path.write_bytes(b"[]")
+    sqlcache.SqlCache.load(qdb).save()  # nothing added
+    assert orjson.loads(path.read_bytes()) == {
+        "format": sqlcache.FORMAT,
+        "stamp": sqlcache.stamp(),
+        "entries": [],
+    }
 
 
 _CODE_OBJECTS = "SELECT fqid, type, recordings FROM code_objects ORDER BY fqid"

@@ -101,12 +101,14 @@ class SqlCache:
         self.entries = entries
         self.stamp = stamp
         self.new = 0
+        self.rewrite = False  # the file on disk is unusable: replaced by the next save
 
     @classmethod
     def load(cls, query_db: Path) -> SqlCache:
         path = cache_path(query_db)
         current = stamp()
         entries: dict[Key, sql.SqlInfo] = {}
+        usable = False
         try:
             data = orjson.loads(path.read_bytes())
             if (
@@ -115,9 +117,14 @@ class SqlCache:
                 and data.get("stamp") == current
             ):
                 entries = dict(_decode(row) for row in data["entries"])
+                usable = True
+        except FileNotFoundError:
+            usable = True  # nothing to replace
         except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             entries = {}
-        return cls(path, entries, current)
+        cache = cls(path, entries, current)
+        cache.rewrite = not usable
+        return cache
 
     @contextmanager
     def seeded(self) -> Iterator[None]:
@@ -132,7 +139,7 @@ class SqlCache:
 
     def save(self) -> None:
         """Write the file when something was added (best effort: it is a cache)."""
-        if not self.new:
+        if not self.new and not self.rewrite:
             return
         rows = [_encode(key, info) for key, info in self.entries.items()]
         payload = {"format": FORMAT, "stamp": self.stamp, "entries": rows[-MAX_ENTRIES:]}
@@ -141,3 +148,4 @@ class SqlCache:
         except (OSError, TypeError):  # TypeError: orjson refuses a text (lone surrogate)
             pass
         self.new = 0
+        self.rewrite = False
