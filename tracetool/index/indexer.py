@@ -166,7 +166,7 @@ def _run_tasks(
     method = "fork" if "fork" in methods and threading.active_count() == 1 else "spawn"
     ctx = multiprocessing.get_context(method)
     if method == "fork":
-        warm_up()
+        warm_up(tokenizer=False)
     # A concurrent.futures pool, not multiprocessing.Pool: the latter's worker-handler thread
     # wakes whenever a result is waiting in its pipe and spins while the results (~50 KB each)
     # are read, ~1 s of the parent's CPU per 1000 recordings, competing with the writer for the

@@ -135,14 +135,17 @@ def _digest_hooks() -> dict[str, _Hook]:
     return _hooks
 
 
-def warm_up() -> None:
-    """Import what `process` imports lazily (digest hooks, the SQL tokenizer), so processes
-    forked from this one start with it: a pool replaces its workers now and then, and each would
-    pay the imports again."""
-    from tracetool.sql import analyze
-
+def warm_up(tokenizer: bool = True) -> None:
+    """Import what `process` imports lazily (digest hooks; the SQL tokenizer unless
+    `tokenizer` is False), so processes forked from this one start with it: a pool that replaces
+    its workers now and then would have each pay the imports again. A pool whose workers live
+    for the whole run leaves the tokenizer out: sqlglot's ~10 MB would be resident in the parent
+    too, for nothing (peak memory is that of the process tree)."""
     _digest_hooks()
-    analyze("SELECT 1")
+    if tokenizer:
+        from tracetool.sql import analyze
+
+        analyze("SELECT 1")
 
 
 class _Digests:
