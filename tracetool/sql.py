@@ -67,7 +67,7 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from tracetool._sql_analysis import Tok, operations_and_tables, to_toks
 
@@ -215,20 +215,26 @@ def _tokenizer(dialect: Optional[str]) -> Any:
 _CACHE_MAX_CHARS = 65536
 
 
-# Analyses made earlier, by (text, database_type), while `seeded` (tracetool.index.sqlcache
-# loads them from disk, so a re-index neither imports sqlglot nor tokenizes what it has seen).
-_seeded: dict[tuple[str, Optional[str]], SqlInfo] = {}
+class Analyses(Protocol):
+    """Analyses made earlier: `get((text, database_type))` is one, or None."""
+
+    def get(self, key: tuple[str, Optional[str]], /) -> Optional[SqlInfo]: ...
+
+
+# Analyses made earlier, while `seeded` (tracetool.index.sqlcache loads them from disk, so a
+# re-index neither imports sqlglot nor tokenizes what it has seen).
+_seeded: Optional[Analyses] = None
 # While `computed` collects: the analyses made here (not seeded, not from the LRU cache).
 _computed: Optional[dict[tuple[str, Optional[str]], SqlInfo]] = None
 
 
 @contextlib.contextmanager
-def seeded(analyses: dict[tuple[str, Optional[str]], SqlInfo]) -> Iterator[None]:
+def seeded(analyses: Analyses) -> Iterator[None]:
     """Inside the block, `analyze` returns these analyses without tokenizing (processes forked
-    inside it too)."""
+    inside it too); a block inside it replaces them with its own."""
     global _seeded
     outer = _seeded
-    _seeded = {**outer, **analyses} if outer else analyses
+    _seeded = analyses
     try:
         yield
     finally:
@@ -259,7 +265,7 @@ def analyze(sql: str, database_type: Optional[str] = None) -> SqlInfo:
         return SqlInfo("", False, "other", ())
     if len(sql) > _CACHE_MAX_CHARS:
         return _analyze(sql, database_type)
-    if _seeded:
+    if _seeded is not None:
         info = _seeded.get((sql, database_type))
         if info is not None:
             return info

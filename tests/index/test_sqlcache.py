@@ -88,6 +88,22 @@ def test_a_cache_of_other_analysis_code_is_ignored(shop: Path, qdb: Path) -> Non
     assert orjson.loads(path.read_bytes())["stamp"] == sqlcache.stamp()
 
 
+def test_malformed_rows_are_analyzed_again(shop: Path, qdb: Path) -> None:
+    run(shop, qdb)
+    path = sqlcache.cache_path(qdb)
+    data = orjson.loads(path.read_bytes())
+    for entry in data["entries"]:
+        entry[2], entry[3] = ["SELECT wrong"], "yes"  # not a text, not a bool
+    path.write_bytes(orjson.dumps(data))
+    expected = rows(qdb, "SELECT fqid FROM code_objects WHERE type = 'query' ORDER BY fqid")
+
+    qdb.unlink()
+    _clear_caches()
+    run(shop, qdb)
+    _clear_caches()
+    assert rows(qdb, "SELECT fqid FROM code_objects WHERE type = 'query' ORDER BY fqid") == expected
+
+
 def test_unreadable_cache_is_ignored(shop: Path, qdb: Path) -> None:
     qdb.parent.mkdir()
     sqlcache.cache_path(qdb).write_bytes(b"{not json")

@@ -80,9 +80,9 @@ def _encode(key: Key, info: sql.SqlInfo) -> list[Any]:
     ]
 
 
-def _decode(row: Any) -> tuple[Key, sql.SqlInfo]:
-    text, dbtype, normalized, reliable, operation, tables, operations, parameterized = row
-    info = sql.SqlInfo(
+def _decode(row: list[Any]) -> sql.SqlInfo:
+    _, _, normalized, reliable, operation, tables, operations, parameterized = row
+    return sql.SqlInfo(
         normalized,
         reliable,
         operation,
@@ -90,24 +90,40 @@ def _decode(row: Any) -> tuple[Key, sql.SqlInfo]:
         tuple(operations),
         normalized if parameterized is None else parameterized,
     )
-    return (text, dbtype), info
+
+
+def _valid(row: Any) -> bool:
+    return (
+        isinstance(row, list)
+        and len(row) == 8
+        and isinstance(row[0], str)
+        and (row[1] is None or isinstance(row[1], str))
+        and isinstance(row[2], str)
+        and isinstance(row[3], bool)
+        and isinstance(row[4], str)
+        and isinstance(row[5], list)
+        and isinstance(row[6], list)
+        and (row[7] is None or isinstance(row[7], str))
+    )
 
 
 class SqlCache:
-    """The analyses of one query.db's earlier runs (module doc)."""
+    """The analyses of one query.db's earlier runs (module doc). Rows stay as read until a
+    statement is met (`get`): a re-index of one file decodes only that file's statements."""
 
-    def __init__(self, path: Path, entries: dict[Key, sql.SqlInfo], stamp: str) -> None:
+    def __init__(self, path: Path, rows: dict[Key, list[Any]], stamp: str) -> None:
         self.path = path
-        self.entries = entries
+        self.rows = rows
         self.stamp = stamp
         self.new = 0
         self.rewrite = False  # the file on disk is unusable: replaced by the next save
+        self._decoded: dict[Key, sql.SqlInfo] = {}
 
     @classmethod
     def load(cls, query_db: Path) -> SqlCache:
         path = cache_path(query_db)
         current = stamp()
-        entries: dict[Key, sql.SqlInfo] = {}
+        rows: dict[Key, list[Any]] = {}
         usable = False
         try:
             data = orjson.loads(path.read_bytes())
@@ -115,34 +131,47 @@ class SqlCache:
                 isinstance(data, dict)
                 and data.get("format") == FORMAT
                 and data.get("stamp") == current
+                and isinstance(data.get("entries"), list)
             ):
-                entries = dict(_decode(row) for row in data["entries"])
+                # Rows are checked when decoded (`get`): most are never asked for.
+                rows = {(row[0], row[1]): row for row in data["entries"]}
                 usable = True
         except FileNotFoundError:
             usable = True  # nothing to replace
-        except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            entries = {}
-        cache = cls(path, entries, current)
+        except (OSError, orjson.JSONDecodeError, TypeError, IndexError, KeyError):
+            rows = {}
+        cache = cls(path, rows, current)
         cache.rewrite = not usable
         return cache
 
+    def get(self, key: Key, /) -> sql.SqlInfo | None:
+        """The analysis of (text, database_type), or None (`tracetool.sql.Analyses`)."""
+        info = self._decoded.get(key)
+        if info is None:
+            row = self.rows.get(key)
+            if row is None or not _valid(row):
+                return None
+            info = self._decoded[key] = _decode(row)
+        return info
+
     @contextmanager
     def seeded(self) -> Iterator[None]:
-        with sql.seeded(self.entries):
+        with sql.seeded(self):
             yield
 
     def add(self, analyses: dict[Key, sql.SqlInfo]) -> None:
         for key, info in analyses.items():
-            if key not in self.entries:
-                self.entries[key] = info
+            if key not in self.rows:
+                self.rows[key] = _encode(key, info)
                 self.new += 1
 
     def save(self) -> None:
-        """Write the file when something was added (best effort: it is a cache)."""
+        """Write the file when something was added or the file on disk is unusable (best
+        effort: it is a cache)."""
         if not self.new and not self.rewrite:
             return
-        rows = [_encode(key, info) for key, info in self.entries.items()]
-        payload = {"format": FORMAT, "stamp": self.stamp, "entries": rows[-MAX_ENTRIES:]}
+        rows = list(self.rows.values())[-MAX_ENTRIES:]
+        payload = {"format": FORMAT, "stamp": self.stamp, "entries": rows}
         try:
             atomic_write_bytes(self.path, orjson.dumps(payload), fsync=False)
         except (OSError, TypeError):  # TypeError: orjson refuses a text (lone surrogate)
