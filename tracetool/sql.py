@@ -54,15 +54,20 @@ Contract:
   the operation of every `;`-separated statement, in order, without repeats.
 
 sqlglot is imported lazily; importing this module stays cheap (the agent may import it).
+Analyses made before can be handed back (`seeded`, a block in which `analyze` returns them
+without tokenizing) and the ones made anew collected (`computed`): the index keeps them on disk
+(`tracetool.index.sqlcache`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from tracetool._sql_analysis import Tok, operations_and_tables, to_toks
 from tracetool._sql_plain import plain_normalized
@@ -211,6 +216,47 @@ def _tokenizer(dialect: Optional[str]) -> Any:
 _CACHE_MAX_CHARS = 65536
 
 
+class Analyses(Protocol):
+    """Analyses made earlier: `get((text, database_type))` is one, or None."""
+
+    def get(self, key: tuple[str, Optional[str]], /) -> Optional[SqlInfo]: ...
+
+
+# Analyses made earlier, while `seeded` (tracetool.index.sqlcache loads them from disk, so a
+# re-index neither imports sqlglot nor tokenizes what it has seen).
+_seeded: Optional[Analyses] = None
+# While `computed` collects: the analyses made here (not seeded, not from the LRU cache).
+_computed: Optional[dict[tuple[str, Optional[str]], SqlInfo]] = None
+
+
+@contextlib.contextmanager
+def seeded(analyses: Analyses) -> Iterator[None]:
+    """Inside the block, `analyze` returns these analyses without tokenizing (processes forked
+    inside it too); a block inside it replaces them with its own."""
+    global _seeded
+    outer = _seeded
+    _seeded = analyses
+    try:
+        yield
+    finally:
+        _seeded = outer
+
+
+@contextlib.contextmanager
+def computed() -> Iterator[dict[tuple[str, Optional[str]], SqlInfo]]:
+    """The analyses made inside the block (a cache miss each, by key), filled as it runs."""
+    global _computed
+    outer = _computed
+    found: dict[tuple[str, Optional[str]], SqlInfo] = {}
+    _computed = found
+    try:
+        yield found
+    finally:
+        _computed = outer
+        if outer is not None:
+            outer.update(found)
+
+
 def analyze(sql: str, database_type: Optional[str] = None) -> SqlInfo:
     """Normalize, parameterize and analyze one SQL text (cached, see `analyze.cache_info()`).
 
@@ -220,7 +266,18 @@ def analyze(sql: str, database_type: Optional[str] = None) -> SqlInfo:
         return SqlInfo("", False, "other", ())
     if len(sql) > _CACHE_MAX_CHARS:
         return _analyze(sql, database_type)
+    if _seeded is not None:
+        info = _seeded.get((sql, database_type))
+        if info is not None:
+            return info
     return _analyze_cached(sql, database_type)
+
+
+def _analyze_tracked(sql: str, database_type: Optional[str]) -> SqlInfo:
+    info = _analyze(sql, database_type)
+    if _computed is not None:
+        _computed[(sql, database_type)] = info
+    return info
 
 
 def _analyze(sql: str, database_type: Optional[str]) -> SqlInfo:
@@ -247,7 +304,7 @@ def _analyze(sql: str, database_type: Optional[str]) -> SqlInfo:
     )
 
 
-_analyze_cached = functools.lru_cache(maxsize=4096)(_analyze)
+_analyze_cached = functools.lru_cache(maxsize=4096)(_analyze_tracked)
 analyze.cache_info = _analyze_cached.cache_info  # type: ignore[attr-defined]
 analyze.cache_clear = _analyze_cached.cache_clear  # type: ignore[attr-defined]
 

@@ -10,8 +10,12 @@ One run:
    own old hash (a touched or restored file is not parsed again) and those of vanished files of
    the same size (a rename moves the database row and the sidecar instead of re-indexing);
 5. writes results as they arrive, in the parent only, in batched transactions;
-6. deletes what vanished, forgets unused code objects, builds the secondary indexes after a
-   cold load, and records the run in `meta`.
+6. deletes what vanished, forgets unused code objects and recounts the ones the run touched
+   (`Writer.finish_code_objects`), builds the secondary indexes after a cold load, and records
+   the run in `meta`.
+
+The SQL analyses of earlier runs (`tracetool.index.sqlcache`, beside query.db) seed the run, and
+forked workers with it; the ones the workers make anew are added and saved at the end.
 
 Skipped files (malformed, partial, too large) are reported in `IndexResult.skipped`, one reason
 each, and do not stop the run; a skipped file that was indexed before keeps its previous rows
@@ -27,7 +31,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, as_completed
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +41,7 @@ from tracetool.errors import NotFoundError
 from tracetool.index import schema, sidecar
 from tracetool.index.lock import WriterLock
 from tracetool.index.source import Source, detect
+from tracetool.index.sqlcache import SqlCache
 from tracetool.index.worker import Indexed, Result, Same, Skipped, Task, process, warm_up
 from tracetool.index.writer import Known, Writer
 from tracetool.paths import query_db_path
@@ -139,20 +144,17 @@ class _Run:
 
 
 def _relpath(path: Path, root: Path) -> str:
+    text, prefix = str(path), str(root).rstrip(os.sep) + os.sep
+    if text.startswith(prefix):  # what the scan finds: no pathlib work per file
+        return text[len(prefix) :].replace(os.sep, "/")
     return path.relative_to(root).as_posix() if path != root else path.name
 
 
 def _run_tasks(
     tasks: list[Task], workers: int, executor: Executor | None = None
 ) -> Iterator[Result]:
-    if executor is not None and tasks:
-        futures = [executor.submit(process, task) for task in tasks]
-        try:
-            for future in as_completed(futures):
-                yield future.result()
-        finally:
-            for future in futures:
-                future.cancel()
+    if executor is not None:
+        yield from _completed(executor, tasks)
         return
     total_bytes = sum(t.size for t in tasks)
     if workers <= 1 or len(tasks) < POOL_MIN_FILES or total_bytes < POOL_MIN_BYTES:
@@ -164,10 +166,28 @@ def _run_tasks(
     method = "fork" if "fork" in methods and threading.active_count() == 1 else "spawn"
     ctx = multiprocessing.get_context(method)
     if method == "fork":
-        warm_up()
-    # maxtasksperchild bounds the memory a long-lived worker keeps after big documents.
-    with ctx.Pool(processes=min(workers, len(tasks)), maxtasksperchild=200) as pool:
-        yield from pool.imap_unordered(process, tasks, chunksize=1)
+        warm_up(tokenizer=False)
+    # A concurrent.futures pool, not multiprocessing.Pool: the latter's worker-handler thread
+    # wakes whenever a result is waiting in its pipe and spins while the results (~50 KB each)
+    # are read, ~1 s of the parent's CPU per 1000 recordings, competing with the writer for the
+    # GIL. Its workers live for the whole run (no max_tasks_per_child: 3.11 refuses it with
+    # fork); a worker's memory is bounded by the biggest recording it reads whole.
+    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as pool:
+        yield from _completed(pool, tasks)
+
+
+def _completed(executor: Executor, tasks: list[Task]) -> Iterator[Result]:
+    """`process` of every task on `executor`, in completion order; a result is not kept here
+    once yielded (the caller writes it and lets it go)."""
+    pending = {executor.submit(process, task) for task in tasks}
+    try:
+        for future in as_completed(pending):
+            pending.discard(future)
+            yield future.result()
+            del future
+    finally:
+        for future in pending:
+            future.cancel()
 
 
 def index_directory(
@@ -235,22 +255,25 @@ def _index(
                 source=_source(root, query_db, options.source or {}),
             )
             run = _Run()
-            found, unchanged = _update(
-                root,
-                query_db,
-                writer,
-                fresh,
-                workers,
-                (max_bytes, hard_limit),
-                run,
-                progress,
-                report,
-                scope,
-                options.executor,
-            )
+            analyses = SqlCache.load(query_db)
+            with analyses.seeded():
+                found, unchanged = _update(
+                    root,
+                    query_db,
+                    writer,
+                    fresh,
+                    workers,
+                    (max_bytes, hard_limit),
+                    run,
+                    progress,
+                    report,
+                    scope,
+                    options.executor,
+                    analyses,
+                )
+            analyses.save()
             if fresh or run.added or run.updated or run.deleted:
-                writer.prune_code_objects()
-                writer.count_recordings()
+                writer.finish_code_objects(everything=fresh)
             writer.set_meta(trace_dir=str(root), tool_version=__version__, indexed_at=time.time())
             writer.commit()
             if fresh:
@@ -310,6 +333,7 @@ def _update(
     report: FileReport | None,
     scope: _Scope | None = None,
     executor: Executor | None = None,
+    analyses: SqlCache | None = None,
 ) -> tuple[int, int]:
     known = writer.known()
     on_disk: dict[str, tuple[Path, int, int]] = {}
@@ -359,6 +383,8 @@ def _update(
     if progress is not None:
         progress(0, total)
     for done, result in enumerate(_run_tasks(tasks, workers, executor), start=1):
+        if analyses is not None and isinstance(result, Indexed):
+            analyses.add(result.sql)
         _apply(result, query_db, writer, fresh, known, missing, run, report, root)
         writer.maybe_commit()
         if progress is not None:

@@ -139,7 +139,9 @@ def add_exceptions(
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
-def code_words(fqid: str) -> list[str]:
+# A worker meets the same functions in recording after recording.
+@functools.lru_cache(maxsize=32768)
+def code_words(fqid: str) -> tuple[str, ...]:
     """`function:app/models/UserStore#save` → search terms `app models UserStore User Store
     save` (the tokenizer splits on punctuation; camel-case parts are added for partial names)."""
     words = fqid.split(":", 1)[-1].replace("#", " ").replace(".", " ").replace("/", " ").split()
@@ -149,4 +151,4 @@ def code_words(fqid: str) -> list[str]:
         parts = _CAMEL.split(word)
         if len(parts) > 1:
             out.extend(parts)
-    return out
+    return tuple(out)

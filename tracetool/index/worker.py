@@ -39,11 +39,11 @@ import importlib
 import operator
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from tracetool import __version__
+from tracetool import __version__, sql
 from tracetool.errors import NotFoundError, TraceToolError
 from tracetool.filters import Bound
 from tracetool.index import sidecar
@@ -54,6 +54,7 @@ from tracetool.index.extract import (
     first_timestamp,
     release_bound,
 )
+from tracetool.sql import SqlInfo
 from tracetool.trace import TraceDocument, gc_paused, parse
 from tracetool.trace.reader import describe, diagnose, open_regular
 from tracetool.trace.stream import STREAM_THRESHOLD, open_stream
@@ -90,6 +91,8 @@ class Indexed:
     sha256: str
     data: Extract
     digests: dict[str, str | None]
+    # SQL analyses this process made anew while indexing it (for tracetool.index.sqlcache)
+    sql: dict[tuple[str, str | None], SqlInfo] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -132,14 +135,17 @@ def _digest_hooks() -> dict[str, _Hook]:
     return _hooks
 
 
-def warm_up() -> None:
-    """Import what `process` imports lazily (digest hooks, the SQL tokenizer), so processes
-    forked from this one start with it: a pool replaces its workers now and then, and each would
-    pay the imports again."""
-    from tracetool.sql import analyze
-
+def warm_up(tokenizer: bool = True) -> None:
+    """Import what `process` imports lazily (digest hooks; the SQL tokenizer unless
+    `tokenizer` is False), so processes forked from this one start with it: a pool that replaces
+    its workers now and then would have each pay the imports again. A pool whose workers live
+    for the whole run leaves the tokenizer out: sqlglot's ~10 MB would be resident in the parent
+    too, for nothing (peak memory is that of the process tree)."""
     _digest_hooks()
-    analyze("SELECT 1")
+    if tokenizer:
+        from tracetool.sql import analyze
+
+        analyze("SELECT 1")
 
 
 class _Digests:
@@ -288,7 +294,7 @@ def process(task: Task, threshold: int | None = None) -> Result:
         # No cyclic GC while building: the document is a few hundred thousand containers, and
         # extract() breaks its own cycles, so reference counting frees it all before the
         # collector runs again (a collection with the document alive costs ms per recording).
-        with gc_paused():
+        with gc_paused(), sql.computed() as analyzed:
             if streamed:
                 data, digests = _extract_streamed(task.path, rel)
             else:
@@ -347,4 +353,4 @@ def process(task: Task, threshold: int | None = None) -> Result:
     data.class_map = []
     data.canonical = {}
     data.metadata = {}
-    return Indexed(rel, after.st_size, after.st_mtime_ns, digest, data, digests)
+    return Indexed(rel, after.st_size, after.st_mtime_ns, digest, data, digests, analyzed)

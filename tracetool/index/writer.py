@@ -72,6 +72,13 @@ _UPDATE_RECORDING = (
 )
 
 
+# meta key present while a run that changed recordings has not finished its code objects
+_STALE_KEY = "code_objects_pending"
+# Above this many touched code objects, looking at all of them is as cheap.
+_FEW_CODE_OBJECTS = 5000
+_CHUNK = 500
+
+
 @dataclass(frozen=True)
 class Known:
     """What the database knows of a recording file."""
@@ -94,15 +101,28 @@ class Writer:
         self._codes: dict[str, int] = dict(
             (fqid, cid) for cid, fqid in conn.execute("SELECT id, fqid FROM code_objects")
         )
+        # Code objects whose recordings changed in this run (interned, referenced by a recording
+        # written, or by one replaced or deleted): what `prune_code_objects` and
+        # `count_recordings` look at, unless a run that changed recordings never got to them
+        # (interrupted: `_STALE` is still in meta) — then they look at every code object.
+        self._touched: set[int] = set()
+        self._stale = self._shared or _STALE_KEY in dict(
+            conn.execute("SELECT key, value FROM meta WHERE key = ?", (_STALE_KEY,)).fetchall()
+        )
+        self._marked = False
 
     # --- transactions -------------------------------------------------------------------------
+
+    @property
+    def _shared(self) -> bool:
+        return bool(getattr(self.conn, "shared", False))
 
     def _begin(self) -> None:
         if not self._in_tx:
             self.conn.execute("BEGIN IMMEDIATE")
             self._in_tx = True
             self._tx_started = time.monotonic()
-            if getattr(self.conn, "shared", False):  # other writers may have interned or pruned
+            if self._shared:  # other writers may have interned or pruned
                 self._codes = dict(
                     (fqid, cid)
                     for cid, fqid in self.conn.execute("SELECT id, fqid FROM code_objects")
@@ -144,6 +164,7 @@ class Writer:
             cur = self.conn.execute(_INSERT_CODE_OBJECT, (fqid, *attrs))
             cid = int(cur.lastrowid or 0)
             self._codes[fqid] = cid
+            self._touched.add(cid)
             if attrs[0] == "query" and attrs[9]:
                 self.conn.executemany(
                     "INSERT OR IGNORE INTO query_tables (name, code_object_id) VALUES (?, ?)",
@@ -151,7 +172,21 @@ class Writer:
                 )
         return cid
 
+    def _mark_stale(self) -> None:
+        """Note in the database that code objects await `finish_code_objects` (module doc)."""
+        if not self._marked:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_STALE_KEY, "1")
+            )
+            self._marked = True
+
     def _clear_children(self, rid: int) -> None:
+        self._touched.update(
+            cid
+            for (cid,) in self.conn.execute(
+                "SELECT code_object_id FROM recording_code_objects WHERE recording_id = ?", (rid,)
+            )
+        )
         for table in _CHILD_TABLES:
             self.conn.execute(f"DELETE FROM {table} WHERE recording_id = ?", (rid,))
         self.conn.execute("DELETE FROM recordings_fts WHERE rowid = ?", (rid,))
@@ -163,6 +198,7 @@ class Writer:
         where text belongs) undoes this recording's rows and raises; the batch goes on.
         """
         self._begin()
+        self._mark_stale()
         codes = dict(self._codes)
         self.conn.execute("SAVEPOINT put_recording")
         try:
@@ -209,6 +245,7 @@ class Writer:
             "INSERT INTO recording_code_objects (code_object_id, recording_id) VALUES (?, ?)",
             [(cid, rid) for cid in ids.values()],
         )
+        self._touched.update(cid for cid in ids.values() if cid is not None)
         conn.executemany(
             "INSERT INTO http_requests (recording_id, event_id, method, route, path, status, "
             "duration_ms, sql_count, sql_ms, route_shape) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -260,27 +297,57 @@ class Writer:
 
     def delete(self, rid: int) -> None:
         self._begin()
+        self._mark_stale()
         self._clear_children(rid)
         self.conn.execute("DELETE FROM recordings WHERE id = ?", (rid,))
 
-    def prune_code_objects(self) -> None:
-        """Forget fqids no recording touches any more."""
+    def finish_code_objects(self, *, everything: bool = False) -> None:
+        """Forget code objects no recording touches any more and refresh how many recordings
+        touch each (`code_objects.recordings`): those touched in this run, or every one when
+        `everything` (a cold load), when the database is shared, or when an earlier run was
+        interrupted before doing it."""
         self._begin()
-        unused = (
-            "SELECT id FROM code_objects EXCEPT SELECT code_object_id FROM recording_code_objects"
-        )
-        self.conn.execute(f"DELETE FROM query_tables WHERE code_object_id IN ({unused})")
-        self.conn.execute(f"DELETE FROM code_objects WHERE id IN ({unused})")
+        if everything or self._stale or len(self._touched) > _FEW_CODE_OBJECTS:
+            self._prune(None)
+            self._count(None)
+        else:
+            touched = sorted(self._touched)
+            for start in range(0, len(touched), _CHUNK):
+                chunk = touched[start : start + _CHUNK]
+                self._prune(chunk)
+                self._count(chunk)
         self._codes = dict(
             (fqid, cid) for cid, fqid in self.conn.execute("SELECT id, fqid FROM code_objects")
         )
+        self.conn.execute("DELETE FROM meta WHERE key = ?", (_STALE_KEY,))
+        self._touched.clear()
+        self._stale = self._marked = False
 
-    def count_recordings(self) -> None:
-        """Refresh `code_objects.recordings` (how many recordings touch each code object)."""
-        self._begin()
+    def _prune(self, ids: list[int] | None) -> None:
+        unused = (
+            "SELECT id FROM code_objects EXCEPT SELECT code_object_id FROM recording_code_objects"
+        )
+        args: tuple[int, ...] = ()
+        if ids is not None:
+            marks = ", ".join("?" for _ in ids)
+            unused = (
+                f"SELECT id FROM code_objects WHERE id IN ({marks}) AND NOT EXISTS "
+                "(SELECT 1 FROM recording_code_objects WHERE code_object_id = code_objects.id)"
+            )
+            args = tuple(ids)
+        self.conn.execute(f"DELETE FROM query_tables WHERE code_object_id IN ({unused})", args)
+        self.conn.execute(f"DELETE FROM code_objects WHERE id IN ({unused})", args)
+
+    def _count(self, ids: list[int] | None) -> None:
+        where = ""
+        args: tuple[int, ...] = ()
+        if ids is not None:
+            where = f" WHERE id IN ({', '.join('?' for _ in ids)})"
+            args = tuple(ids)
         self.conn.execute(
             "UPDATE code_objects SET recordings = (SELECT count(*) FROM recording_code_objects "
-            "WHERE code_object_id = code_objects.id)"
+            "WHERE code_object_id = code_objects.id)" + where,
+            args,
         )
 
     def set_meta(self, **values: Any) -> None:

@@ -1,0 +1,171 @@
+"""The SQL analyses kept beside query.db, and code-object upkeep limited to what a run touched.
+
+A re-index seeded with an earlier run's analyses (`tracetool.index.sqlcache`) must write exactly
+what a run that tokenizes every statement writes, without tokenizing; a file from other analysis
+code is ignored. Pruning and counting only the code objects a run touched must leave the same
+`code_objects` and `query_tables` as a cold index of the same files.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.conftest import corpus_recordings
+from tests.index.conftest import rows, run
+from tests.index.test_streamed import _dump, _sidecars
+from tracetool import sql
+from tracetool.diagram import digests
+from tracetool.index import sqlcache
+
+
+def _clear_caches() -> None:
+    sql.analyze.cache_clear()  # type: ignore[attr-defined]
+    digests._canonical.cache_clear()
+    digests.sql_digest.cache_clear()
+
+
+def _corpus(tmp_path: Path) -> Path:
+    recordings = corpus_recordings()
+    if not recordings:
+        pytest.skip("shared corpus not found")
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    for i, path in enumerate(recordings):
+        shutil.copyfile(path, trace / f"{i:02d}_{path.name.split('.')[0]}.trace.json")
+    return trace
+
+
+def test_seeded_reindex_writes_the_same_without_tokenizing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = _corpus(tmp_path)
+    first_db, second_db = tmp_path / "a" / "query.db", tmp_path / "b" / "query.db"
+    _clear_caches()
+    first = run(trace, first_db)
+    saved = orjson.loads(sqlcache.cache_path(first_db).read_bytes())
+    assert saved["stamp"] == sqlcache.stamp() and len(saved["entries"]) > 50
+
+    second_db.parent.mkdir()
+    shutil.copyfile(sqlcache.cache_path(first_db), sqlcache.cache_path(second_db))
+    _clear_caches()
+    tokenized: list[str] = []
+    analyze = sql._analyze
+
+    def counted(text: str, database_type: str | None) -> sql.SqlInfo:
+        tokenized.append(text)
+        return analyze(text, database_type)
+
+    monkeypatch.setattr(sql, "_analyze", counted)
+    second = run(trace, second_db)
+    _clear_caches()
+    assert [t for t in tokenized if len(t) <= sql._CACHE_MAX_CHARS] == []
+    assert second.skipped == first.skipped
+    assert sorted(second.added) == sorted(first.added)
+    assert _sidecars(second_db, second) == _sidecars(first_db, first)
+    assert _dump(second_db) == _dump(first_db)
+
+
+def test_a_cache_of_other_analysis_code_is_ignored(shop: Path, qdb: Path) -> None:
+    run(shop, qdb)
+    path = sqlcache.cache_path(qdb)
+    data = orjson.loads(path.read_bytes())
+    # Every statement analyzed as something else, under another stamp.
+    for entry in data["entries"]:
+        entry[2] = "SELECT wrong"
+    data["stamp"] = "another"
+    path.write_bytes(orjson.dumps(data))
+    expected = rows(qdb, "SELECT fqid FROM code_objects WHERE type = 'query' ORDER BY fqid")
+
+    qdb.unlink()
+    _clear_caches()
+    run(shop, qdb)
+    _clear_caches()
+    assert rows(qdb, "SELECT fqid FROM code_objects WHERE type = 'query' ORDER BY fqid") == expected
+    assert orjson.loads(path.read_bytes())["stamp"] == sqlcache.stamp()
+
+
+def test_malformed_rows_are_analyzed_again(shop: Path, qdb: Path) -> None:
+    run(shop, qdb)
+    path = sqlcache.cache_path(qdb)
+    data = orjson.loads(path.read_bytes())
+    for entry in data["entries"]:
+        entry[2], entry[3] = ["SELECT wrong"], "yes"  # not a text, not a bool
+    path.write_bytes(orjson.dumps(data))
+    expected = rows(qdb, "SELECT fqid FROM code_objects WHERE type = 'query' ORDER BY fqid")
+
+    qdb.unlink()
+    _clear_caches()
+    run(shop, qdb)
+    _clear_caches()
+    assert rows(qdb, "SELECT fqid FROM code_objects WHERE type = 'query' ORDER BY fqid") == expected
+
+
+def test_unreadable_cache_is_ignored(shop: Path, qdb: Path) -> None:
+    qdb.parent.mkdir()
+    sqlcache.cache_path(qdb).write_bytes(b"{not json")
+    _clear_caches()
+    result = run(shop, qdb)
+    assert result.skipped == () and len(result.added) == 4
+    saved = orjson.loads(sqlcache.cache_path(qdb).read_bytes())
+    assert saved["format"] == sqlcache.FORMAT and saved["entries"]
+
+
+def test_an_unusable_cache_is_replaced_even_with_nothing_new(shop: Path, qdb: Path) -> None:
+    run(shop, qdb)
+    path = sqlcache.cache_path(qdb)
+    path.write_bytes(b"[]")
+    sqlcache.SqlCache.load(qdb).save()  # nothing added
+    assert orjson.loads(path.read_bytes()) == {
+        "format": sqlcache.FORMAT,
+        "stamp": sqlcache.stamp(),
+        "entries": [],
+    }
+
+
+_CODE_OBJECTS = "SELECT fqid, type, recordings FROM code_objects ORDER BY fqid"
+_QUERY_TABLES = (
+    "SELECT q.name, c.fqid FROM query_tables q JOIN code_objects c ON c.id = q.code_object_id "
+    "ORDER BY 1, 2"
+)
+
+
+def _changed(shop: Path) -> None:
+    files = sorted(shop.rglob("*.json"))
+    files[0].unlink()
+    files[1].write_bytes(files[1].read_bytes() + b"\n")
+
+
+def test_touched_code_objects_as_after_a_cold_index(shop: Path, tmp_path: Path) -> None:
+    qdb, cold = tmp_path / "db" / "query.db", tmp_path / "cold" / "query.db"
+    run(shop, qdb)
+    _changed(shop)
+    result = run(shop, qdb)
+    assert len(result.deleted) == 1 and len(result.updated) == 1
+    run(shop, cold)
+    assert rows(qdb, _CODE_OBJECTS) == rows(cold, _CODE_OBJECTS)
+    assert rows(qdb, _QUERY_TABLES) == rows(cold, _QUERY_TABLES)
+    assert rows(qdb, "SELECT key FROM meta WHERE key = 'code_objects_pending'") == []
+
+
+def test_after_an_interrupted_run_every_code_object_is_looked_at(
+    shop: Path, tmp_path: Path
+) -> None:
+    qdb, cold = tmp_path / "db" / "query.db", tmp_path / "cold" / "query.db"
+    run(shop, qdb)
+    # What a run stopped before its upkeep leaves: the mark, and counts nobody refreshed.
+    import sqlite3
+
+    conn = sqlite3.connect(qdb)
+    with conn:
+        conn.execute("UPDATE code_objects SET recordings = 0")
+        conn.execute("INSERT INTO meta (key, value) VALUES ('code_objects_pending', '1')")
+    conn.close()
+    _changed(shop)
+    run(shop, qdb)
+    run(shop, cold)
+    assert rows(qdb, _CODE_OBJECTS) == rows(cold, _CODE_OBJECTS)
+    assert rows(qdb, "SELECT key FROM meta WHERE key = 'code_objects_pending'") == []

@@ -1,0 +1,180 @@
+"""The SQL analyses of earlier index runs, kept beside query.db (`<query.db>-sql.json`).
+
+Analyzing a SQL statement (`tracetool.sql.analyze`: sqlglot's tokenizer, ~0.2 ms each, and
+importing sqlglot, ~0.1 s per process) is a fair share of indexing, and a re-index mostly meets
+statements it analyzed before. `SqlCache.load` reads them back; `seeded()` makes
+`tracetool.sql.analyze` return them without tokenizing (in worker processes forked inside it
+too); the workers report what they analyzed anew (`tracetool.index.worker.Indexed.sql`), `add`
+takes it and `save` writes the file when something was new.
+
+Correctness first: an entry is keyed by the exact statement text and `database_type`, and the
+whole file by `stamp()` — tracetool's version and the size and mtime of the analysis code
+(tracetool/sql.py, tracetool/_sql_analysis.py) and of sqlglot (its `__init__.py` and
+`_version.py`). A file of another stamp, version or shape is ignored (and rewritten by the next
+run that analyzes something). Texts over the analysis cache's own limit are not kept, and the
+file keeps at most `MAX_ENTRIES` (the most recently added win), so it cannot grow without bound.
+Like the sidecars it is a cache: written with rename, no fsync, rebuilt when lost.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Optional
+
+import orjson
+
+from tracetool import __version__, sql
+from tracetool.trace.atomic import atomic_write_bytes
+
+FORMAT = 1
+MAX_ENTRIES = 50_000
+
+Key = tuple[str, Optional[str]]
+
+
+def cache_path(query_db: Path) -> Path:
+    return query_db.with_name(query_db.name + "-sql.json")
+
+
+def _file_stamp(path: str | None) -> str:
+    if not path:
+        return "-"
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "-"
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def stamp() -> str:
+    """What the analyses depend on (module doc), without importing sqlglot."""
+    parts = [__version__, _file_stamp(sql.__file__)]
+    parts.append(_file_stamp(os.path.join(os.path.dirname(sql.__file__), "_sql_analysis.py")))
+    try:
+        spec = importlib.util.find_spec("sqlglot")
+    except (ImportError, ValueError):
+        spec = None
+    origin = spec.origin if spec is not None else None
+    parts.append(_file_stamp(origin))
+    if origin:
+        parts.append(_file_stamp(os.path.join(os.path.dirname(origin), "_version.py")))
+    return "|".join(parts)
+
+
+def _encode(key: Key, info: sql.SqlInfo) -> list[Any]:
+    # The parameterized text is usually the normalized one: stored once then.
+    same = info.parameterized == info.normalized
+    return [
+        key[0],
+        key[1],
+        info.normalized,
+        info.reliable,
+        info.operation,
+        list(info.tables),
+        list(info.operations),
+        None if same else info.parameterized,
+    ]
+
+
+def _decode(row: list[Any]) -> sql.SqlInfo:
+    _, _, normalized, reliable, operation, tables, operations, parameterized = row
+    return sql.SqlInfo(
+        normalized,
+        reliable,
+        operation,
+        tuple(tables),
+        tuple(operations),
+        normalized if parameterized is None else parameterized,
+    )
+
+
+def _valid(row: Any) -> bool:
+    return (
+        isinstance(row, list)
+        and len(row) == 8
+        and isinstance(row[0], str)
+        and (row[1] is None or isinstance(row[1], str))
+        and isinstance(row[2], str)
+        and isinstance(row[3], bool)
+        and isinstance(row[4], str)
+        and isinstance(row[5], list)
+        and isinstance(row[6], list)
+        and (row[7] is None or isinstance(row[7], str))
+    )
+
+
+class SqlCache:
+    """The analyses of one query.db's earlier runs (module doc). Rows stay as read until a
+    statement is met (`get`): a re-index of one file decodes only that file's statements."""
+
+    def __init__(self, path: Path, rows: dict[Key, list[Any]], stamp: str) -> None:
+        self.path = path
+        self.rows = rows
+        self.stamp = stamp
+        self.new = 0
+        self.rewrite = False  # the file on disk is unusable: replaced by the next save
+        self._decoded: dict[Key, sql.SqlInfo] = {}
+
+    @classmethod
+    def load(cls, query_db: Path) -> SqlCache:
+        path = cache_path(query_db)
+        current = stamp()
+        rows: dict[Key, list[Any]] = {}
+        usable = False
+        try:
+            data = orjson.loads(path.read_bytes())
+            if (
+                isinstance(data, dict)
+                and data.get("format") == FORMAT
+                and data.get("stamp") == current
+                and isinstance(data.get("entries"), list)
+            ):
+                # Rows are checked when decoded (`get`): most are never asked for.
+                rows = {(row[0], row[1]): row for row in data["entries"]}
+                usable = True
+        except FileNotFoundError:
+            usable = True  # nothing to replace
+        except (OSError, orjson.JSONDecodeError, TypeError, IndexError, KeyError):
+            rows = {}
+        cache = cls(path, rows, current)
+        cache.rewrite = not usable
+        return cache
+
+    def get(self, key: Key, /) -> sql.SqlInfo | None:
+        """The analysis of (text, database_type), or None (`tracetool.sql.Analyses`)."""
+        info = self._decoded.get(key)
+        if info is None:
+            row = self.rows.get(key)
+            if row is None or not _valid(row):
+                return None
+            info = self._decoded[key] = _decode(row)
+        return info
+
+    @contextmanager
+    def seeded(self) -> Iterator[None]:
+        with sql.seeded(self):
+            yield
+
+    def add(self, analyses: dict[Key, sql.SqlInfo]) -> None:
+        for key, info in analyses.items():
+            if key not in self.rows:
+                self.rows[key] = _encode(key, info)
+                self.new += 1
+
+    def save(self) -> None:
+        """Write the file when something was added or the file on disk is unusable (best
+        effort: it is a cache)."""
+        if not self.new and not self.rewrite:
+            return
+        rows = list(self.rows.values())[-MAX_ENTRIES:]
+        payload = {"format": FORMAT, "stamp": self.stamp, "entries": rows}
+        try:
+            atomic_write_bytes(self.path, orjson.dumps(payload), fsync=False)
+        except (OSError, TypeError):  # TypeError: orjson refuses a text (lone surrogate)
+            pass
+        self.new = 0
+        self.rewrite = False
