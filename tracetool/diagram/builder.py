@@ -149,8 +149,8 @@ def actions_of(
     nearest, actor_for = actors.nearest, actors.actor_for
     make = factory.digest_action if digests_only else factory.action
     templates, template_of = factory.templates, factory._template
-    functions = factory.functions
-    new_function = Action.function
+    digests = factory.digests
+    new_function, bare = Action.function, Action.bare
     while stack:
         node, parent = pop()
         co = cos[id(node)]
@@ -172,11 +172,10 @@ def actions_of(
             elif digests_only:  # `_Factory.digest_action` of a plain function, inline
                 ret = node.ret
                 fkey = (id(co), bool(ret.get("exceptions")) if ret else False)
-                cached = functions.get(fkey)
-                if cached is None:
-                    props = dg.stable_properties(call, ret, co.id)
-                    cached = functions[fkey] = (props, dg.digest(props))
-                action = Action(FUNCTION, cached[1])
+                digest = digests.get(fkey)
+                if digest is None:
+                    digest = digests[fkey] = dg.function_digest(co.id, fkey[1])
+                action = bare(digest)
             else:
                 ret = node.ret
                 key = (id(co), None if ret is None else _return_key(ret))
@@ -360,6 +359,7 @@ class ActionFactory:
     def __init__(self, client_routes: bool = False) -> None:
         self.client_routes = client_routes
         self.functions: dict[tuple[int, bool], tuple[dict[str, Any], str]] = {}
+        self.digests: dict[tuple[int, bool], str] = {}  # the digests alone (`digest_action`)
         self.returns: dict[Any, dict[str, Any] | None] = {}
         self.templates: dict[tuple[int, Any], tuple[str, Any, Any, list[str] | None]] = {}
         self.labels: dict[int, list[str] | None] = {}
@@ -398,11 +398,10 @@ class ActionFactory:
             and "http_client_request" not in call
         ):
             key = (id(co), bool((ret or {}).get("exceptions")))
-            cached = self.functions.get(key)
-            if cached is None:
-                props = dg.stable_properties(call, ret, co.id)
-                cached = self.functions[key] = (props, dg.digest(props))
-            return Action(FUNCTION, cached[1])
+            digest = self.digests.get(key)
+            if digest is None:
+                digest = self.digests[key] = dg.function_digest(co.id, key[1])
+            return Action.bare(digest)
         return self._special(call, ret, co, caller)
 
     def _special(
@@ -539,8 +538,11 @@ def _subtree_digests(roots: list[Action], order: list[Action] | None = None) -> 
             action = stack.pop()
             order.append(action)
             stack.extend(action.children)
+    # Inner subtrees repeat too (most of a big recording's): they are hashed once per
+    # (digest, child subtree digests), a tuple of strings whose hashes Python has cached.
     sha256 = hashlib.sha256
     leaves: dict[str, str] = {}
+    inner: dict[tuple[str, ...], str] = {}
     for action in reversed(order):
         children = action.children
         if not children:
@@ -550,6 +552,9 @@ def _subtree_digests(roots: list[Action], order: list[Action] | None = None) -> 
                 found = leaves[own] = sha256(own.encode()).hexdigest()
             action.subtree_digest = found
         else:
-            joined = "\n".join([action.digest, *[c.subtree_digest for c in children]])
-            action.subtree_digest = sha256(joined.encode()).hexdigest()
+            key = (action.digest, *[c.subtree_digest for c in children])
+            found = inner.get(key)
+            if found is None:
+                found = inner[key] = sha256("\n".join(key).encode()).hexdigest()
+            action.subtree_digest = found
     return order  # parents before children
