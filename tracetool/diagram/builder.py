@@ -178,7 +178,18 @@ def actions_of(
                 action = bare(digest)
             else:
                 ret = node.ret
-                key = (id(co), None if ret is None else _return_key(ret))
+                key: tuple[int, Any]
+                if ret is None:
+                    key = (id(co), None)
+                else:  # `_return_key(ret)`, inline for the usual return values
+                    value = ret.get("return_value")
+                    if value is None:
+                        key = (id(co), (None, None, bool(ret.get("exceptions")), False))
+                    elif value.__class__ is dict and "properties" not in value:
+                        raises = bool(ret.get("exceptions"))
+                        key = (id(co), (value.get("class"), None, raises, bool(value)))
+                    else:
+                        key = (id(co), _return_key(ret))
                 template = templates.get(key)
                 if template is None:
                     template = templates[key] = template_of(call, ret, co)
@@ -514,7 +525,9 @@ class ActionFactory:
 
 
 def _return_key(ret: dict[str, Any]) -> Any:
-    """What `digests.return_value(ret)` depends on (equal keys, equal return values)."""
+    """What `digests.return_value(ret)` depends on (equal keys, equal return values).
+    `actions_of` makes the key of a null or property-less dict `return_value` inline: change
+    both together."""
     value = ret.get("return_value")
     raises = bool(ret.get("exceptions"))
     if isinstance(value, dict):
