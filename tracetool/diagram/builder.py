@@ -52,6 +52,7 @@ ACTOR_TYPES = frozenset({"package", "database", "http", "external-service"})
 HTTP_ACTOR = "http:HTTP server requests"
 DATABASE_ACTOR = "database:Database"
 _UNSEEN: Any = object()
+ANONYMOUS = Actor("", "", 0)  # a call's lifeline in `Actors(named=False)`
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def _build(
     bound: Bound, options: DiagramOptions, kept: set[int] | None, digests_only: bool = False
 ) -> Diagram:
     live = _live_code_objects(bound, kept)
-    actors = Actors(included_code_objects(bound.cmap.roots, live, options))
+    actors = Actors(included_code_objects(bound.cmap.roots, live, options), not digests_only)
     factory = ActionFactory(options.client_routes)
     order: list[Action] = []
     roots = actions_of(bound.roots, bound.code_objects, actors, factory, kept, digests_only, order)
@@ -225,8 +226,11 @@ def actions_of(
 
 
 def _live_code_objects(bound: Bound, kept: set[int] | None) -> set[int]:
+    if kept is None:  # each code object once: far fewer than calls
+        cos = bound.code_objects.values()
+        return live_code_objects(dict(zip(map(id, cos), cos)).values())
     items = bound.code_objects.items()
-    return live_code_objects(co for key, co in items if kept is None or key in kept)
+    return live_code_objects(co for key, co in items if key in kept)
 
 
 def live_code_objects(bound: Iterable[CodeObject]) -> set[int]:
@@ -282,8 +286,13 @@ def _fqid_keys(fqids: tuple[str, ...]) -> set[str]:
 
 
 class Actors:
-    def __init__(self, included: dict[int, CodeObject]) -> None:
+    """The lifelines of a diagram, made as calls meet them (`actor_for`). Without `named`
+    (what only subtree digests need, in which actors do not enter), every call that has a
+    lifeline gets `ANONYMOUS` instead: none is made."""
+
+    def __init__(self, included: dict[int, CodeObject], named: bool = True) -> None:
         self.included = included
+        self.named = named
         # One module = one lifeline: Python's classMap puts a module's functions in a class
         # named after the module (`class app/users`) and its classes in a package of the same
         # id (`package app/users`); the functions join that package's lifeline.
@@ -308,7 +317,10 @@ class Actors:
                 obj = modules[obj.id]
                 break
             obj = obj.parent
-        actor = None if obj is None else self._actor(obj)
+        if obj is None:
+            actor = None
+        else:
+            actor = self._actor(obj) if self.named else ANONYMOUS
         self.nearest[key] = actor
         return actor
 
@@ -403,11 +415,10 @@ class ActionFactory:
         """An action with only what its subtree digest needs: its digest (as `action` makes
         it) and, through the caller, its children."""
         call, ret = node.call, node.ret
-        if (
-            "sql_query" not in call
-            and "http_server_request" not in call
-            and "http_client_request" not in call
-        ):
+        if "sql_query" in call:
+            if sql := dg.sql_text(call):
+                return Action.bare(self._sql_digest(call, sql))
+        elif "http_server_request" not in call and "http_client_request" not in call:
             key = (id(co), bool((ret or {}).get("exceptions")))
             digest = self.digests.get(key)
             if digest is None:
@@ -420,13 +431,7 @@ class ActionFactory:
     ) -> Action:
         ret_dict: dict[str, Any] = ret if ret is not None else {}
         if "sql_query" in call and (sql := dg.sql_text(call)):
-            q = call.get("sql_query")
-            db = q.get("database_type") if isinstance(q, dict) else None
-            key = (sql, db)
-            digest = self.sql.get(key)
-            if digest is None:
-                digest = self.sql[key] = dg.sql_digest(sql, db)
-            a = Action(QUERY, digest)
+            a = Action(QUERY, self._sql_digest(call, sql))
             a.caller = caller
             a.query = sql
         elif "http_server_request" in call and ret_dict.get("http_server_response"):
@@ -443,6 +448,15 @@ class ActionFactory:
             a = self._function(call, ret, co)
             a.caller = caller
         return a
+
+    def _sql_digest(self, call: dict[str, Any], sql: str) -> str:
+        q = call.get("sql_query")
+        db = q.get("database_type") if isinstance(q, dict) else None
+        key = (sql, db)
+        digest = self.sql.get(key)
+        if digest is None:
+            digest = self.sql[key] = dg.sql_digest(sql, db)
+        return digest
 
     def _plain_function(
         self, call: dict[str, Any], ret: dict[str, Any] | None, co: CodeObject
