@@ -171,7 +171,7 @@ def digest(props: dict[str, Any]) -> str:
     return _cached_hash(STABLE_ALGORITHM, tuple(sorted(props.items())))
 
 
-@lru_cache(maxsize=65536)  # a worker indexes many recordings of the same application
+@lru_cache(maxsize=8192)  # a worker indexes many recordings of the same application
 def function_digest(code_object_id: str, raises_exception: bool) -> str:
     """`digest(stable_properties(call, ret, code_object_id))` of a function call (not an HTTP
     request), whose return raises an exception or not."""
