@@ -10,10 +10,18 @@ import pytest
 
 from tests.conftest import corpus_recordings
 from tests.diagram.conftest import GOLD, REVOKE, REVOKE_JSON, app
-from tracetool.diagram import DiagramOptions, build_diagram, from_json, to_json
+from tracetool.diagram import (
+    DiagramOptions,
+    bound_digest,
+    build_diagram,
+    from_json,
+    roots_digest,
+    to_json,
+)
+from tracetool.diagram import digests as dg
 from tracetool.diagram.digests import SQL_ALGORITHM, canonical_sql
 from tracetool.diagram.model import LOOP, QUERY
-from tracetool.filters import decode
+from tracetool.filters import bind, decode
 from tracetool.trace import from_data, load
 from tracetool.trace.slim import load_slim
 
@@ -211,3 +219,40 @@ def test_slim_and_full_loads_give_the_same_diagram(path: Any) -> None:
     full = to_json(build_diagram(load(path)))
     slim = to_json(build_diagram(load_slim(path)))
     assert slim == full
+
+
+def test_every_return_shape_gets_its_own_return_value_and_digest() -> None:
+    """Plain calls share cached templates and digests per (function, return shape): calls of
+    one function with different return shapes keep their own, in both the full and the
+    digest-only builds."""
+    shapes: list[dict[str, Any]] = [
+        {},
+        {"return_value": None},
+        {"return_value": {}},
+        {"return_value": {"class": "builtins.str", "value": "x"}},
+        {"return_value": {"class": "builtins.int", "value": "1"}},
+        {"return_value": {"class": "builtins.dict", "properties": [{"name": "a", "class": "int"}]}},
+        {"return_value": {"class": "builtins.dict", "properties": [{"name": "b", "class": "int"}]}},
+        {"return_value": {"class": "builtins.dict", "properties": None}},
+        {"return_value": "bare"},
+        {"return_value": {"class": "builtins.str"}, "exceptions": [{"class": "E"}]},
+        {"exceptions": [{"class": "E"}]},
+    ]
+    doc = _doc([("root", [("a", [("b", [])]) for _ in shapes] * 2)])
+    rets = [e for e in doc["events"] if e["event"] == "return" and e["parent_id"] != 1]
+    for i, ret in enumerate(rets):  # each `a` and its `b` return the same shape
+        ret.update(shapes[(i // 2) % len(shapes)])
+    by_call = {e["parent_id"]: e for e in doc["events"] if e["event"] == "return"}
+    diagram = build_diagram(from_data(doc), DiagramOptions(loops=False))
+    for action, _ in diagram.walk():
+        ret = by_call[action.event_ids[0]]
+        assert action.return_value == dg.return_value(ret)
+        raises = bool(ret.get("exceptions"))
+        assert action.stable_properties == {
+            "event_type": "function",
+            "id": f"app/Svc#{action.name}",
+            "raises_exception": raises,
+        }
+        assert action.digest == dg.function_digest(f"app/Svc#{action.name}", raises)
+    roots = [a.subtree_digest for a in diagram.root_actions]
+    assert bound_digest(bind(from_data(doc), sql_names=False)) == roots_digest(roots)

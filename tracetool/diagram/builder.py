@@ -52,6 +52,7 @@ ACTOR_TYPES = frozenset({"package", "database", "http", "external-service"})
 HTTP_ACTOR = "http:HTTP server requests"
 DATABASE_ACTOR = "database:Database"
 _UNSEEN: Any = object()
+ANONYMOUS = Actor("", "", 0)  # a call's lifeline in `Actors(named=False)`
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def _build(
     bound: Bound, options: DiagramOptions, kept: set[int] | None, digests_only: bool = False
 ) -> Diagram:
     live = _live_code_objects(bound, kept)
-    actors = Actors(included_code_objects(bound.cmap.roots, live, options))
+    actors = Actors(included_code_objects(bound.cmap.roots, live, options), not digests_only)
     factory = ActionFactory(options.client_routes)
     order: list[Action] = []
     roots = actions_of(bound.roots, bound.code_objects, actors, factory, kept, digests_only, order)
@@ -149,8 +150,8 @@ def actions_of(
     nearest, actor_for = actors.nearest, actors.actor_for
     make = factory.digest_action if digests_only else factory.action
     templates, template_of = factory.templates, factory._template
-    functions = factory.functions
-    new_function = Action.function
+    digests = factory.digests
+    new_function, bare = Action.function, Action.bare
     while stack:
         node, parent = pop()
         co = cos[id(node)]
@@ -172,14 +173,24 @@ def actions_of(
             elif digests_only:  # `_Factory.digest_action` of a plain function, inline
                 ret = node.ret
                 fkey = (id(co), bool(ret.get("exceptions")) if ret else False)
-                cached = functions.get(fkey)
-                if cached is None:
-                    props = dg.stable_properties(call, ret, co.id)
-                    cached = functions[fkey] = (props, dg.digest(props))
-                action = Action(FUNCTION, cached[1])
+                digest = digests.get(fkey)
+                if digest is None:
+                    digest = digests[fkey] = dg.function_digest(co.id, fkey[1])
+                action = bare(digest)
             else:
                 ret = node.ret
-                key = (id(co), None if ret is None else _return_key(ret))
+                key: tuple[int, Any]
+                if ret is None:
+                    key = (id(co), None)
+                else:  # `_return_key(ret)`, inline for the usual return values
+                    value = ret.get("return_value")
+                    if value is None:
+                        key = (id(co), (None, None, bool(ret.get("exceptions")), False))
+                    elif value.__class__ is dict and "properties" not in value:
+                        raises = bool(ret.get("exceptions"))
+                        key = (id(co), (value.get("class"), None, raises, bool(value)))
+                    else:
+                        key = (id(co), _return_key(ret))
                 template = templates.get(key)
                 if template is None:
                     template = templates[key] = template_of(call, ret, co)
@@ -215,8 +226,11 @@ def actions_of(
 
 
 def _live_code_objects(bound: Bound, kept: set[int] | None) -> set[int]:
+    if kept is None:  # each code object once: far fewer than calls
+        cos = bound.code_objects.values()
+        return live_code_objects(dict(zip(map(id, cos), cos)).values())
     items = bound.code_objects.items()
-    return live_code_objects(co for key, co in items if kept is None or key in kept)
+    return live_code_objects(co for key, co in items if key in kept)
 
 
 def live_code_objects(bound: Iterable[CodeObject]) -> set[int]:
@@ -272,8 +286,13 @@ def _fqid_keys(fqids: tuple[str, ...]) -> set[str]:
 
 
 class Actors:
-    def __init__(self, included: dict[int, CodeObject]) -> None:
+    """The lifelines of a diagram, made as calls meet them (`actor_for`). Without `named`
+    (what only subtree digests need, in which actors do not enter), every call that has a
+    lifeline gets `ANONYMOUS` instead: none is made."""
+
+    def __init__(self, included: dict[int, CodeObject], named: bool = True) -> None:
         self.included = included
+        self.named = named
         # One module = one lifeline: Python's classMap puts a module's functions in a class
         # named after the module (`class app/users`) and its classes in a package of the same
         # id (`package app/users`); the functions join that package's lifeline.
@@ -298,7 +317,10 @@ class Actors:
                 obj = modules[obj.id]
                 break
             obj = obj.parent
-        actor = None if obj is None else self._actor(obj)
+        if obj is None:
+            actor = None
+        else:
+            actor = self._actor(obj) if self.named else ANONYMOUS
         self.nearest[key] = actor
         return actor
 
@@ -360,6 +382,7 @@ class ActionFactory:
     def __init__(self, client_routes: bool = False) -> None:
         self.client_routes = client_routes
         self.functions: dict[tuple[int, bool], tuple[dict[str, Any], str]] = {}
+        self.digests: dict[tuple[int, bool], str] = {}  # the digests alone (`digest_action`)
         self.returns: dict[Any, dict[str, Any] | None] = {}
         self.templates: dict[tuple[int, Any], tuple[str, Any, Any, list[str] | None]] = {}
         self.labels: dict[int, list[str] | None] = {}
@@ -392,17 +415,15 @@ class ActionFactory:
         """An action with only what its subtree digest needs: its digest (as `action` makes
         it) and, through the caller, its children."""
         call, ret = node.call, node.ret
-        if (
-            "sql_query" not in call
-            and "http_server_request" not in call
-            and "http_client_request" not in call
-        ):
+        if "sql_query" in call:
+            if sql := dg.sql_text(call):
+                return Action.bare(self._sql_digest(call, sql))
+        elif "http_server_request" not in call and "http_client_request" not in call:
             key = (id(co), bool((ret or {}).get("exceptions")))
-            cached = self.functions.get(key)
-            if cached is None:
-                props = dg.stable_properties(call, ret, co.id)
-                cached = self.functions[key] = (props, dg.digest(props))
-            return Action(FUNCTION, cached[1])
+            digest = self.digests.get(key)
+            if digest is None:
+                digest = self.digests[key] = dg.function_digest(co.id, key[1])
+            return Action.bare(digest)
         return self._special(call, ret, co, caller)
 
     def _special(
@@ -410,13 +431,7 @@ class ActionFactory:
     ) -> Action:
         ret_dict: dict[str, Any] = ret if ret is not None else {}
         if "sql_query" in call and (sql := dg.sql_text(call)):
-            q = call.get("sql_query")
-            db = q.get("database_type") if isinstance(q, dict) else None
-            key = (sql, db)
-            digest = self.sql.get(key)
-            if digest is None:
-                digest = self.sql[key] = dg.sql_digest(sql, db)
-            a = Action(QUERY, digest)
+            a = Action(QUERY, self._sql_digest(call, sql))
             a.caller = caller
             a.query = sql
         elif "http_server_request" in call and ret_dict.get("http_server_response"):
@@ -433,6 +448,15 @@ class ActionFactory:
             a = self._function(call, ret, co)
             a.caller = caller
         return a
+
+    def _sql_digest(self, call: dict[str, Any], sql: str) -> str:
+        q = call.get("sql_query")
+        db = q.get("database_type") if isinstance(q, dict) else None
+        key = (sql, db)
+        digest = self.sql.get(key)
+        if digest is None:
+            digest = self.sql[key] = dg.sql_digest(sql, db)
+        return digest
 
     def _plain_function(
         self, call: dict[str, Any], ret: dict[str, Any] | None, co: CodeObject
@@ -515,7 +539,9 @@ class ActionFactory:
 
 
 def _return_key(ret: dict[str, Any]) -> Any:
-    """What `digests.return_value(ret)` depends on (equal keys, equal return values)."""
+    """What `digests.return_value(ret)` depends on (equal keys, equal return values).
+    `actions_of` makes the key of a null or property-less dict `return_value` inline: change
+    both together."""
     value = ret.get("return_value")
     raises = bool(ret.get("exceptions"))
     if isinstance(value, dict):
@@ -539,8 +565,11 @@ def _subtree_digests(roots: list[Action], order: list[Action] | None = None) -> 
             action = stack.pop()
             order.append(action)
             stack.extend(action.children)
+    # Inner subtrees repeat too (most of a big recording's): they are hashed once per
+    # (digest, child subtree digests), a tuple of strings whose hashes Python has cached.
     sha256 = hashlib.sha256
     leaves: dict[str, str] = {}
+    inner: dict[tuple[str, ...], str] = {}
     for action in reversed(order):
         children = action.children
         if not children:
@@ -550,6 +579,9 @@ def _subtree_digests(roots: list[Action], order: list[Action] | None = None) -> 
                 found = leaves[own] = sha256(own.encode()).hexdigest()
             action.subtree_digest = found
         else:
-            joined = "\n".join([action.digest, *[c.subtree_digest for c in children]])
-            action.subtree_digest = sha256(joined.encode()).hexdigest()
+            key = (action.digest, *[c.subtree_digest for c in children])
+            found = inner.get(key)
+            if found is None:
+                found = inner[key] = sha256("\n".join(key).encode()).hexdigest()
+            action.subtree_digest = found
     return order  # parents before children

@@ -172,6 +172,14 @@ def digest(props: dict[str, Any]) -> str:
 
 
 @lru_cache(maxsize=8192)  # a worker indexes many recordings of the same application
+def function_digest(code_object_id: str, raises_exception: bool) -> str:
+    """`digest(stable_properties(call, ret, code_object_id))` of a function call (not an HTTP
+    request), whose return raises an exception or not."""
+    props = {"event_type": "function", "id": code_object_id, "raises_exception": raises_exception}
+    return digest(props)
+
+
+@lru_cache(maxsize=8192)  # a worker indexes many recordings of the same application
 def sql_digest(sql: str, database_type: str | None) -> str:
     if sql.endswith("..."):
         return TRUNCATED_QUERY

@@ -134,6 +134,18 @@ class Action:
         a.parent = None
         return a
 
+    @classmethod
+    def bare(cls, digest: str) -> Action:
+        """An action with only its digest, children, subtree digest and (no) callee (the
+        other fields are not set: reading one raises AttributeError), for what needs only
+        subtree digests (`tracetool.diagram.builder.root_digests`, one per recorded call)."""
+        a = _new(cls)
+        a.digest = digest
+        a.subtree_digest = ""
+        a.children = []
+        a.callee = None
+        return a
+
     # -- what AppMap calls nodeName / nodeResult
 
     @property
