@@ -169,3 +169,47 @@ def test_after_an_interrupted_run_every_code_object_is_looked_at(
     run(shop, cold)
     assert rows(qdb, _CODE_OBJECTS) == rows(cold, _CODE_OBJECTS)
     assert rows(qdb, "SELECT key FROM meta WHERE key = 'code_objects_pending'") == []
+
+
+SECRET = "s3cr3t-Token-42"
+
+
+def _with_secret_sql(trace: Path) -> None:
+    """Give one SQL call of the shop a literal secret (as an ORM without bind parameters would)."""
+    for path in sorted(trace.rglob("*.trace.json")):
+        doc = orjson.loads(path.read_bytes())
+        for event in doc.get("events", []):
+            if isinstance(event.get("sql_query"), dict):
+                event["sql_query"]["sql"] = f"SELECT id FROM users WHERE api_key = '{SECRET}'"
+                path.write_bytes(orjson.dumps(doc))
+                return
+    raise AssertionError("the shop has no SQL call")
+
+
+def test_the_file_never_holds_a_statement_text(shop: Path, qdb: Path) -> None:
+    _with_secret_sql(shop)
+    _clear_caches()
+    run(shop, qdb)
+    saved = sqlcache.cache_path(qdb).read_bytes()
+    assert saved and SECRET.encode() not in saved
+    assert b"api_key = ?" in saved  # the normalized text, literals masked, as query.db has it
+    for entry in orjson.loads(saved)["entries"]:
+        assert len(entry[0]) == 40 and int(entry[0], 16) >= 0  # a digest, never the text
+    assert SECRET.encode() not in qdb.read_bytes()
+
+    # ... and it still serves the statement: a fresh index seeded with it tokenizes nothing new.
+    info = sqlcache.SqlCache.load(qdb).get(
+        (f"SELECT id FROM users WHERE api_key = '{SECRET}'", "sqlite")
+    )
+    assert info is not None and info.normalized == "SELECT id FROM users WHERE api_key = ?"
+
+
+def test_a_file_of_the_first_format_with_texts_is_replaced(shop: Path, qdb: Path) -> None:
+    qdb.parent.mkdir()
+    path = sqlcache.cache_path(qdb)
+    old = [f"SELECT '{SECRET}'", None, "SELECT ?", True, "select", [], ["select"], None]
+    path.write_bytes(orjson.dumps({"format": 1, "stamp": sqlcache.stamp(), "entries": [old]}))
+    _clear_caches()
+    run(shop, qdb)
+    saved = path.read_bytes()
+    assert orjson.loads(saved)["format"] == sqlcache.FORMAT and SECRET.encode() not in saved

@@ -14,10 +14,17 @@ whole file by `stamp()` — tracetool's version and the size and mtime of the an
 run that analyzes something). Texts over the analysis cache's own limit are not kept, and the
 file keeps at most `MAX_ENTRIES` (the most recently added win), so it cannot grow without bound.
 Like the sidecars it is a cache: written with rename, no fsync, rebuilt when lost.
+
+Data safety: the file never holds a statement's text. Raw SQL carries its literals (passwords,
+tokens, personal data), which query.db never stores (it keeps normalized SQL, literals as `?`),
+and a user who sanitizes or deletes recordings must not find them again here. An entry is
+found by `text_key`, a BLAKE2b digest of the exact text, and holds only what query.db holds
+anyway: the normalized and parameterized texts (literals masked), tables and operations.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 from collections.abc import Iterator
@@ -30,10 +37,17 @@ import orjson
 from tracetool import __version__, sql
 from tracetool.trace.atomic import atomic_write_bytes
 
-FORMAT = 1
+FORMAT = 2  # 2: entries keyed by `text_key`, never by the statement's text
 MAX_ENTRIES = 50_000
 
 Key = tuple[str, Optional[str]]
+# (text_key(text), database_type): how an entry is stored and found
+StoredKey = tuple[str, Optional[str]]
+
+
+def text_key(text: str) -> str:
+    """The digest that stands for a statement's text in the file (module doc: data safety)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
 
 
 def cache_path(query_db: Path) -> Path:
@@ -65,7 +79,7 @@ def stamp() -> str:
     return "|".join(parts)
 
 
-def _encode(key: Key, info: sql.SqlInfo) -> list[Any]:
+def _encode(key: StoredKey, info: sql.SqlInfo) -> list[Any]:
     # The parameterized text is usually the normalized one: stored once then.
     same = info.parameterized == info.normalized
     return [
@@ -111,7 +125,7 @@ class SqlCache:
     """The analyses of one query.db's earlier runs (module doc). Rows stay as read until a
     statement is met (`get`): a re-index of one file decodes only that file's statements."""
 
-    def __init__(self, path: Path, rows: dict[Key, list[Any]], stamp: str) -> None:
+    def __init__(self, path: Path, rows: dict[StoredKey, list[Any]], stamp: str) -> None:
         self.path = path
         self.rows = rows
         self.stamp = stamp
@@ -123,7 +137,7 @@ class SqlCache:
     def load(cls, query_db: Path) -> SqlCache:
         path = cache_path(query_db)
         current = stamp()
-        rows: dict[Key, list[Any]] = {}
+        rows: dict[StoredKey, list[Any]] = {}
         usable = False
         try:
             data = orjson.loads(path.read_bytes())
@@ -148,7 +162,7 @@ class SqlCache:
         """The analysis of (text, database_type), or None (`tracetool.sql.Analyses`)."""
         info = self._decoded.get(key)
         if info is None:
-            row = self.rows.get(key)
+            row = self.rows.get((text_key(key[0]), key[1]))
             if row is None or not _valid(row):
                 return None
             info = self._decoded[key] = _decode(row)
@@ -160,9 +174,10 @@ class SqlCache:
             yield
 
     def add(self, analyses: dict[Key, sql.SqlInfo]) -> None:
-        for key, info in analyses.items():
-            if key not in self.rows:
-                self.rows[key] = _encode(key, info)
+        for (text, database_type), info in analyses.items():
+            stored = (text_key(text), database_type)
+            if stored not in self.rows:
+                self.rows[stored] = _encode(stored, info)
                 self.new += 1
 
     def save(self) -> None:
