@@ -13,7 +13,7 @@ from typing import Any
 
 from tracetool.inspect.sql_names import ANALYZE, SqlNames
 from tracetool.trace import events as ev
-from tracetool.trace.codeobjects import ClassMap, CodeObject
+from tracetool.trace.codeobjects import ClassMap, CodeObject, function_call_key
 from tracetool.trace.tree import CallNode
 
 
@@ -38,14 +38,7 @@ class CodeObjects(dict):  # type: ignore[type-arg]
             else:
                 co = self[node] = self.cmap.code_object_for(call)
             return co
-        get = call.get
-        key: tuple[Any, ...] = (
-            get("defined_class"),
-            get("method_id"),
-            get("path"),
-            get("lineno"),
-            get("static"),
-        )
+        key = function_call_key(call)
         try:
             found = self.by_key.get(key)
         except TypeError:  # a field of an unhashable type (a malformed recording)

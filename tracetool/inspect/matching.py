@@ -11,10 +11,10 @@ files which cannot match.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tracetool.inspect.refs import CodeObjectRef
-from tracetool.trace.codeobjects import CodeObject
+from tracetool.trace.codeobjects import CodeObject, function_call_key
 from tracetool.trace.tree import CallNode
 
 if TYPE_CHECKING:
@@ -87,14 +87,7 @@ class Matcher:
             ):
                 return False
             # equal keys name one code object (`CodeObjects`): decided once per key
-            get = call.get
-            key: tuple[Any, ...] = (
-                get("defined_class"),
-                get("method_id"),
-                get("path"),
-                get("lineno"),
-                get("static"),
-            )
+            key = function_call_key(call)
             try:
                 found = cos.matched_keys.get(key)
             except TypeError:  # a field of an unhashable type (a malformed recording)

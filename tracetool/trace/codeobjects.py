@@ -261,6 +261,14 @@ class ClassMap:
         return self.child(cls, "function", method_id, static=static, location=location)
 
 
+def function_call_key(call: Event) -> tuple[Any, ...]:
+    """The fields `ClassMap.code_object_for` names a function call by: calls with equal keys
+    belong to one code object, so a caller may decide something once per key (the key may
+    hold unhashable values in a malformed recording: callers catch the TypeError)."""
+    get = call.get
+    return (get("defined_class"), get("method_id"), get("path"), get("lineno"), get("static"))
+
+
 def query_name(call: Event) -> str:
     """The name of a SQL call's `query` code object: its parameterized SQL."""
     from tracetool import sql as sql_module
