@@ -254,6 +254,19 @@ class DaemonProcess:
         self.port = int(json.loads(self.stdout_lines[0])["port"])
         return self.port
 
+    def _abort(self) -> str:
+        """Stop a daemon that hangs: SIGABRT makes faulthandler (PYTHONFAULTHANDLER, `daemon_env`)
+        dump every thread's stack to stderr; its stderr, read to the end (a full pipe would block
+        the dump)."""
+        self.proc.send_signal(signal.SIGABRT)
+        try:
+            _, err = self.proc.communicate(timeout=DEADLINE)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        self.stderr_text = (err or b"").decode(errors="replace")
+        return self.stderr_text
+
     def stderr_now(self) -> str:
         if self.proc.poll() is None:
             return "(still running)"
@@ -297,9 +310,10 @@ class DaemonProcess:
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(f"the daemon did not stop within {timeout} s") from None
+            raise AssertionError(
+                f"the daemon did not stop within {timeout} s; its threads and stderr:\n"
+                + self._abort()[-8000:]
+            ) from None
         finally:
             if self.proc.stderr is not None and not self.proc.stderr.closed:
                 self.stderr_text = self.proc.stderr.read().decode(errors="replace")
@@ -312,7 +326,8 @@ def daemon_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACETOOL_", "OPENAI_"))}
     # One indexing worker: the pool is exercised, and parallel test runs stay light.
     env.update(HOME=str(home), USERPROFILE=str(home), PYTHONPATH=str(ROOT))
-    env.update(TRACETOOL_INDEX_WORKERS="1", **extra)
+    # PYTHONFAULTHANDLER: a daemon that does not stop dumps its threads' stacks (`_abort`).
+    env.update(TRACETOOL_INDEX_WORKERS="1", PYTHONFAULTHANDLER="1", **extra)
     env.pop("http_proxy", None)
     env.pop("HTTP_PROXY", None)
     return env
