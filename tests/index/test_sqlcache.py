@@ -9,7 +9,9 @@ code is ignored. Pruning and counting only the code objects a run touched must l
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -69,39 +71,44 @@ def test_seeded_reindex_writes_the_same_without_tokenizing(
     assert _dump(second_db) == _dump(first_db)
 
 
-def test_a_cache_of_other_analysis_code_is_ignored(shop: Path, qdb: Path) -> None:
+QUERIES = "SELECT fqid FROM code_objects WHERE type = 'query' ORDER BY fqid"
+
+
+def _reindexed_with(shop: Path, qdb: Path, spoil: Callable[[dict[str, Any]], None]) -> Path:
+    """Index, spoil the saved analyses' file, index again from scratch: the query code objects
+    must be the first run's (the spoiled analyses were not used); the file's path."""
     run(shop, qdb)
     path = sqlcache.cache_path(qdb)
     data = orjson.loads(path.read_bytes())
-    # Every statement analyzed as something else, under another stamp.
-    for entry in data["entries"]:
-        entry[2] = "SELECT wrong"
-    data["stamp"] = "another"
+    spoil(data)
     path.write_bytes(orjson.dumps(data))
-    expected = rows(qdb, "SELECT fqid FROM code_objects WHERE type = 'query' ORDER BY fqid")
+    expected = rows(qdb, QUERIES)
 
     qdb.unlink()
     _clear_caches()
     run(shop, qdb)
     _clear_caches()
-    assert rows(qdb, "SELECT fqid FROM code_objects WHERE type = 'query' ORDER BY fqid") == expected
+    assert rows(qdb, QUERIES) == expected
+    return path
+
+
+def test_a_cache_of_other_analysis_code_is_ignored(shop: Path, qdb: Path) -> None:
+    def other_code(data: dict[str, Any]) -> None:
+        # Every statement analyzed as something else, under another stamp.
+        for entry in data["entries"]:
+            entry[2] = "SELECT wrong"
+        data["stamp"] = "another"
+
+    path = _reindexed_with(shop, qdb, other_code)
     assert orjson.loads(path.read_bytes())["stamp"] == sqlcache.stamp()
 
 
 def test_malformed_rows_are_analyzed_again(shop: Path, qdb: Path) -> None:
-    run(shop, qdb)
-    path = sqlcache.cache_path(qdb)
-    data = orjson.loads(path.read_bytes())
-    for entry in data["entries"]:
-        entry[2], entry[3] = ["SELECT wrong"], "yes"  # not a text, not a bool
-    path.write_bytes(orjson.dumps(data))
-    expected = rows(qdb, "SELECT fqid FROM code_objects WHERE type = 'query' ORDER BY fqid")
+    def malformed(data: dict[str, Any]) -> None:
+        for entry in data["entries"]:
+            entry[2], entry[3] = ["SELECT wrong"], "yes"  # not a text, not a bool
 
-    qdb.unlink()
-    _clear_caches()
-    run(shop, qdb)
-    _clear_caches()
-    assert rows(qdb, "SELECT fqid FROM code_objects WHERE type = 'query' ORDER BY fqid") == expected
+    _reindexed_with(shop, qdb, malformed)
 
 
 def test_unreadable_cache_is_ignored(shop: Path, qdb: Path) -> None:

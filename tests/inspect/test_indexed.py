@@ -8,25 +8,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CORPUS
+from tests.inspect.conftest import FILES, RUBY
 from tracetool.index import IndexOptions, index_directory
 from tracetool.inspect import find, parse_code_object
 from tracetool.inspect.indexed import select
 from tracetool.paths import query_db_path
 
-RUBY = CORPUS / "packages/cli/tests/unit/fixtures/ruby"
-MODELS = CORPUS / "packages/models/tests/unit/fixtures"
-
 pytestmark = pytest.mark.skipif(not RUBY.is_dir(), reason="shared corpus not found")
-
-FILES = {
-    "ruby/revoke_api_key.appmap.json": RUBY / "revoke_api_key.appmap.json",
-    "ruby/user_page_scenario.appmap.json": RUBY / "user_page_scenario.appmap.json",
-    "models/list_microposts_compact.appmap.json": MODELS / "list_microposts_compact.appmap.json",
-    "models/checkout_update_payment.appmap.json": MODELS / "checkout_update_payment.appmap.json",
-    "java/petclinic.appmap.json": MODELS
-    / "org_springframework_samples_petclinic_web_VisitControllerTests_testShowVisits.appmap.json",
-}
 
 CODE_OBJECTS = (
     "function:app/models/ApiKey.authenticate",
@@ -40,16 +28,6 @@ CODE_OBJECTS = (
     "database:",
     "http:",
 )
-
-
-@pytest.fixture
-def traces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    root = tmp_path / "traces"
-    for rel, src in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, root / rel)
-    return root
 
 
 def _index(root: Path) -> None:

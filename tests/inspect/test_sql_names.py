@@ -5,27 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.inspect.test_indexed import CODE_OBJECTS, FILES, RUBY, _index, _json
+from tests.inspect.conftest import RUBY
+from tests.inspect.test_indexed import CODE_OBJECTS, _index, _json
 from tracetool import sql
 from tracetool.inspect import find, parse_code_object
 
 pytestmark = pytest.mark.skipif(not RUBY.is_dir(), reason="shared corpus not found")
-
-
-@pytest.fixture
-def traces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    root = tmp_path / "traces"
-    for rel, src in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, root / rel)
-    return root
 
 
 def _count_analyses(monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -42,6 +42,7 @@ from tracetool.diagram.model import (
     Action,
     Actor,
     Diagram,
+    parents_first,
 )
 from tracetool.filters import Bound, FilterState, bind, filter_nodes, has_patterns
 from tracetool.trace.codeobjects import CodeObject
@@ -559,12 +560,7 @@ def _subtree_digests(roots: list[Action], order: list[Action] | None = None) -> 
     # dg.subtree_digest, inlined: this runs once per action. A leaf's subtree digest depends
     # only on its own digest, and most actions are leaves with a repeated digest.
     if order is None:
-        order = []
-        stack = list(roots)
-        while stack:
-            action = stack.pop()
-            order.append(action)
-            stack.extend(action.children)
+        order = parents_first(roots)
     # Inner subtrees repeat too (most of a big recording's): they are hashed once per
     # (digest, child subtree digests), a tuple of strings whose hashes Python has cached.
     sha256 = hashlib.sha256

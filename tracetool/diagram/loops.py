@@ -18,7 +18,7 @@ Contract (AppMap's detectLoops, reference/appmap.md §3.3, with its trailing-sib
 from __future__ import annotations
 
 from tracetool.diagram.digests import loop_digest
-from tracetool.diagram.model import LOOP, Action
+from tracetool.diagram.model import LOOP, Action, parents_first
 
 MAX_WINDOW = 5
 
@@ -27,12 +27,7 @@ def fold_loops(roots: list[Action], order: list[Action] | None = None) -> None:
     """Fold loops below every root action, in place. `order`: every action below the roots
     (included), parents before children, when the caller has it already."""
     if order is None:
-        order = []
-        stack = list(roots)
-        while stack:
-            action = stack.pop()
-            order.append(action)
-            stack.extend(action.children)
+        order = parents_first(roots)
     # children are folded before their parents: reverse pre-order is a valid post-order here
     for action in reversed(order):
         if len(action.children) >= 2:
