@@ -31,7 +31,7 @@ that identify and pair a call (ids, thread, parent, function identity, SQL / HTT
 `elapsed_instrumentation`), decoded by msgspec without building the rest (parameters, receivers,
 return values) — about three times faster than dicts, for readers that need no more (`stats`).
 An `EventHead` reads like a dict for its fields (`get`, `in`: a missing field is absent, a null
-one present); `raw=True` adds each event's exact JSON text (`TraceStream.raw_heads()`). The
+one present); `raw=True` adds each event's exact JSON text (`TraceStream.raw_head_blocks()`). The
 header of a heads stream holds `version`, `metadata`, `classMap` only.
 
 Every defect surfaces as one `TraceFormatError` line naming the file. Stdlib, orjson, msgspec and
@@ -247,21 +247,28 @@ class TraceStream:
         other._replay = self.cuts
         return other
 
-    def raw_heads(self) -> Iterator[tuple[EventHead, bytes]]:
-        """(head, exact JSON text of the event) for each event of a `heads=True` stream; the
-        text of an event replaced by `eventUpdates` is its update's compact JSON."""
+    def raw_head_blocks(self) -> Iterator[tuple[list[EventHead], list[Any]]]:
+        """(heads, the exact JSON text of each) of a `heads=True` stream, a block at a time (a
+        few MB of the file each, or one block for a recording read whole); the text of an event
+        replaced by `eventUpdates` is its update's compact JSON."""
         if not self.streamed:
             heads, self._events = self._events or [], None
             if self._bytes is not None:
                 self._raws = _RAW_DOC.decode(self._bytes).get("events") or []
                 self._bytes = None
             raws, self._raws = self._raws or [], None
-            pairs: Iterator[tuple[Any, Any]] = zip(heads, raws)
+            blocks: Iterable[tuple[list[Any], Any]] = [(heads, raws)] if heads else []
         else:
-            pairs = (p for heads, raws in self._blocks(True) for p in zip(heads, raws or ()))
-        if not self.updates:
-            return pairs
-        return self._raw_updated(pairs)
+            blocks = self._blocks(True)
+        for heads, raws in blocks:
+            raws = raws or []
+            if len(heads) != len(raws):  # (what zip pairs)
+                heads, raws = heads[: len(raws)], raws[: len(heads)]
+            if self.updates:
+                pairs = list(self._raw_updated(zip(heads, raws)))
+                heads, raws = [h for h, _ in pairs], [t for _, t in pairs]
+            if heads:
+                yield heads, raws
 
     def _updated(self, events: Iterable[Any]) -> Iterator[Any]:
         updates = self.updates
@@ -638,7 +645,7 @@ def _open_heads(path: Path, raw: bytes) -> Optional[TraceStream]:
     stream = TraceStream(path, len(raw), dict(data), streamed=False)
     stream.heads = True
     stream._events = events
-    stream._bytes = raw  # the events' texts are cut from it if asked for (`raw_heads`)
+    stream._bytes = raw  # the events' texts are cut from it if asked for (`raw_head_blocks`)
     return stream
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 from array import array
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,7 @@ class _Plan:
         # object and whether the ranking counts that call (`Ranking.counts`)
         self.marks = array("I")
         self.number: dict[tuple[int, bool], int] = {}  # (id(code object), counted) -> mark
+        self.plain: dict[int, int] = {}  # id(code object) -> mark, when the call does not matter
         # by mark (from 1): code object, counted, calls, their calls' and returns' bytes (+1
         # each) and events
         self.codes: list[CodeObject | None] = [None]
@@ -84,33 +86,50 @@ class _Plan:
     ) -> None:
         """Count a block of events (`MinimalEvent`s and their texts), the first at position
         `base`, with its calls' offsets and its links (`CallPairing.add`)."""
-        marks, number, codes = self.marks, self.number, self.codes
-        sizes, events, calls = self.bytes, self.events, self.calls
+        marks, plain = self.marks, self.plain
         marks.frombytes(bytes(marks.itemsize * len(items)))  # 0: dropped unless paired
-        counts = Ranking.counts
+        # each call's mark, then every event's: a call's own, a paired return its call's
+        # (`links`: the call's position), else 0; a call's link (its root's) is replaced after
+        own: list[int] = []
+        remember = own.append
         for i, co in zip(at, bind_calls([items[i] for i in at], self.cmap, self.state)):
-            # `counts(co, call)`, which looks at the call only for a function without parent
-            key = (
-                id(co),
-                co.type == "function" and (co.parent is not None or counts(co, items[i])),
-            )
-            mark = number.get(key)
+            mark = plain.get(id(co))
             if mark is None:
-                mark = number[key] = len(codes)
-                codes.append(co)
-                self.counted.append(key[1])
-                calls.append(0)
-                sizes.append(0)
-                events.append(0)
+                mark = self._mark(co, items[i])
             marks[base + i] = mark
-            calls[mark] += 1
-            sizes[mark] += len(texts[i]) + 1
-            events[mark] += 1
-        for i, link in enumerate(links):
-            if link >= 0 and items[i].event == "return":
-                mark = marks[base + i] = marks[link]
-                sizes[mark] += len(texts[i]) + 1
-                events[mark] += 1
+            remember(mark)
+        block = [marks[link] if link >= 0 else 0 for link in links]
+        for i, mark in zip(at, own):
+            block[i] = mark
+        marks[base:] = array("I", block)
+        sizes = self.bytes
+        for mark, size in zip(block, map(len, texts)):
+            sizes[mark] += size
+        # (+1 byte per event: its separator)
+        events, calls = self.events, self.calls
+        for mark, count in Counter(block).items():
+            sizes[mark] += count
+            events[mark] += count
+        for mark, count in Counter(own).items():
+            calls[mark] += count
+
+    def _mark(self, co: CodeObject, call: Any) -> int:
+        """The mark of a call bound to `co`, numbered on first sight; remembered by `co` alone
+        (`plain`) unless whether the ranking counts the call depends on the call."""
+        depends = co.type == "function" and co.parent is None
+        # `Ranking.counts(co, call)`, which looks at the call only for a function without parent
+        key = (id(co), co.type == "function" and (not depends or Ranking.counts(co, call)))
+        mark = self.number.get(key)
+        if mark is None:
+            mark = self.number[key] = len(self.codes)
+            self.codes.append(co)
+            self.counted.append(key[1])
+            self.calls.append(0)
+            self.bytes.append(0)
+            self.events.append(0)
+        if not depends:
+            self.plain[id(co)] = mark
+        return mark
 
     def ranking(self) -> Ranking:
         """What each code object's counted calls weigh (the ranking of what to remove)."""
