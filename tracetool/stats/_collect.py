@@ -299,7 +299,7 @@ def _batch_lengths(texts: list[Any]) -> list[int]:
         return [compact_length(text) for text in texts]
     if joined.isascii():
         return list(map(len, compacts))
-    return [js_length(compact) for compact in compacts]
+    return [js_length(bytes(compact)) for compact in compacts]  # (a text may be a `Raw`)
 
 
 def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], int]:
