@@ -206,16 +206,19 @@ class TraceStream:
             if items:
                 yield items, texts or []
 
-    def event_texts(self) -> Iterator[list[Any]]:
-        """The exact JSON text of every item of a streamed recording's events array read
-        plainly (no `eventUpdates` applied, nothing decoded), a block at a time; a
-        `TraceFormatError` if the block reader cannot read it all (a pass that decoded it
-        before read it plainly: the file changed)."""
-        assert self.streamed and self.events_at >= 0
+    def event_arrays(self) -> Iterator[tuple[bytes, int]]:
+        """(a block of events as one JSON array `[...]`, its items) of a streamed recording
+        whose events array a pass read all plainly, cut where that pass cut it (`cuts`):
+        nothing is decoded or checked, so the caller that needs its items' texts has the
+        first pass's word for them; a `TraceFormatError` if the file no longer has those cuts
+        (it changed)."""
+        assert self.streamed and self.events_at >= 0 and self.cuts is not None
         ended: list[Any] = [False]
+        cuts: list[Optional[tuple[int, int]]] = []
         with guarded(self.path):
-            for texts, _ in _event_arrays(self.path, self.events_at, ended, [], self._replay):
-                yield texts or []
+            arrays = _event_arrays(self.path, self.events_at, ended, cuts, self.cuts, False)
+            for _, block in arrays:
+                yield block, cuts[-1][1]  # type: ignore[index]
         if not ended[0]:
             raise TraceFormatError(f"{self.path}: changed while it was read")
 
