@@ -305,6 +305,11 @@ def _batch_lengths(texts: list[Any]) -> list[int]:
 def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], int]:
     """(fqid, count, size, location) per function of one recording, and the number of calls."""
     reuse_freed_buffers()  # a big recording is read a block at a time
+    with gc_paused():  # (the keys and entries are acyclic)
+        return _function_sizes(path)
+
+
+def _function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], int]:
     stream = open_stream(path, header_keys=("classMap",), heads=True)
     sums: dict[tuple[Any, ...], list[Any]] = {}  # key -> [calls, size, sample call]
     calls = 0

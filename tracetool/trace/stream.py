@@ -437,7 +437,7 @@ def _event_arrays(
                 found = None
                 if cut is not None:
                     end = cut[0]
-                    block = b"[" + buf[:end] + b"]"
+                    block = _array_of(buf, end)
                     found = end, (_RAW_ITEMS.decode(block) if want_texts else None), block
             else:
                 try:
@@ -511,6 +511,11 @@ def _unchecked(block: bytes) -> bool:
 _TRIES = 8
 
 
+def _array_of(buf: bytes, end: int) -> bytes:
+    """`[` + buf[:end] + `]`, copying the few MB once."""
+    return b"".join((b"[", memoryview(buf)[:end], b"]"))
+
+
 def _cut(buf: bytes, eof: bool) -> Optional[tuple[int, list[Any], bytes]]:
     """The longest prefix of `buf` (which starts an item) made of whole items, as
     (its end, the items' texts, `[prefix]`); None when no cut near the end checks."""
@@ -542,7 +547,7 @@ def _cut(buf: bytes, eof: bool) -> Optional[tuple[int, list[Any], bytes]]:
             elif buf[nxt] != ord("]"):
                 continue
             tries += 1
-            block = b"[" + buf[: at + 1] + b"]"
+            block = _array_of(buf, at + 1)
             try:
                 texts = _RAW_ITEMS.decode(block)
             except msgspec.DecodeError:
