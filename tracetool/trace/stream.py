@@ -486,19 +486,19 @@ def _plain_end(handle: Any, tail: bytes, members: Optional[list[Any]] = None) ->
     return True
 
 
-def _plain_start(path: Path, offset: int) -> bool:
-    """Whether the document up to the events value at `offset` is read by orjson (with the
-    events array empty and the object closed there): the block reader then reads no byte of
-    the file unchecked. Under 64 MB."""
+def _plain_start(path: Path, offset: int) -> Optional[dict[str, Any]]:
+    """The document's members up to the events value at `offset` when orjson reads them (with
+    the events array empty and the object closed there): the block reader then reads no byte of
+    the file unchecked; else None. Under 64 MB."""
     if offset > _TAIL_LIMIT:
-        return False
+        return None
     with open_regular(path) as handle:
         head = handle.read(offset)
     try:
-        orjson.loads(head + b"[]}")
+        found = orjson.loads(head + b"[]}")
     except orjson.JSONDecodeError:
-        return False
-    return True
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _unchecked(block: bytes) -> bool:
@@ -683,7 +683,8 @@ def _open_streamed(
     if must_contain and found.get("events") and not found.get(must_contain):
         return TraceStream(path, size, {}, streamed=False)
     events_at = _top_level(path, found.get("events", []))
-    plain = bool(events_at) and _plain_start(path, max(events_at))
+    start = _plain_start(path, max(events_at)) if events_at else None
+    plain = start is not None
     if not plain:
         _check_depth(path)  # else the block reader's parsers check what they read
     for key in wanted:
@@ -691,7 +692,12 @@ def _open_streamed(
         if not offsets:
             continue
         offsets = _top_level(path, offsets)
-        value = _value_at(path, max(offsets)) if offsets else None
+        if not offsets:
+            continue
+        if start is not None and key in start and max(offsets) < max(events_at):
+            value = start[key]  # the last top-level one, before the events: as orjson read it
+        else:
+            value = _value_at(path, max(offsets))
         if value is not None:
             header[key] = value
     kinds = {key: kind(value) for key, value in header.items()}
