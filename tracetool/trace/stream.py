@@ -206,17 +206,19 @@ class TraceStream:
             if items:
                 yield items, texts or []
 
-    def event_arrays(self) -> Iterator[tuple[bytes, int]]:
-        """(a block of events as one JSON array `[...]`, its items) of a streamed recording
-        whose events array a pass read all plainly, cut where that pass cut it (`cuts`):
-        nothing is decoded or checked, so the caller that needs its items' texts has the
-        first pass's word for them; a `TraceFormatError` if the file no longer has those cuts
-        (it changed)."""
+    def event_arrays(self) -> Iterator[tuple[Any, int]]:
+        """(a block of events: a view of their texts and the commas between them, its items)
+        of a streamed recording whose events array a pass read all plainly, cut where that
+        pass cut it (`cuts`); a view is valid until the next block. Nothing is decoded or
+        checked, so the caller that needs its items' texts has the first pass's word for them;
+        a `TraceFormatError` if the file no longer has those cuts (it changed)."""
         assert self.streamed and self.events_at >= 0 and self.cuts is not None
         ended: list[Any] = [False]
         cuts: list[Optional[tuple[int, int]]] = []
         with guarded(self.path):
-            arrays = _event_arrays(self.path, self.events_at, ended, cuts, self.cuts, False)
+            arrays = _event_arrays(
+                self.path, self.events_at, ended, cuts, self.cuts, want_texts=False, bare=True
+            )
             for _, block in arrays:
                 yield block, cuts[-1][1]  # type: ignore[index]
         if not ended[0]:
@@ -399,7 +401,8 @@ def _event_arrays(
     cuts: Optional[list[Optional[tuple[int, int]]]] = None,
     replay: Optional[list[Optional[tuple[int, int]]]] = None,
     want_texts: bool = True,
-) -> Iterator[tuple[Optional[list[Any]], bytes]]:
+    bare: bool = False,
+) -> Iterator[tuple[Optional[list[Any]], Any]]:
     """The items of the JSON array at byte `offset`, in blocks of whole items: each as
     (JSON texts of its items, the block as one JSON array `[...]`). Sets `state[0]` once the
     array and the document after it were read to their plain end; stops without it where the
@@ -408,7 +411,8 @@ def _event_arrays(
 
     `cuts` collects where blocks were cut ((end, items), or None where more had to be read);
     `replay` gives them from an earlier pass over the same file, so no cut is looked for (the
-    texts are then None unless `want_texts`)."""
+    texts are then None unless `want_texts`; with `bare`, the block is a view of the items
+    and the commas between them, without brackets, valid until the next block)."""
     with open_regular(path) as handle:
         handle.seek(offset)
         buf = handle.read(_CHUNK).lstrip(_WS)
@@ -437,8 +441,11 @@ def _event_arrays(
                 found = None
                 if cut is not None:
                     end = cut[0]
-                    block = _array_of(buf, end)
-                    found = end, (_RAW_ITEMS.decode(block) if want_texts else None), block
+                    if bare:
+                        found = end, None, memoryview(buf)[:end]  # type: ignore[assignment]
+                    else:
+                        block = _array_of(buf, end)
+                        found = end, (_RAW_ITEMS.decode(block) if want_texts else None), block
             else:
                 try:
                     found = _cut(buf, eof)

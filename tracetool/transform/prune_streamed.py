@@ -271,20 +271,19 @@ def _kept_texts(plan: _Plan, keep: list[bool]) -> Iterator[Any]:
         raise TraceFormatError(f"{stream.path}: changed while it was read")
     done = 0
     with guarded(stream.path):
-        for block, count in stream.event_arrays():
+        for view, count in stream.event_arrays():
             end = done + count
             sizes = lengths[done:end]
-            view = memoryview(block)
             kept: list[Any]
-            if sum(sizes) + count + 1 == len(block):  # `[a,b,c]`: each text after a comma
-                starts = itertools.accumulate(map(_AND_COMMA, sizes), initial=1)
+            if sum(sizes) + count - 1 == len(view):  # `a,b,c`: a comma between two texts
+                starts = itertools.accumulate(map(_AND_COMMA, sizes), initial=0)
                 kept = [
                     view[at : at + n]
                     for at, n, mark in zip(starts, sizes, marks[done:end])
                     if keep[mark]
                 ]
             else:
-                texts = _TEXTS.decode(block)
+                texts = _TEXTS.decode(b"".join((b"[", view, b"]")))
                 kept = [text for text, mark in zip(texts, marks[done:end]) if keep[mark]]
             done = end
             if kept:
