@@ -198,3 +198,31 @@ def test_trace_dir_and_the_default_index(tmp_path: Path, monkeypatch: pytest.Mon
     _tamper(default_query_db(directory))
     tampered = CliRunner().invoke(cli, ["stats", "--trace-dir", str(directory), "-f", "json"])
     assert "function:tampered" in tampered.stdout
+
+
+def test_a_recording_stats_would_skip_keeps_no_sums(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index reads what stats skips as malformed the same way (see the generated-recordings
+    test); should stats' pass alone fail on a recording, the index keeps no sums for it, so
+    stats reads it and warns."""
+    from tracetool.errors import TraceToolError
+    from tracetool.stats import _collect
+
+    directory = tmp_path / "t"
+    _recordings(directory)
+    real = _collect.file_overhead
+
+    def failing(path: Path, raw: bytes | None = None) -> list[list[object]]:
+        if path.name == "r1.trace.json":
+            raise TraceToolError(f"{path}: not what stats reads")
+        return real(path, raw)
+
+    monkeypatch.setattr(_collect, "file_overhead", failing)
+    db = tmp_path / "query.db"
+    _index(directory, db)
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM recordings").fetchone() == (3,)
+    conn.close()
+    kept = kept_sums(directory, _files(directory), db)
+    assert sorted(p.name for p in kept) == ["r0.trace.json", "r2.trace.json"]
