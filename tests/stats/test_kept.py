@@ -226,3 +226,22 @@ def test_a_recording_stats_would_skip_keeps_no_sums(
     conn.close()
     kept = kept_sums(directory, _files(directory), db)
     assert sorted(p.name for p in kept) == ["r0.trace.json", "r2.trace.json"]
+
+
+def test_sql_without_overhead_counts_in_the_total_either_way(tmp_path: Path) -> None:
+    """SQL whose time is never positive is left unnamed (it cannot rank), yet its time is part
+    of the total, with and without the index."""
+    directory = tmp_path / "t"
+    directory.mkdir()
+    (directory / "a.trace.json").write_bytes(orjson.dumps(_doc(-0.125)))
+    b = DocBuilder()
+    b.ret(b.function("Cart", "pay", "app/cart.py", 9), elapsed_instrumentation=0.5)
+    (directory / "b.trace.json").write_bytes(orjson.dumps(b.doc()))
+    without = directory_stats(directory, query_db=tmp_path / "none.db")
+    db = tmp_path / "query.db"
+    _index(directory, db)
+    assert len(kept_sums(directory, _files(directory), db)) == 2
+    indexed = directory_stats(directory, query_db=db)
+    assert indexed == without
+    assert without.total_instrumentation == 0.5 - 0.125 - 0.125
+    assert [f.name for f in without.functions] == ["function:Cart#pay"]
