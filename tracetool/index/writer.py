@@ -25,6 +25,7 @@ _CHILD_TABLES = (
     "exceptions",
     "log_messages",
     "recording_code_objects",
+    "overhead",
 )
 
 _RECORDING_COLUMNS = (
@@ -274,6 +275,10 @@ class Writer:
                 for e, r, level, logger, caller, message in data.logs
             ],
         )
+        if result.overhead is not None:
+            conn.execute(
+                "INSERT INTO overhead (recording_id, sums) VALUES (?, ?)", (rid, result.overhead)
+            )
         conn.execute(
             "INSERT INTO recordings_fts (rowid, name, labels, routes, code, sql, messages) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
