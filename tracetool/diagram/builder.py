@@ -579,9 +579,9 @@ def _subtree_digests(
     roots: list[Action], order: list[Action] | None = None, loops: bool = False
 ) -> None:
     """Every action's subtree digest; with `loops`, each action's children are folded
-    (`loops.fold`) once its subtree digest is known: what `fold_loops` does after all digests
-    are made, in the same order (children before parents), in the same walk. Folding an
-    action's children does not change its subtree digest, made before from the unfolded ones."""
+    (`loops.fold`) once its subtree digest is known, children before parents, in the same walk.
+    Folding an action's children does not change its subtree digest, made before from the
+    unfolded ones (subtree digests do not depend on `loops`)."""
     # dg.subtree_digest, inlined: this runs once per action. A leaf's subtree digest depends
     # only on its own digest, and most actions are leaves with a repeated digest.
     if order is None:
