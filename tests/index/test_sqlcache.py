@@ -77,6 +77,7 @@ QUERIES = "SELECT fqid FROM code_objects WHERE type = 'query' ORDER BY fqid"
 def _reindexed_with(shop: Path, qdb: Path, spoil: Callable[[dict[str, Any]], None]) -> Path:
     """Index, spoil the saved analyses' file, index again from scratch: the query code objects
     must be the first run's (the spoiled analyses were not used); the file's path."""
+    _clear_caches()  # analyses cached by earlier tests of this process are not "new": no file
     run(shop, qdb)
     path = sqlcache.cache_path(qdb)
     data = orjson.loads(path.read_bytes())

@@ -23,6 +23,12 @@ from tracetool.cli.common import common_options
     help="Directory inspected recursively [default: trace_dir of trace.yml, else tmp/trace].",
 )
 @click.option(
+    "--query-db",
+    metavar="PATH",
+    help="query.db whose kept sums stand for the recordings it holds unchanged "
+    "(default: the index of the directory).",
+)
+@click.option(
     "-f",
     "--format",
     "fmt",
@@ -50,6 +56,7 @@ from tracetool.cli.common import common_options
 def command(
     directory_arg: Optional[str],
     trace_dir: Optional[str],
+    query_db: Optional[str],
     fmt: str,
     limit: int,
     appmap_file: Optional[str],
@@ -73,7 +80,7 @@ def command(
     if directory_arg and trace_dir and directory_arg != trace_dir:
         raise UsageError("give the directory either as an argument or with --trace-dir, not both")
     directory = resolve_trace_dir(directory_arg or trace_dir)
-    stats = directory_stats(directory, limit=limit)
+    stats = directory_stats(directory, limit=limit, query_db=query_db)
     for line in stats.warnings:
         warn(line)
     if stats.recordings == 0:

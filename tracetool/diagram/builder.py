@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracetool.diagram import digests as dg
-from tracetool.diagram.loops import fold_loops
+from tracetool.diagram.loops import fold
 from tracetool.diagram.model import (
     CLIENT_RPC,
     FUNCTION,
@@ -52,7 +52,8 @@ from tracetool.trace.tree import CallNode
 ACTOR_TYPES = frozenset({"package", "database", "http", "external-service"})
 HTTP_ACTOR = "http:HTTP server requests"
 DATABASE_ACTOR = "database:Database"
-_UNSEEN: Any = object()
+_SPECIAL_TYPES = frozenset({"query", "route", "external-route"})
+_LEFT_OUT: tuple[Actor | None, bool, str, bool] = (None, False, "", False)  # `kept` leaves out
 ANONYMOUS = Actor("", "", 0)  # a call's lifeline in `Actors(named=False)`
 
 
@@ -125,9 +126,7 @@ def _build(
 def finish(roots: list[Action], options: DiagramOptions, order: list[Action] | None = None) -> None:
     """Subtree digests, then loops folded (below each root action: nothing spans two roots).
     `order`: every action of the trees, parents before children, when the caller has it."""
-    order = _subtree_digests(roots, order)
-    if options.loops:
-        fold_loops(roots, order)
+    _subtree_digests(roots, order, options.loops)
 
 
 def actions_of(
@@ -148,24 +147,27 @@ def actions_of(
     # of every diagram — plain function calls — is made inline (`ActionFactory._plain_function`
     # does the same for one action; both share its templates).
     pop, push = stack.pop, stack.append
-    nearest, actor_for = actors.nearest, actors.actor_for
     make = factory.digest_action if digests_only else factory.action
-    templates, template_of = factory.templates, factory._template
+    plain, template_of = factory.plain, factory._template
     digests = factory.digests
+    # per code object (by id), once: its actor, whether its calls may be SQL or HTTP ones, name
+    callees, callee_of = factory.callees, factory.callee
     new_function, bare = Action.function, Action.bare
     while stack:
         node, parent = pop()
         co = cos[id(node)]
-        if kept is None or id(node) in kept:
-            actor = nearest.get(id(co), _UNSEEN)
-            if actor is _UNSEEN:
-                actor = actor_for(co)
-        else:
-            actor = None
         action = parent
+        if kept is None or id(node) in kept:
+            callee = callees.get(id(co))
+            if callee is None:
+                callee = callees[id(co)] = callee_of(co, actors, digests_only)
+        else:
+            callee = _LEFT_OUT
+        actor = callee[0]
         if actor is not None:
             call = node.call
-            if (
+            # (`callee[1]` is false for a code object no SQL or HTTP call binds to: `callee`)
+            if callee[1] and (
                 "sql_query" in call
                 or "http_server_request" in call
                 or "http_client_request" in call
@@ -180,21 +182,20 @@ def actions_of(
                 action = bare(digest)
             else:
                 ret = node.ret
-                key: tuple[int, Any]
+                key: tuple[Any, ...]
                 if ret is None:
                     key = (id(co), None)
-                else:  # `_return_key(ret)`, inline for the usual return values
+                else:  # `_return_key(ret)`, flattened for the usual return values
                     value = ret.get("return_value")
                     if value is None:
-                        key = (id(co), (None, None, bool(ret.get("exceptions")), False))
+                        key = (id(co), bool(ret.get("exceptions")))
                     elif value.__class__ is dict and "properties" not in value:
-                        raises = bool(ret.get("exceptions"))
-                        key = (id(co), (value.get("class"), None, raises, bool(value)))
+                        key = (id(co), value.get("class"), bool(ret.get("exceptions")), bool(value))
                     else:
-                        key = (id(co), _return_key(ret))
-                template = templates.get(key)
+                        key = (id(co), _return_key(ret), None)
+                template = plain.get(key)
                 if template is None:
-                    template = templates[key] = template_of(call, ret, co)
+                    template = plain[key] = template_of(call, ret, co)
                 labels = template[3]
                 event_labels = call.get("labels")
                 if event_labels and isinstance(event_labels, list):
@@ -205,8 +206,8 @@ def actions_of(
                     template[0],
                     None if parent is None else parent.callee,
                     actor,
-                    co.name,
-                    co.static,
+                    callee[2],
+                    callee[3],
                     template[1],
                     template[2],
                     labels,
@@ -388,6 +389,24 @@ class ActionFactory:
         self.templates: dict[tuple[int, Any], tuple[str, Any, Any, list[str] | None]] = {}
         self.labels: dict[int, list[str] | None] = {}
         self.sql: dict[tuple[str, Any], str] = {}
+        # `actions_of`'s caches: per code object (`callee`), and the templates of plain
+        # function calls by flat keys (`_return_key` spelled out for the usual return values)
+        self.callees: dict[int, tuple[Actor | None, bool, str, bool]] = {}
+        self.plain: dict[tuple[Any, ...], tuple[str, Any, Any, list[str] | None]] = {}
+
+    @staticmethod
+    def callee(
+        co: CodeObject, actors: Actors, any_kind: bool = False
+    ) -> tuple[Actor | None, bool, str, bool]:
+        """What `actions_of` needs of a call's code object: its actor (`Actors.actor_for`),
+        whether a call bound to it may be a SQL or HTTP one, its name and static flag.
+
+        `bind` binds every SQL call to a `query` object and every HTTP one to a `route` or
+        `external-route` (`ClassMap.code_object_for`, the unnamed query, the function cache
+        keyed by SQL-or-client), so other code objects' calls are plain functions; with
+        `any_kind` (code objects bound some other way: the indexer's) every call is looked at."""
+        special = any_kind or co.type in _SPECIAL_TYPES
+        return actors.actor_for(co), special, co.name, co.static
 
     def action(self, node: CallNode, co: CodeObject, callee: Actor, caller: Actor | None) -> Action:
         call, ret = node.call, node.ret
@@ -556,7 +575,13 @@ def _return_key(ret: dict[str, Any]) -> Any:
     return (None, None, raises, bool(value))
 
 
-def _subtree_digests(roots: list[Action], order: list[Action] | None = None) -> list[Action]:
+def _subtree_digests(
+    roots: list[Action], order: list[Action] | None = None, loops: bool = False
+) -> None:
+    """Every action's subtree digest; with `loops`, each action's children are folded
+    (`loops.fold`) once its subtree digest is known, children before parents, in the same walk.
+    Folding an action's children does not change its subtree digest, made before from the
+    unfolded ones (subtree digests do not depend on `loops`)."""
     # dg.subtree_digest, inlined: this runs once per action. A leaf's subtree digest depends
     # only on its own digest, and most actions are leaves with a repeated digest.
     if order is None:
@@ -580,4 +605,5 @@ def _subtree_digests(roots: list[Action], order: list[Action] | None = None) -> 
             if found is None:
                 found = inner[key] = sha256("\n".join(key).encode()).hexdigest()
             action.subtree_digest = found
-    return order  # parents before children
+            if loops and len(children) >= 2:
+                action.children = fold(children)

@@ -18,23 +18,15 @@ Contract (AppMap's detectLoops, reference/appmap.md §3.3, with its trailing-sib
 from __future__ import annotations
 
 from tracetool.diagram.digests import loop_digest
-from tracetool.diagram.model import LOOP, Action, parents_first
+from tracetool.diagram.model import LOOP, Action
 
 MAX_WINDOW = 5
 
 
-def fold_loops(roots: list[Action], order: list[Action] | None = None) -> None:
-    """Fold loops below every root action, in place. `order`: every action below the roots
-    (included), parents before children, when the caller has it already."""
-    if order is None:
-        order = parents_first(roots)
-    # children are folded before their parents: reverse pre-order is a valid post-order here
-    for action in reversed(order):
-        if len(action.children) >= 2:
-            action.children = fold(action.children)
-
-
 def fold(items: list[Action]) -> list[Action]:
+    """`items` (the children of one action, each subtree folded already and with its subtree
+    digest) with their loops folded. The builder calls it for every action, children before
+    parents, as it makes the subtree digests (`tracetool.diagram.builder.finish`)."""
     # a loop needs two equal subtree digests among the siblings: most lists have none
     if len({a.subtree_digest for a in items}) == len(items):
         return items

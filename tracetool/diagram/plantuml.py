@@ -187,6 +187,9 @@ def _batch_lines(
     """Emit the lines of the actions on `stack` into `lines`, yielding full chunks."""
     emit = lines.append
     pop, push = stack.pop, stack.append
+    # `_Texts.request_label` and `.response_line` of plain function actions, inline
+    labels, elapsed_texts, responses = texts.labels, texts.elapsed, texts.responses
+    markup = w.markup
     while stack:
         if len(lines) >= lines_per_chunk:
             yield "\n" + "\n".join(lines)
@@ -205,9 +208,19 @@ def _batch_lines(
         ):
             # the bulk of every diagram, its texts memoized (`_Texts.function_lines`)
             head, activation, deactivation, response = texts.function_lines(action, depth)
-            label = texts.request_label(action)
-            emit(head + label)
             name = action.name or ""
+            key = (name, bool(action.static and markup))
+            label = labels.get(key)
+            if label is None:
+                label = texts.request_label(action)
+            else:
+                elapsed = action.elapsed
+                if elapsed:
+                    shown = elapsed_texts.get(elapsed)
+                    if shown is None:
+                        shown = elapsed_texts[elapsed] = " " + w.elapsed(elapsed)
+                    label += shown
+            emit(head + label)
             if notes and len(name) > LIMIT:
                 indent = head[: depth * 2]
                 emit(indent + "Note right")
@@ -218,7 +231,9 @@ def _batch_lines(
                 if activation:
                     emit(activation)
                     push(deactivation)
-                push(texts.response_line(response, rv))
+                found = responses.get(id(rv))
+                line = None if found is None or found[0] is not rv else found[2].get(response)
+                push(texts.response_line(response, rv) if line is None else line)
             for child in reversed(action.children):
                 push((child, depth + 1, in_loop))
             continue

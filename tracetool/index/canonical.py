@@ -99,6 +99,7 @@ class Canonical:
         self._functions: set[int] = set()
         self.pairs: set[tuple[int, int]] = set()
         self._params: set[tuple[Any, ...]] = set()
+        self._sql: set[tuple[str, tuple[str, ...]]] = set()
 
     def function(self, node: CallNode, co: CodeObject) -> None:
         v = self.values
@@ -144,6 +145,12 @@ class Canonical:
         self.values["httpClientRequests"].append(_request(route, node.call.get("message"), status))
 
     def sql(self, normalized: str, tables: tuple[str, ...]) -> None:
+        # A repeated query adds nothing (`result` keeps each value once): skip it here, before
+        # `result` serializes every value.
+        key = (normalized, tables)
+        if key in self._sql:
+            return
+        self._sql.add(key)
         self.values["sqlNormalized"].append(normalized)
         self.values["sqlTables"].extend(tables)
 

@@ -118,6 +118,16 @@ def extract_bound(doc: TraceDocument, source: str = "") -> tuple[Extract, Bound]
     )
 
 
+def _sql_key(call: dict[str, Any]) -> tuple[str, str | None]:
+    """`(ev.sql_text(call), ev.database_type(call))`, the usual shapes read inline."""
+    query = call.get("sql_query")
+    if type(query) is dict:
+        text, database = query.get("sql"), query.get("database_type")
+        if type(text) is str and (database is None or type(database) is str):
+            return text, database or None
+    return ev.sql_text(call), ev.database_type(call)
+
+
 class Extractor:
     """`extract` fed finished call trees in batches (document order), so that a recording read
     event by event (`tracetool.index.worker`) is never held whole: `add` walks a batch of roots
@@ -178,13 +188,13 @@ class Extractor:
         # Once per call: module attributes and bound methods looked up once.
         kind_of, SQL, FUNCTION, HTTP_SERVER = ev.kind, ev.SQL, ev.FUNCTION, ev.HTTP_SERVER
         pairs, dependency = canonical.pairs, canonical.dependency
-        pop, push = stack.pop, stack.append
+        pop, push, visit = stack.pop, stack.append, nodes.append
         while stack:
             node, parent_co, request, caller, in_http, parent_agg = pop()
             if node is None:
                 active[parent_co] -= 1
                 continue
-            nodes.append(node)
+            visit(node)
             call = node.call
             kind = kind_of(call)
             ret = node.ret
@@ -195,7 +205,7 @@ class Extractor:
                     ms = elapsed * 1000.0  # as `elapsed_ms`
             event_id = call.get("id")
             if kind == SQL:
-                sql_key = (ev.sql_text(call), ev.database_type(call))
+                sql_key = _sql_key(call)
                 cached = sql_cache.get(sql_key)
                 if cached is None:
                     info = sql.analyze(*sql_key)

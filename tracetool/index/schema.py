@@ -36,6 +36,10 @@ Tables (all durations in milliseconds, timestamps in epoch seconds):
   self_ms and max_ms.
 - `exceptions`, `log_messages`: one row per exception raised / log call, with the function and
   the enclosing request.
+- `overhead` (version 4): per recording, what directory-mode `stats` sums of it — JSON
+  `[[code-object name, calls that returned, seconds of elapsed_instrumentation, is SQL], ...]`
+  (`tracetool.stats._collect.file_overhead`; read by `tracetool.stats._kept`). No row for a
+  recording `stats` would skip as malformed.
 - `recordings_fts`: FTS5 over name, labels, routes, code, SQL and messages, rowid = recording id.
 - `meta`: key/value facts about the database (trace_dir, tracetool version, last run).
 """
@@ -50,7 +54,7 @@ from pathlib import Path
 
 from tracetool.errors import IndexMissingError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -163,6 +167,10 @@ CREATE TABLE IF NOT EXISTS log_messages (
   logger_id INTEGER,
   caller_id INTEGER,
   message TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS overhead (
+  recording_id INTEGER PRIMARY KEY,
+  sums TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS recordings_fts USING fts5(
   name, labels, routes, code, sql, messages, tokenize = 'unicode61 tokenchars ''_'''

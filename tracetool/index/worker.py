@@ -36,12 +36,15 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import math
 import operator
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
+
+import orjson
 
 from tracetool import __version__, sql
 from tracetool.errors import NotFoundError, TraceToolError
@@ -93,6 +96,9 @@ class Indexed:
     digests: dict[str, str | None]
     # SQL analyses this process made anew while indexing it (for tracetool.index.sqlcache)
     sql: dict[tuple[str, str | None], SqlInfo] = field(default_factory=dict)
+    # what directory-mode stats sums of it (JSON, `tracetool.stats._collect.file_overhead`);
+    # None when stats would skip it as malformed
+    overhead: str | None = None
 
 
 @dataclass(frozen=True)
@@ -295,6 +301,7 @@ def process(task: Task, threshold: int | None = None) -> Result:
         # extract() breaks its own cycles, so reference counting frees it all before the
         # collector runs again (a collection with the document alive costs ms per recording).
         with gc_paused(), sql.computed() as analyzed:
+            overhead = _overhead(task.path, raw if not streamed else None)
             if streamed:
                 data, digests = _extract_streamed(task.path, rel)
             else:
@@ -353,4 +360,18 @@ def process(task: Task, threshold: int | None = None) -> Result:
     data.class_map = []
     data.canonical = {}
     data.metadata = {}
-    return Indexed(rel, after.st_size, after.st_mtime_ns, digest, data, digests, analyzed)
+    return Indexed(rel, after.st_size, after.st_mtime_ns, digest, data, digests, analyzed, overhead)
+
+
+def _overhead(path: str, raw: bytes | None) -> str | None:
+    """What `stats` sums of this recording (`raw`: its bytes, when read whole), as JSON; None
+    for a recording `stats` skips as malformed (it reads that one itself, and warns)."""
+    from tracetool.stats._collect import file_overhead
+
+    try:
+        rows = file_overhead(Path(path), raw)
+    except TraceToolError:
+        return None
+    if not all(math.isfinite(row[2]) for row in rows):  # JSON has no inf or nan
+        return None
+    return orjson.dumps(rows).decode()

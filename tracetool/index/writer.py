@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ _CHILD_TABLES = (
     "exceptions",
     "log_messages",
     "recording_code_objects",
+    "overhead",
 )
 
 _RECORDING_COLUMNS = (
@@ -87,6 +89,25 @@ class Known:
     size: int
     mtime_ns: int
     sha256: str
+
+
+class _CodeIds(dict[Any, Any]):
+    """Code object ids of one recording's fqids (None -> None); a missing fqid is interned."""
+
+    def __init__(
+        self,
+        ids: dict[str, int | None],
+        intern: Callable[[str | None, dict[str, tuple[Any, ...]]], int | None],
+        items: dict[str, tuple[Any, ...]],
+    ) -> None:
+        super().__init__(ids)
+        self[None] = None
+        self._intern = intern
+        self._items = items
+
+    def __missing__(self, fqid: str) -> int | None:
+        cid = self[fqid] = self._intern(fqid, self._items)
+        return cid
 
 
 class Writer:
@@ -236,16 +257,14 @@ class Writer:
             rid = int(conn.execute(_INSERT_RECORDING, values).lastrowid or 0)
         items = data.items
         ids = {fqid: self._code_id(fqid, items) for fqid in items}
-
-        def code(fqid: str | None, items: dict[str, tuple[Any, ...]]) -> int | None:
-            cid = ids.get(fqid) if fqid is not None else None
-            return cid if cid is not None else self._code_id(fqid, items)
-
         conn.executemany(
             "INSERT INTO recording_code_objects (code_object_id, recording_id) VALUES (?, ?)",
             [(cid, rid) for cid in ids.values()],
         )
         self._touched.update(cid for cid in ids.values() if cid is not None)
+        # fqid (or None) -> code object id, by plain subscription: the rows below name code
+        # objects hundreds of thousands of times, nearly always one of `items`.
+        code = _CodeIds(ids, self._code_id, items)
         conn.executemany(
             "INSERT INTO http_requests (recording_id, event_id, method, route, path, status, "
             "duration_ms, sql_count, sql_ms, route_shape) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -254,26 +273,30 @@ class Writer:
         conn.executemany(
             "INSERT INTO sql_queries (recording_id, event_id, request_event_id, code_object_id, "
             "duration_ms, caller_id) VALUES (?, ?, ?, ?, ?, ?)",
-            [(rid, e, r, code(q, items), ms, code(c, items)) for e, r, q, ms, c in data.queries],
+            [(rid, e, r, code[q], ms, code[c]) for e, r, q, ms, c in data.queries],
         )
         conn.executemany(
             "INSERT INTO function_calls (recording_id, code_object_id, count, total_ms, self_ms, "
             "max_ms) VALUES (?, ?, ?, ?, ?, ?)",
-            [(rid, code(f, items), *rest) for f, *rest in data.functions],
+            [(rid, code[f], *rest) for f, *rest in data.functions],
         )
         conn.executemany(
             "INSERT INTO exceptions (recording_id, event_id, request_event_id, class, message, "
             "location, function_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(rid, *row[:5], code(row[5], items)) for row in data.exceptions],
+            [(rid, *row[:5], code[row[5]]) for row in data.exceptions],
         )
         conn.executemany(
             "INSERT INTO log_messages (recording_id, event_id, request_event_id, level, "
             "logger_id, caller_id, message) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (rid, e, r, level, code(logger, items), code(caller, items), message)
+                (rid, e, r, level, code[logger], code[caller], message)
                 for e, r, level, logger, caller, message in data.logs
             ],
         )
+        if result.overhead is not None:
+            conn.execute(
+                "INSERT INTO overhead (recording_id, sums) VALUES (?, ?)", (rid, result.overhead)
+            )
         conn.execute(
             "INSERT INTO recordings_fts (rowid, name, labels, routes, code, sql, messages) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",

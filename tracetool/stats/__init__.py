@@ -13,10 +13,16 @@ first.
 
 Every recording is streamed (`tracetool.trace.stream`), so memory stays flat however big a file
 is; directories are processed on a process pool. A malformed file is skipped with a warning.
+Directory mode takes the sums of a recording from the query database instead when the index
+kept them for the file as it is now (`tracetool.stats._kept`): the same numbers, so the output is
+the same with or without an index.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +30,6 @@ from typing import Any
 from tracetool.errors import NotFoundError, UsageError
 from tracetool.stats._collect import OverheadPartial, function_sizes, overhead_batch
 from tracetool.trace.reader import find_trace_files, guarded, skip_lines
-from tracetool.trace.stream import file_size
 
 SIZE_THRESHOLD = 1024 * 1024
 DEFAULT_LIMIT = 10
@@ -97,8 +102,12 @@ def directory_stats(
     limit: int | None = DEFAULT_LIMIT,
     threshold: int = SIZE_THRESHOLD,
     workers: int | None = None,
+    query_db: Path | str | None = None,
 ) -> DirectoryStats:
-    """Largest recordings and instrumentation overhead of every recording below `directory`."""
+    """Largest recordings and instrumentation overhead of every recording below `directory`;
+    the sums the index kept (`query_db`, default: the index of `directory`) for recordings it
+    holds as they are now, the others read."""
+    from tracetool.stats._kept import kept_sums
     from tracetool.workers import map_batches
 
     _check_limit(limit)
@@ -107,19 +116,32 @@ def directory_stats(
         raise NotFoundError(f"{root}: no such directory")
     unusable: list[tuple[Path, str]] = []
     files = find_trace_files(root, unusable)
-    sized = [(path, file_size(path)) for path in files]
+    stats = [(path, _stat(path)) for path in files]
+    sized = [(path, size) for path, (size, _) in stats]
     big = sorted(
         ((p, s) for p, s in sized if s > threshold), key=lambda item: (-item[1], str(item[0]))
     )
     largest = tuple(LargeRecording(_relative(p, root), s) for p, s in big[:limit])
 
     total = OverheadPartial()
-    for partial in map_batches(overhead_batch, sized, workers=workers):
+    kept = kept_sums(root, [(path, size, mtime_ns) for path, (size, mtime_ns) in stats], query_db)
+    for rows in kept.values():
+        total.add(
+            (name, count, seconds) if not sql else ((name,), count, seconds)
+            for name, count, seconds, sql in rows
+        )
+    todo = [(path, size) for path, size in sized if path not in kept]
+    for partial in map_batches(overhead_batch, todo, workers=workers):
         total.merge(partial)
+    # every recording's time, SQL left unnamed included (before `_name_sql` merges parts)
+    seconds = math.fsum(itertools.chain.from_iterable(parts for _, parts in total.sums.values()))
     sums = _name_sql(total.sums)
-    seconds = sum(time for _, time in sums.values())
     ranked = sorted(
-        ((name, count, time) for name, (count, time) in sums.items() if time > 0),
+        (
+            (name, count, time)
+            for name, count, time in ((n, c, math.fsum(parts)) for n, (c, parts) in sums.items())
+            if time > 0
+        ),
         key=lambda row: (-row[2], -row[1], row[0]),
     )
     functions = tuple(
@@ -136,26 +158,39 @@ def directory_stats(
     )
 
 
-def _name_sql(sums: dict[Any, list[float]]) -> dict[str, list[float]]:
-    """Fold raw-SQL keys into `query:` fqids — only when some SQL carries overhead.
+def _stat(path: Path) -> tuple[int, int]:
+    """(size, mtime_ns) as the filesystem reports them ((0, -1) if the file vanished)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 0, -1
+    return st.st_size, st.st_mtime_ns
 
-    Naming runs the SQL normalizer on every distinct statement; when no SQL call has any
-    instrumentation time, none of them can rank, so they are dropped unnamed (exactly the same
-    table and total).
+
+def _name_sql(sums: dict[Any, list[Any]]) -> dict[str, list[Any]]:
+    """Fold SQL keys into `query:` fqids — only when some SQL carries overhead.
+
+    SQL keys are raw `(text, database type)` (named by the SQL normalizer) or `(fqid,)` (named
+    by the index). Naming runs the normalizer on every distinct statement; when no SQL call has
+    any instrumentation time, none of them can rank, so they are dropped unnamed (the same
+    table; their time still counts in the total, see `directory_stats`).
     """
-    named: dict[str, list[float]] = {}
+    named: dict[str, list[Any]] = {}
     raw = {k: v for k, v in sums.items() if isinstance(k, tuple)}
     for key, value in sums.items():
         if isinstance(key, str):
             named[key] = value
-    if raw and any(time > 0 for _, time in raw.values()):
-        from tracetool import sql
+    if raw and any(time > 0 for _, parts in raw.values() for time in parts):
+        from tracetool.stats._collect import sql_fqid
 
-        for (text, dbtype), (count, time) in raw.items():
-            fqid = "query:" + sql.normalize(text, dbtype or None)
-            entry = named.setdefault(fqid, [0, 0.0])
-            entry[0] += count
-            entry[1] += time
+        for key, (count, parts) in raw.items():
+            fqid = key[0] if len(key) == 1 else sql_fqid(*key)
+            entry = named.get(fqid)
+            if entry is None:
+                named[fqid] = [count, list(parts)]
+            else:
+                entry[0] += count
+                entry[1].extend(parts)
     return named
 
 

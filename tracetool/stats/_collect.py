@@ -5,7 +5,10 @@ return as AppMap's model does — by `parent_id`, or the innermost open call of 
 return has none — and sums, per code object, the calls that returned and the return events'
 `elapsed_instrumentation`. Calls that never returned are not counted. SQL calls are summed under
 their raw text: naming them needs the SQL normalizer, which is only worth running when SQL
-carries overhead at all (see `tracetool.stats.directory_stats`). A recording whose calls nest
+carries overhead at all (see `tracetool.stats.directory_stats`). Each recording's sum per key is
+kept apart (`OverheadPartial.sums`: key -> [calls, [seconds of each recording]]) and added up
+once at the end with `math.fsum`, so the result depends neither on the order in which recordings
+are merged nor on where their sums come from (`file_overhead`, kept by the index). A recording whose calls nest
 plainly (every return closes the innermost open call of its thread; nearly all do) is paired
 and summed in the same pass that reads its events (`_nested_sums`), any other is read again and
 paired by `iter_pairs` (`_paired_sums`): the same sums, added in the same order.
@@ -35,26 +38,39 @@ from tracetool.trace.reader import guarded
 from tracetool.trace.stream import EventHead, iter_pairs, open_stream
 
 UNSET: Any = msgspec.UNSET
-SqlKey = tuple[str, str]  # (sql text, database type or "")
-Key = Union[str, SqlKey]  # fqid, or raw SQL awaiting its name
+SqlKey = Union[tuple[str, str], tuple[str]]  # (sql text, database type or ""), or (its fqid,)
+Key = Union[str, SqlKey]  # fqid, or SQL awaiting its name
 
 
 @dataclass
 class OverheadPartial:
-    """Sums over some recordings: key -> [calls, seconds]; mergeable in any order."""
+    """Sums over some recordings: key -> [calls, [seconds summed in each recording]];
+    mergeable in any order."""
 
-    sums: dict[Key, list[float]] = field(default_factory=dict)
+    sums: dict[Key, list[Any]] = field(default_factory=dict)
     files: int = 0
     warnings: list[str] = field(default_factory=list)
 
-    def merge(self, other: OverheadPartial) -> None:
-        for key, (count, seconds) in other.sums.items():
-            entry = self.sums.get(key)
+    def add(self, sums: Iterable[tuple[Key, Any, float]]) -> None:
+        """Add one recording's sums: (key, calls, seconds)."""
+        get = self.sums.get
+        for key, count, seconds in sums:
+            entry = get(key)
             if entry is None:
-                self.sums[key] = [count, seconds]
+                self.sums[key] = [count, [seconds]]
             else:
                 entry[0] += count
-                entry[1] += seconds
+                entry[1].append(seconds)
+        self.files += 1
+
+    def merge(self, other: OverheadPartial) -> None:
+        for key, (count, parts) in other.sums.items():
+            entry = self.sums.get(key)
+            if entry is None:
+                self.sums[key] = [count, parts]
+            else:
+                entry[0] += count
+                entry[1].extend(parts)
         self.files += other.files
         self.warnings.extend(other.warnings)
 
@@ -172,14 +188,16 @@ def _paired_sums(events: Iterable[EventHead]) -> dict[Any, list[Any]]:
     return raw_sums
 
 
-def _file_overhead(path: Path, names: Names) -> dict[Key, list[float]]:
-    stream = open_stream(path, header_keys=("classMap",), heads=True)
+def _file_overhead(
+    path: Path, names: Names, raw_bytes: Optional[bytes] = None
+) -> dict[Key, list[float]]:
+    stream = open_stream(path, header_keys=("classMap",), heads=True, raw=raw_bytes)
     # Sum under a raw key first (cheap: a tuple of the call's identifying fields) and name each
     # distinct key once at the end; a function call is identified by its defined_class,
     # method_id, path, lineno and static, anything else by its kind and text.
     raw_sums = _nested_sums(stream.events())
     if raw_sums is None:  # calls that do not nest plainly: read again, paired by `iter_pairs`
-        stream = open_stream(path, header_keys=("classMap",), heads=True)
+        stream = open_stream(path, header_keys=("classMap",), heads=True, raw=raw_bytes)
         raw_sums = _paired_sums(stream.events())
     sums: dict[Key, list[float]] = {}
     recording = names.recording(stream.class_map)
@@ -216,8 +234,34 @@ def overhead_batch(paths: list[Path]) -> OverheadPartial:
             except TraceToolError as exc:
                 partial.warnings.append(f"skipped {exc}")
                 continue
-            partial.merge(OverheadPartial(sums, 1))
+            partial.add((key, count, seconds) for key, (count, seconds) in sums.items())
     return partial
+
+
+_names: Optional[Names] = None
+
+
+def file_overhead(path: Path, raw_bytes: Optional[bytes] = None) -> list[list[Any]]:
+    """What the index keeps of one recording for directory-mode stats: `[name, calls, seconds,
+    sql]` per key of `_file_overhead`, its raw SQL named (`sql_fqid`; `sql` is 1 for those,
+    they may repeat a name). Only names, counts and sums: no SQL text. `raw_bytes` are the
+    file's bytes when already read. Raises `TraceToolError` for a file stats would skip."""
+    global _names
+    if _names is None:
+        _names = Names()
+    with gc_paused(), guarded(path):
+        sums = _file_overhead(path, _names, raw_bytes)
+    return [
+        [key, count, seconds, 0] if isinstance(key, str) else [sql_fqid(*key), count, seconds, 1]
+        for key, (count, seconds) in sums.items()
+    ]
+
+
+def sql_fqid(text: str, database_type: str) -> str:
+    """The code-object name of a SQL call summed under (text, database type or "")."""
+    from tracetool import sql
+
+    return "query:" + sql.normalize(text, database_type or None)
 
 
 def js_length(encoded: bytes) -> int:

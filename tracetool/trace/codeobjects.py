@@ -29,6 +29,7 @@ _NAMELESS_PARENTS = {"http", "database", "external-service"}
 
 class CodeObject:
     __slots__ = (
+        "_fqid",
         "_id",
         "children",
         "extra",
@@ -57,9 +58,10 @@ class CodeObject:
         self.children: list[CodeObject] = []
         self.location = location
         self.static = static
-        self.labels = sorted(set(labels))
+        self.labels = sorted(set(labels)) if labels else []
         self.extra = extra or {}
         self._id: str | None = None
+        self._fqid: str | None = None
 
     @property
     def id(self) -> str:
@@ -81,7 +83,12 @@ class CodeObject:
 
     @property
     def fqid(self) -> str:
-        return f"{self.type}:{self.id}"
+        # Cached like `id` (a recording asks it of the same objects thousands of times); type,
+        # name and parent never change once an object is made.
+        fqid = self._fqid
+        if fqid is None:
+            fqid = self._fqid = f"{self.type}:{self.id}"
+        return fqid
 
     def ancestors(self) -> Iterator[CodeObject]:
         node = self.parent

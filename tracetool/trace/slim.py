@@ -235,10 +235,12 @@ def parse_slim(
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         return _fallback(path, data, source, raw)  # the full loader decides, in the shared words
     events = obj.get("events") if isinstance(obj, dict) else None
-    if minimal and events is not None:
-        obj["events"] = []  # structs, not dicts: keep them out of from_data's dict check
+    if events is not None:
+        # kept out of from_data's check that every event is a dict: structs (`minimal`), or
+        # dicts the decoder checked (a pass over every event, a cache miss each)
+        obj["events"] = []
     doc = from_data(obj, source)  # the same "is it a trace document" checks as a full load
-    if minimal and events is not None:
+    if events is not None:
         doc.data["events"] = events
     slim = SlimDocument(doc.data, path, doc.warnings)
     if raws is not None:
