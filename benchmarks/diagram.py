@@ -18,6 +18,7 @@ README's reference figures are printed instead, clearly labelled. Goals (issue 1
 without a browser.
 
     python benchmarks/diagram.py [--input FILE.appmap.json | --mb 60 --seed 2] [--repeat 3]
+        [--no-png] [--only prune]
 """
 
 from __future__ import annotations
@@ -164,13 +165,15 @@ def commands(recording: Path, out: Path) -> dict[str, list[str]]:
 
 
 def compare(
-    recording: Path, work: Path, repeat: int, peer: bool
+    recording: Path, work: Path, repeat: int, peer: bool, only: list[str] | None = None
 ) -> dict[str, tuple[Run, Run | None]]:
     """label -> (ours, peer's) medians, the two interleaved run by run."""
     (work / "ours").mkdir(exist_ok=True)
     (work / "peer").mkdir(exist_ok=True)
     mine = commands(recording, work / "ours")
     theirs = commands(recording, work / "peer")
+    if only:
+        mine = {k: v for k, v in mine.items() if any(k.startswith(o) for o in only)}
     results: dict[str, tuple[list[Run], list[Run]]] = {label: ([], []) for label in mine}
     for round_ in range(repeat):
         for label in mine:
@@ -221,6 +224,9 @@ def main() -> None:
     parser.add_argument("--png-mb", type=float, default=1.0, help="size of the PNG recording")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved runs (median)")
     parser.add_argument("--no-png", action="store_true", help="skip the PNG row")
+    parser.add_argument(
+        "--only", action="append", help="rows whose label starts with this (e.g. prune)"
+    )
     args = parser.parse_args()
     compile_checkout()  # our side runs from bytecode, as an installed package does
     work = Path(tempfile.mkdtemp(prefix="tracetool-bench-diagram-"))
@@ -232,7 +238,7 @@ def main() -> None:
             f"{PEER if has_peer else 'not installed, README reference figures'}; "
             f"median of {args.repeat} interleaved runs; load {os.getloadavg()[0]:.1f}"
         )
-        rows = compare(big, work, args.repeat, has_peer)
+        rows = compare(big, work, args.repeat, has_peer, args.only)
         print(
             f"{'':<29} {'ours: wall':>10} {'CPU':>6} {'peak':>6} | "
             f"{'peer: wall':>10} {'CPU':>6} {'peak':>6} {'':<10}| "
@@ -244,7 +250,8 @@ def main() -> None:
                 peer, note = _reference(label), "README ref"
             report(label, mine, peer, note)
         pruned = work / "ours" / big.name
-        print(f"  pruned file: {pruned.stat().st_size / 2**20:.1f} MiB (target 15 MiB)")
+        if pruned.exists():
+            print(f"  pruned file: {pruned.stat().st_size / 2**20:.1f} MiB (target 15 MiB)")
         if not args.no_png:
             small = generate(work / "png", args.png_mb, "png", args.seed)
             png = median(

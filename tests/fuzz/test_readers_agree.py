@@ -52,12 +52,12 @@ def _stream_incremental(path: Path) -> None:
 
 
 def _stream_heads(path: Path) -> None:
-    for _ in open_stream(path, heads=True).raw_heads():
+    for _ in open_stream(path, heads=True).raw_head_blocks():
         pass
 
 
 def _stream_heads_incremental(path: Path) -> None:
-    for _ in open_stream(path, threshold=0, heads=True).raw_heads():
+    for _ in open_stream(path, threshold=0, heads=True).raw_head_blocks():
         pass
 
 

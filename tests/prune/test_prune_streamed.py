@@ -4,6 +4,7 @@ interleaved) and their variants, at several targets."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,22 @@ def test_malformed(generated: list[Path], tmp_path: Path, monkeypatch: pytest.Mo
     for path, content in bad:
         path.write_bytes(content)
     _compare([p for p, _ in bad], monkeypatch)
+
+
+def test_file_changed_between_the_passes(
+    generated: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second pass copies by the first pass's cuts and lengths: a file whose size or
+    modification time changed in between is refused, not copied from."""
+    path = tmp_path / "changing.appmap.json"
+    monkeypatch.setattr(prune_streamed, "STREAM_THRESHOLD", 0)
+    for change in ("touched", "removed"):
+        path.write_bytes(generated[0].read_bytes())
+        result = prune_file(path, size=path.stat().st_size // 2)
+        if change == "touched":
+            info = path.stat()
+            os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
+        else:
+            path.unlink()
+        with pytest.raises(TraceToolError, match="changed while it was read"):
+            b"".join(result.chunks())

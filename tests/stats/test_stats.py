@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import orjson
 import pytest
 from click.testing import CliRunner
@@ -119,6 +120,15 @@ def test_batched_sizes_equal_one_by_one(risky: int | None) -> None:
     """A batch is sized as its texts one by one, with or without a text orjson rewrites."""
     texts = [_TEXTS[0], _TEXTS[1], _TEXTS[0]] + ([_TEXTS[risky]] if risky is not None else [])
     assert compact_lengths(texts) == [compact_length(t) for t in texts]
+
+
+@pytest.mark.parametrize("risky", [None, *range(len(_TEXTS))])
+def test_batched_sizes_of_raw_texts(risky: int | None) -> None:
+    """Texts as the reader gives them (`msgspec.Raw`), compact ones among them (formatted as a
+    batch), over more than one batch."""
+    compact = [_TEXTS[0], _TEXTS[-1]]
+    texts = [msgspec.Raw(t) for t in compact * 700 + ([_TEXTS[risky]] if risky is not None else [])]
+    assert compact_lengths(texts) == [compact_length(bytes(t)) for t in texts]
 
 
 def test_recording_sizes_agree_with_reencoding_every_call(corpus: Path) -> None:

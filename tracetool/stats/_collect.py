@@ -33,7 +33,7 @@ import orjson
 from tracetool.errors import TraceToolError
 from tracetool.stats._names import Names
 from tracetool.trace import events as ev
-from tracetool.trace.document import gc_paused
+from tracetool.trace.document import gc_paused, reuse_freed_buffers
 from tracetool.trace.reader import guarded
 from tracetool.trace.stream import EventHead, iter_pairs, open_stream
 
@@ -280,9 +280,10 @@ def js_length(encoded: bytes) -> int:
 # token is `:` then `-?0+`; digits inside a string follow a quote (`x`), or are a false alarm.
 _ESCAPE_RISK = re.compile(rb"\\[u/]")
 # (`:-?0+e|:-0:|:-?0{19}` as two searches, each with a two-byte literal prefix that re finds
-# fast: `:` alone starts most keys and values)
-_NUMBER_RISK = re.compile(rb":0+(?:e|0{18})")
-_NEGATIVE_RISK = re.compile(rb":-(?:0+e|0:|0{19})")
+# fast: `:` alone starts most keys and values; `0*+` is possessive, so an integer's digits are
+# not tried again one by one)
+_NUMBER_RISK = re.compile(rb":0(?:0*+e|0{18})")
+_NEGATIVE_RISK = re.compile(rb":-0(?:0*+e|:|0{18})")
 
 
 def _number_risk(text: bytes) -> bool:
@@ -312,50 +313,74 @@ def compact_length(text: Any) -> int:
     return js_length(compact)
 
 
-# Events sized together: one risk test over their joined compact texts (`compact_lengths`).
+# Events tested together for what orjson would write otherwise (`compact_lengths`)
 _BATCH = 1024
 
 
 def compact_lengths(texts: list[Any]) -> list[int]:
-    """`compact_length` of each text: formatted one by one, tested for what orjson would write
-    otherwise all at once (a test that finds nothing in the joined texts finds nothing in any of
-    them); the texts are sized one by one only when it finds something."""
-    compacts = [msgspec.json.format(text, indent=-1) for text in texts]
-    joined = b",".join(compacts)
+    """`compact_length` of each text, tested `_BATCH` at a time (`_batch_lengths`)."""
+    if len(texts) <= _BATCH:
+        return _batch_lengths(texts)
+    out: list[int] = []
+    for at in range(0, len(texts), _BATCH):
+        out.extend(_batch_lengths(texts[at : at + _BATCH]))
+    return out
+
+
+def _batch_lengths(texts: list[Any]) -> list[int]:
+    """`compact_length` of each text: formatted all at once (when that changes nothing, each
+    text is compact already) and tested for what orjson would write otherwise all at once (a
+    test that finds nothing in the joined texts finds nothing in any of them); the texts are
+    sized one by one only when it finds something."""
+    joined = b",".join(texts)
+    array = b"[" + joined + b"]"
+    if msgspec.json.format(array, indent=-1) == array:
+        compacts = texts
+    else:
+        compacts = [msgspec.json.format(text, indent=-1) for text in texts]
+        joined = b",".join(compacts)
     if _ESCAPE_RISK.search(joined) or _number_risk(joined):
         return [compact_length(text) for text in texts]
     if joined.isascii():
-        return [len(compact) for compact in compacts]
-    return [js_length(compact) for compact in compacts]
+        return list(map(len, compacts))
+    return [js_length(bytes(compact)) for compact in compacts]  # (a text may be a `Raw`)
 
 
 def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], int]:
     """(fqid, count, size, location) per function of one recording, and the number of calls."""
+    reuse_freed_buffers()  # a big recording is read a block at a time
+    with gc_paused():  # (the keys and entries are acyclic)
+        return _function_sizes(path)
+
+
+def _function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], int]:
     stream = open_stream(path, header_keys=("classMap",), heads=True)
     sums: dict[tuple[Any, ...], list[Any]] = {}  # key -> [calls, size, sample call]
     calls = 0
     unset = UNSET
-    pending: list[list[Any]] = []  # the sums entry of each text in `texts`
-    texts: list[Any] = []
-    for event, text in stream.raw_heads():
-        if (
-            event.event != "call"
-            or event.sql_query is not unset
-            or event.http_server_request is not unset
-            or event.http_client_request is not unset
-        ):
-            continue
-        calls += 1
-        key = _function_key(event)
-        entry = sums.get(key)
-        if entry is None:
-            entry = sums[key] = [0, 0, event]
-        entry[0] += 1
-        pending.append(entry)
-        texts.append(text)
-        if len(texts) >= _BATCH:
-            _add_sizes(pending, texts)
-    _add_sizes(pending, texts)
+    get = sums.get
+    function_key = _function_key
+    for heads, texts in stream.raw_head_blocks():
+        entries: list[list[Any]] = []  # the sums entry of each text in `chosen`
+        chosen: list[Any] = []
+        for event, text in zip(heads, texts):
+            if (
+                event.event != "call"
+                or event.sql_query is not unset
+                or event.http_server_request is not unset
+                or event.http_client_request is not unset
+            ):
+                continue
+            key = function_key(event)
+            entry = get(key)
+            if entry is None:
+                entry = sums[key] = [0, 0, event]
+            entry[0] += 1
+            entries.append(entry)
+            chosen.append(text)
+        calls += len(chosen)
+        for entry, size in zip(entries, compact_lengths(chosen)):
+            entry[1] += size
     recording = Names().recording(stream.class_map)
     by_fqid: dict[str, list[Any]] = {}
     for count, size, sample in sums.values():
@@ -369,11 +394,3 @@ def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], 
     recording.close()
     rows = [(fqid, int(c), int(s), loc) for fqid, (c, s, loc) in by_fqid.items()]
     return rows, calls
-
-
-def _add_sizes(entries: list[list[Any]], texts: list[Any]) -> None:
-    """Add each text's size to its entry; empties both lists."""
-    for entry, size in zip(entries, compact_lengths(texts)):
-        entry[1] += size
-    entries.clear()
-    texts.clear()

@@ -31,7 +31,7 @@ that identify and pair a call (ids, thread, parent, function identity, SQL / HTT
 `elapsed_instrumentation`), decoded by msgspec without building the rest (parameters, receivers,
 return values) — about three times faster than dicts, for readers that need no more (`stats`).
 An `EventHead` reads like a dict for its fields (`get`, `in`: a missing field is absent, a null
-one present); `raw=True` adds each event's exact JSON text (`TraceStream.raw_heads()`). The
+one present); `raw=True` adds each event's exact JSON text (`TraceStream.raw_head_blocks()`). The
 header of a heads stream holds `version`, `metadata`, `classMap` only.
 
 Every defect surfaces as one `TraceFormatError` line naming the file. Stdlib, orjson, msgspec and
@@ -206,16 +206,21 @@ class TraceStream:
             if items:
                 yield items, texts or []
 
-    def event_texts(self) -> Iterator[list[Any]]:
-        """The exact JSON text of every item of a streamed recording's events array read
-        plainly (no `eventUpdates` applied, nothing decoded), a block at a time; a
-        `TraceFormatError` if the block reader cannot read it all (a pass that decoded it
-        before read it plainly: the file changed)."""
-        assert self.streamed and self.events_at >= 0
+    def event_arrays(self) -> Iterator[tuple[Any, int]]:
+        """(a block of events: a view of their texts and the commas between them, its items)
+        of a streamed recording whose events array a pass read all plainly, cut where that
+        pass cut it (`cuts`); a view is valid until the next block. Nothing is decoded or
+        checked, so the caller that needs its items' texts has the first pass's word for them;
+        a `TraceFormatError` if the file no longer has those cuts (it changed)."""
+        assert self.streamed and self.events_at >= 0 and self.cuts is not None
         ended: list[Any] = [False]
+        cuts: list[Optional[tuple[int, int]]] = []
         with guarded(self.path):
-            for texts, _ in _event_arrays(self.path, self.events_at, ended, [], self._replay):
-                yield texts or []
+            arrays = _event_arrays(
+                self.path, self.events_at, ended, cuts, self.cuts, want_texts=False, bare=True
+            )
+            for _, block in arrays:
+                yield block, cuts[-1][1]  # type: ignore[index]
         if not ended[0]:
             raise TraceFormatError(f"{self.path}: changed while it was read")
 
@@ -247,21 +252,28 @@ class TraceStream:
         other._replay = self.cuts
         return other
 
-    def raw_heads(self) -> Iterator[tuple[EventHead, bytes]]:
-        """(head, exact JSON text of the event) for each event of a `heads=True` stream; the
-        text of an event replaced by `eventUpdates` is its update's compact JSON."""
+    def raw_head_blocks(self) -> Iterator[tuple[list[EventHead], list[Any]]]:
+        """(heads, the exact JSON text of each) of a `heads=True` stream, a block at a time (a
+        few MB of the file each, or one block for a recording read whole); the text of an event
+        replaced by `eventUpdates` is its update's compact JSON."""
         if not self.streamed:
             heads, self._events = self._events or [], None
             if self._bytes is not None:
                 self._raws = _RAW_DOC.decode(self._bytes).get("events") or []
                 self._bytes = None
             raws, self._raws = self._raws or [], None
-            pairs: Iterator[tuple[Any, Any]] = zip(heads, raws)
+            blocks: Iterable[tuple[list[Any], Any]] = [(heads, raws)] if heads else []
         else:
-            pairs = (p for heads, raws in self._blocks(True) for p in zip(heads, raws or ()))
-        if not self.updates:
-            return pairs
-        return self._raw_updated(pairs)
+            blocks = self._blocks(True)
+        for heads, raws in blocks:
+            raws = raws or []
+            if len(heads) != len(raws):  # (what zip pairs)
+                heads, raws = heads[: len(raws)], raws[: len(heads)]
+            if self.updates:
+                pairs = list(self._raw_updated(zip(heads, raws)))
+                heads, raws = [h for h, _ in pairs], [t for _, t in pairs]
+            if heads:
+                yield heads, raws
 
     def _updated(self, events: Iterable[Any]) -> Iterator[Any]:
         updates = self.updates
@@ -389,7 +401,8 @@ def _event_arrays(
     cuts: Optional[list[Optional[tuple[int, int]]]] = None,
     replay: Optional[list[Optional[tuple[int, int]]]] = None,
     want_texts: bool = True,
-) -> Iterator[tuple[Optional[list[Any]], bytes]]:
+    bare: bool = False,
+) -> Iterator[tuple[Optional[list[Any]], Any]]:
     """The items of the JSON array at byte `offset`, in blocks of whole items: each as
     (JSON texts of its items, the block as one JSON array `[...]`). Sets `state[0]` once the
     array and the document after it were read to their plain end; stops without it where the
@@ -398,7 +411,8 @@ def _event_arrays(
 
     `cuts` collects where blocks were cut ((end, items), or None where more had to be read);
     `replay` gives them from an earlier pass over the same file, so no cut is looked for (the
-    texts are then None unless `want_texts`)."""
+    texts are then None unless `want_texts`; with `bare`, the block is a view of the items
+    and the commas between them, without brackets, valid until the next block)."""
     with open_regular(path) as handle:
         handle.seek(offset)
         buf = handle.read(_CHUNK).lstrip(_WS)
@@ -427,8 +441,11 @@ def _event_arrays(
                 found = None
                 if cut is not None:
                     end = cut[0]
-                    block = b"[" + buf[:end] + b"]"
-                    found = end, (_RAW_ITEMS.decode(block) if want_texts else None), block
+                    if bare:
+                        found = end, None, memoryview(buf)[:end]  # type: ignore[assignment]
+                    else:
+                        block = _array_of(buf, end)
+                        found = end, (_RAW_ITEMS.decode(block) if want_texts else None), block
             else:
                 try:
                     found = _cut(buf, eof)
@@ -476,19 +493,19 @@ def _plain_end(handle: Any, tail: bytes, members: Optional[list[Any]] = None) ->
     return True
 
 
-def _plain_start(path: Path, offset: int) -> bool:
-    """Whether the document up to the events value at `offset` is read by orjson (with the
-    events array empty and the object closed there): the block reader then reads no byte of
-    the file unchecked. Under 64 MB."""
+def _plain_start(path: Path, offset: int) -> Optional[dict[str, Any]]:
+    """The document's members up to the events value at `offset` when orjson reads them (with
+    the events array empty and the object closed there): the block reader then reads no byte of
+    the file unchecked; else None. Under 64 MB."""
     if offset > _TAIL_LIMIT:
-        return False
+        return None
     with open_regular(path) as handle:
         head = handle.read(offset)
     try:
-        orjson.loads(head + b"[]}")
+        found = orjson.loads(head + b"[]}")
     except orjson.JSONDecodeError:
-        return False
-    return True
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _unchecked(block: bytes) -> bool:
@@ -499,6 +516,11 @@ def _unchecked(block: bytes) -> bool:
 
 
 _TRIES = 8
+
+
+def _array_of(buf: bytes, end: int) -> bytes:
+    """`[` + buf[:end] + `]`, copying the few MB once."""
+    return b"".join((b"[", memoryview(buf)[:end], b"]"))
 
 
 def _cut(buf: bytes, eof: bool) -> Optional[tuple[int, list[Any], bytes]]:
@@ -532,7 +554,7 @@ def _cut(buf: bytes, eof: bool) -> Optional[tuple[int, list[Any], bytes]]:
             elif buf[nxt] != ord("]"):
                 continue
             tries += 1
-            block = b"[" + buf[: at + 1] + b"]"
+            block = _array_of(buf, at + 1)
             try:
                 texts = _RAW_ITEMS.decode(block)
             except msgspec.DecodeError:
@@ -638,7 +660,7 @@ def _open_heads(path: Path, raw: bytes) -> Optional[TraceStream]:
     stream = TraceStream(path, len(raw), dict(data), streamed=False)
     stream.heads = True
     stream._events = events
-    stream._bytes = raw  # the events' texts are cut from it if asked for (`raw_heads`)
+    stream._bytes = raw  # the events' texts are cut from it if asked for (`raw_head_blocks`)
     return stream
 
 
@@ -668,7 +690,8 @@ def _open_streamed(
     if must_contain and found.get("events") and not found.get(must_contain):
         return TraceStream(path, size, {}, streamed=False)
     events_at = _top_level(path, found.get("events", []))
-    plain = bool(events_at) and _plain_start(path, max(events_at))
+    start = _plain_start(path, max(events_at)) if events_at else None
+    plain = start is not None
     if not plain:
         _check_depth(path)  # else the block reader's parsers check what they read
     for key in wanted:
@@ -676,7 +699,12 @@ def _open_streamed(
         if not offsets:
             continue
         offsets = _top_level(path, offsets)
-        value = _value_at(path, max(offsets)) if offsets else None
+        if not offsets:
+            continue
+        if start is not None and key in start and max(offsets) < max(events_at):
+            value = start[key]  # the last top-level one, before the events: as orjson read it
+        else:
+            value = _value_at(path, max(offsets))
         if value is not None:
             header[key] = value
     kinds = {key: kind(value) for key, value in header.items()}

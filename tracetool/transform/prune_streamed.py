@@ -16,17 +16,24 @@ Contract:
   hide and the output size follow without writing anything (the whole prune's greedy choice,
   with sizes added up instead of measured). Pass 1 also notes the code object each event
   belongs to (its call's; none for a return paired with no call), 4 bytes an event — the one
-  thing that grows with the recording, by 1–2% of its size. Pass 2 decodes nothing: it copies
-  the text of each event whose code object is kept, in document order.
+  thing that grows with the recording, by 1–2% of its size — and the length of its text
+  (as much again). Pass 2 decodes nothing: it cuts the file where pass 1 cut it and copies
+  the text of each event whose code object is kept, in document order, found by those
+  lengths (a block with more than a comma between two events is decoded again instead). The
+  file's size and modification time must not change between the passes.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from array import array
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tracetool import filters
 from tracetool.errors import TraceFormatError
@@ -67,10 +74,13 @@ class _Plan:
         self.static = {id(o) for o in cmap}
         self.state = BindState(cmap, sql_names=False)
         self.total = 0  # events read
+        self.stamp = (0, 0)  # the file's size and modification time when pass 1 began
         # per event, its mark (0: none, the event is dropped): the number of its call's code
         # object and whether the ranking counts that call (`Ranking.counts`)
         self.marks = array("I")
+        self.lengths = array("I")  # per event, the length of its text
         self.number: dict[tuple[int, bool], int] = {}  # (id(code object), counted) -> mark
+        self.plain: dict[int, int] = {}  # id(code object) -> mark, when the call does not matter
         # by mark (from 1): code object, counted, calls, their calls' and returns' bytes (+1
         # each) and events
         self.codes: list[CodeObject | None] = [None]
@@ -84,33 +94,52 @@ class _Plan:
     ) -> None:
         """Count a block of events (`MinimalEvent`s and their texts), the first at position
         `base`, with its calls' offsets and its links (`CallPairing.add`)."""
-        marks, number, codes = self.marks, self.number, self.codes
-        sizes, events, calls = self.bytes, self.events, self.calls
+        marks, plain = self.marks, self.plain
         marks.frombytes(bytes(marks.itemsize * len(items)))  # 0: dropped unless paired
-        counts = Ranking.counts
+        # each call's mark, then every event's: a call's own, a paired return its call's
+        # (`links`: the call's position), else 0; a call's link (its root's) is replaced after
+        own: list[int] = []
+        remember = own.append
         for i, co in zip(at, bind_calls([items[i] for i in at], self.cmap, self.state)):
-            # `counts(co, call)`, which looks at the call only for a function without parent
-            key = (
-                id(co),
-                co.type == "function" and (co.parent is not None or counts(co, items[i])),
-            )
-            mark = number.get(key)
+            mark = plain.get(id(co))
             if mark is None:
-                mark = number[key] = len(codes)
-                codes.append(co)
-                self.counted.append(key[1])
-                calls.append(0)
-                sizes.append(0)
-                events.append(0)
+                mark = self._mark(co, items[i])
             marks[base + i] = mark
-            calls[mark] += 1
-            sizes[mark] += len(texts[i]) + 1
-            events[mark] += 1
-        for i, link in enumerate(links):
-            if link >= 0 and items[i].event == "return":
-                mark = marks[base + i] = marks[link]
-                sizes[mark] += len(texts[i]) + 1
-                events[mark] += 1
+            remember(mark)
+        block = [marks[link] if link >= 0 else 0 for link in links]
+        for i, mark in zip(at, own):
+            block[i] = mark
+        marks[base:] = array("I", block)
+        lengths = list(map(len, texts))
+        self.lengths.extend(lengths)
+        sizes = self.bytes
+        for mark, size in zip(block, lengths):
+            sizes[mark] += size
+        # (+1 byte per event: its separator)
+        events, calls = self.events, self.calls
+        for mark, count in Counter(block).items():
+            sizes[mark] += count
+            events[mark] += count
+        for mark, count in Counter(own).items():
+            calls[mark] += count
+
+    def _mark(self, co: CodeObject, call: Any) -> int:
+        """The mark of a call bound to `co`, numbered on first sight; remembered by `co` alone
+        (`plain`) unless whether the ranking counts the call depends on the call."""
+        depends = co.type == "function" and co.parent is None
+        # `Ranking.counts(co, call)`, which looks at the call only for a function without parent
+        key = (id(co), co.type == "function" and (not depends or Ranking.counts(co, call)))
+        mark = self.number.get(key)
+        if mark is None:
+            mark = self.number[key] = len(self.codes)
+            self.codes.append(co)
+            self.counted.append(key[1])
+            self.calls.append(0)
+            self.bytes.append(0)
+            self.events.append(0)
+        if not depends:
+            self.plain[id(co)] = mark
+        return mark
 
     def ranking(self) -> Ranking:
         """What each code object's counted calls weigh (the ranking of what to remove)."""
@@ -170,7 +199,7 @@ class _Plan:
 
         def pieces() -> Iterator[bytes]:
             with gc_paused():
-                events = _kept_texts(self.stream, self.marks, keep)
+                events = _kept_texts(self, keep)
                 yield from document_pieces(self.data, class_map, events, final_filter)
 
         return PruneResult(
@@ -188,6 +217,7 @@ class _Plan:
 
 
 def _first_pass(path: Path, limit: int) -> _Plan | None:
+    stamp = _stamp(path)
     stream = open_stream(path, threshold=limit, header_keys=("classMap",), fields=MinimalEvent)
     if not stream.streamed or stream.events_at < 0 or stream.updates:
         return None
@@ -195,13 +225,14 @@ def _first_pass(path: Path, limit: int) -> _Plan | None:
     if data is None:
         return None
     plan = _Plan(stream, data, ClassMap.from_json(stream.class_map))
+    plan.stamp = stamp
     pairing = CallPairing()
     blocks = _Blocks(stream)
     for items, texts in blocks:
         base = pairing.position
         plan.add(items, texts, *pairing.add(items), base)
     after = stream.after
-    if blocks.odd or pairing.late or after is None or set(after) & set(data):
+    if blocks.odd or pairing.late or after is None or set(after) & set(data) or stream.cuts is None:
         return None
     data.update(after)
     plan.total = blocks.events
@@ -233,14 +264,42 @@ class _Blocks:
             yield items, texts
 
 
-def _kept_texts(stream: TraceStream, marks: array[int], keep: list[bool]) -> Iterator[bytes]:
+def _kept_texts(plan: _Plan, keep: list[bool]) -> Iterator[Any]:
     """The second pass: the texts of the kept events, comma-separated, a block at a time."""
-    done = 0
-    for texts in stream.event_texts():
-        end = done + len(texts)
-        kept = [text for text, mark in zip(texts, marks[done:end]) if keep[mark]]
-        done = end
-        if kept:
-            yield b",".join(kept)
-    if done != len(marks):
+    stream, marks, lengths = plan.stream, plan.marks, plan.lengths
+    if _stamp(stream.path) != plan.stamp:
         raise TraceFormatError(f"{stream.path}: changed while it was read")
+    done = 0
+    with guarded(stream.path):
+        for view, count in stream.event_arrays():
+            end = done + count
+            sizes = lengths[done:end]
+            kept: list[Any]
+            if sum(sizes) + count - 1 == len(view):  # `a,b,c`: a comma between two texts
+                starts = itertools.accumulate(map(_AND_COMMA, sizes), initial=0)
+                kept = [
+                    view[at : at + n]
+                    for at, n, mark in zip(starts, sizes, marks[done:end])
+                    if keep[mark]
+                ]
+            else:
+                texts = _TEXTS.decode(b"".join((b"[", view, b"]")))
+                kept = [text for text, mark in zip(texts, marks[done:end]) if keep[mark]]
+            done = end
+            if kept:
+                yield b",".join(kept)
+    if done != len(marks) or _stamp(stream.path) != plan.stamp:
+        raise TraceFormatError(f"{stream.path}: changed while it was read")
+
+
+_AND_COMMA = (1).__add__
+_TEXTS = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    """A file's size and modification time (what tells a file changed between the passes)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return -1, -1
+    return info.st_size, info.st_mtime_ns
