@@ -31,13 +31,15 @@ class CodeObjects(dict):  # type: ignore[type-arg]
         self.matched_keys: dict[tuple[Any, ...], bool] = {}  # the same by the key of a call
 
     def __missing__(self, node: CallNode) -> CodeObject:
-        call = node.call
+        co = self[node] = self.of_call(node.call)
+        return co
+
+    def of_call(self, call: dict[str, Any]) -> CodeObject:
+        """The code object of a call event (what `self[node]` holds for its node)."""
         if "http_server_request" in call or "http_client_request" in call or "sql_query" in call:
             if ev.kind(call) == ev.SQL:  # named as `ClassMap.code_object_for` names it
-                co = self[node] = self.cmap.query(self.sql.normalized(call))
-            else:
-                co = self[node] = self.cmap.code_object_for(call)
-            return co
+                return self.cmap.query(self.sql.normalized(call))
+            return self.cmap.code_object_for(call)
         key = function_call_key(call)
         try:
             found = self.by_key.get(key)
@@ -48,7 +50,6 @@ class CodeObjects(dict):  # type: ignore[type-arg]
             found = self.cmap.code_object_for(call)
             if key:
                 self.by_key[key] = found
-        self[node] = found
         return found
 
 
