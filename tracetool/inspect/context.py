@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from tracetool.inspect.sql_names import ANALYZE, SqlNames
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject, function_call_key
@@ -82,6 +84,8 @@ def _return_value(node: CallNode) -> str:
     if isinstance(exceptions, list) and exceptions and isinstance(exceptions[0], dict):
         return f"raised {exceptions[0].get('class', 'exception')}"
     value = ret.get("return_value")
+    if isinstance(value, msgspec.Raw):  # as inspect decodes it (`scan.InspectEvent`)
+        value = msgspec.json.decode(value)
     if not isinstance(value, dict) or not value:
         status = ev.status_code(node.ret)
         return str(status) if status is not None else "void"

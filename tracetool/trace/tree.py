@@ -338,24 +338,26 @@ def tree_links(events: list[dict[str, Any]]) -> list[int]:
     return only pairs or closes calls of its call's tree (`tracetool.inspect.scan`)."""
     links: list[int] = []
     append = links.append
+    get = dict.get
     calls: dict[Any, list[Any]] = {}  # call id -> [position, root position, thread, open]
     stacks: dict[Any, list[list[Any]]] = {}
-    for pos, event in enumerate(events):
-        kind = event.get("event")
+    pos = -1
+    for event in events:
+        pos += 1
+        kind = get(event, "event")
         if kind == "call":
-            thread = event.get("thread_id")
-            stack = stacks.get(thread)
+            stack = stacks.get(thread := get(event, "thread_id"))
             if stack is None:
                 stack = stacks[thread] = []
             root: int = stack[-1][1] if stack else pos
             record = [pos, root, thread, True]
             stack.append(record)
-            calls[event.get("id")] = record
+            calls[get(event, "id")] = record
             append(root)
         elif kind == "return":
-            parent_id = event.get("parent_id")
+            parent_id = get(event, "parent_id")
             if parent_id is None:
-                stack = stacks.get(event.get("thread_id")) or []
+                stack = stacks.get(get(event, "thread_id")) or []
                 if not stack:
                     append(-1)
                     continue
