@@ -16,7 +16,7 @@ import msgspec
 from tracetool.inspect.sql_names import ANALYZE, SqlNames
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject, function_call_key
-from tracetool.trace.tree import CallNode
+from tracetool.trace.tree import CallNode, preorder
 
 
 class CodeObjects(dict):  # type: ignore[type-arg]
@@ -108,8 +108,12 @@ class Notable:
     indexes the whole tree once, so that each further match visits only the notable nodes of its
     ancestors and subtree: a call chain 100,000 deep costs one pass, not one pass per match."""
 
-    def __init__(self, nodes: list[CallNode], cos: CodeObjects) -> None:
-        """`nodes`: every node of a whole tree, in pre-order (`tree.preorder`)."""
+    def __init__(
+        self, root: CallNode, cos: CodeObjects, nodes: list[CallNode] | None = None
+    ) -> None:
+        """`root`: the root of a whole tree; `nodes`: its nodes in pre-order (`tree.preorder`),
+        when the caller has them."""
+        self.root = root
         self.nodes = nodes
         self.cos = cos
         self.seen = 0  # matches asked about so far
@@ -134,6 +138,8 @@ class Notable:
         up, below, notable = self.up, self.below, set()
         is_notable = self.is_notable
         nodes = self.nodes
+        if nodes is None:
+            nodes = self.nodes = preorder((self.root,))
         for node in nodes:
             if is_notable(node):
                 notable.add(id(node))

@@ -245,23 +245,27 @@ def _search(
     try:
         if not candidates or cos is None:
             return
-        found = {id(n) for n in candidates if matcher.matches(n, cos)}
-        held = {id(_root(n)) for n in candidates if id(n) in found} if found else set()
+        held: dict[int, list[CallNode]] = {}  # id of a root -> its tree's matches
+        for node in candidates:
+            if matcher.matches(node, cos):
+                held.setdefault(id(_root(node)), []).append(node)
         searched: list[CallNode] = []
         for root in roots:
-            if id(root) not in held:
+            found = held.get(id(root))
+            if found is None:
                 continue
             # a match's context lies within its own tree: index the trees that hold a match
-            nodes = preorder((root,))
-            searched.extend(nodes)
-            notable: Notable | None = None
-            for node in nodes:
-                if id(node) in found:
-                    if notable is None:
-                        notable = Notable(nodes, cos)
-                    notable.next_match()
-                    values = context(node, cos, recording, notable)
-                    matches.append(Match(recording, node.id, values))
+            # (a tree's nodes only when it holds two, as most hold one, or its names go)
+            nodes = preorder((root,)) if len(found) > 1 or not last else None
+            if nodes is not None:
+                searched.extend(nodes)
+                ids = {id(n) for n in found}
+                found = [n for n in nodes if id(n) in ids]
+            notable = Notable(root, cos, nodes)
+            for node in found:
+                notable.next_match()
+                values = context(node, cos, recording, notable)
+                matches.append(Match(recording, node.id, values))
         if not last:
             pop = cos.pop
             for node in candidates:
