@@ -1,12 +1,14 @@
-"""`CallPairing` nests and pairs events as `CallTreeBuilder` does (roots, returns), without the
-trees, on well-formed and malformed event sequences of interleaved threads."""
+"""`CallPairing` and `tree_links` nest and pair events as `CallTreeBuilder` does (roots,
+returns), without the trees, on well-formed and malformed event sequences of interleaved
+threads."""
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from tracetool.trace.stream import EventHead
-from tracetool.trace.tree import CallPairing, CallTreeBuilder, preorder
+from tracetool.trace.tree import CallNode, CallPairing, CallTreeBuilder, preorder, tree_links
 
 
 def _events(rng: random.Random) -> list[EventHead]:
@@ -82,3 +84,35 @@ def test_preorder_is_root_then_position() -> None:
         calls = [i for i, e in enumerate(events) if e.event == "call"]
         by_key = sorted(calls, key=lambda i: (links[i], i))
         assert by_key == [position[id(n.call)] for n in preorder(builder.roots)]
+
+
+def _shape(node: CallNode) -> list[Any]:
+    """A tree as nested (call, return, children) identities."""
+    return [id(node.call), id(node.ret), [_shape(child) for child in node.children]]
+
+
+def test_tree_links_give_each_tree_its_events() -> None:
+    """A builder fed only the events of some trees (`tree_links`) builds them as the whole
+    build does (what inspect relies on to build only the trees holding a match)."""
+    rng = random.Random(11)
+    for _ in range(3000):
+        heads = _events(rng)
+        events = [
+            {
+                k: getattr(e, k)
+                for k in ("id", "event", "thread_id", "parent_id")
+                if getattr(e, k) is not None
+            }
+            for e in heads
+        ]
+        whole = CallTreeBuilder()
+        whole.add(events)
+        links = tree_links(events)
+        position = {id(e): i for i, e in enumerate(events)}
+        roots = [position[id(root.call)] for root in whole.roots]
+        assert all(links[r] == r for r in roots)
+        wanted = {r for r in roots if rng.random() < 0.5}
+        part = CallTreeBuilder()
+        part.add([e for e, link in zip(events, links) if link >= 0 and links[link] in wanted])
+        expected = [_shape(root) for root in whole.roots if position[id(root.call)] in wanted]
+        assert [_shape(root) for root in part.roots] == expected

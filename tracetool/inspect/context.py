@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from tracetool.inspect.sql_names import ANALYZE, SqlNames
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject, function_call_key
-from tracetool.trace.tree import CallNode
+from tracetool.trace.tree import CallNode, preorder
 
 
 class CodeObjects(dict):  # type: ignore[type-arg]
@@ -31,13 +33,15 @@ class CodeObjects(dict):  # type: ignore[type-arg]
         self.matched_keys: dict[tuple[Any, ...], bool] = {}  # the same by the key of a call
 
     def __missing__(self, node: CallNode) -> CodeObject:
-        call = node.call
+        co = self[node] = self.of_call(node.call)
+        return co
+
+    def of_call(self, call: dict[str, Any]) -> CodeObject:
+        """The code object of a call event (what `self[node]` holds for its node)."""
         if "http_server_request" in call or "http_client_request" in call or "sql_query" in call:
             if ev.kind(call) == ev.SQL:  # named as `ClassMap.code_object_for` names it
-                co = self[node] = self.cmap.query(self.sql.normalized(call))
-            else:
-                co = self[node] = self.cmap.code_object_for(call)
-            return co
+                return self.cmap.query(self.sql.normalized(call))
+            return self.cmap.code_object_for(call)
         key = function_call_key(call)
         try:
             found = self.by_key.get(key)
@@ -48,7 +52,6 @@ class CodeObjects(dict):  # type: ignore[type-arg]
             found = self.cmap.code_object_for(call)
             if key:
                 self.by_key[key] = found
-        self[node] = found
         return found
 
 
@@ -81,6 +84,8 @@ def _return_value(node: CallNode) -> str:
     if isinstance(exceptions, list) and exceptions and isinstance(exceptions[0], dict):
         return f"raised {exceptions[0].get('class', 'exception')}"
     value = ret.get("return_value")
+    if isinstance(value, msgspec.Raw):  # as inspect decodes it (`scan.InspectEvent`)
+        value = msgspec.json.decode(value)
     if not isinstance(value, dict) or not value:
         status = ev.status_code(node.ret)
         return str(status) if status is not None else "void"
@@ -103,8 +108,12 @@ class Notable:
     indexes the whole tree once, so that each further match visits only the notable nodes of its
     ancestors and subtree: a call chain 100,000 deep costs one pass, not one pass per match."""
 
-    def __init__(self, nodes: list[CallNode], cos: CodeObjects) -> None:
-        """`nodes`: every node of a whole tree, in pre-order (`tree.preorder`)."""
+    def __init__(
+        self, root: CallNode, cos: CodeObjects, nodes: list[CallNode] | None = None
+    ) -> None:
+        """`root`: the root of a whole tree; `nodes`: its nodes in pre-order (`tree.preorder`),
+        when the caller has them."""
+        self.root = root
         self.nodes = nodes
         self.cos = cos
         self.seen = 0  # matches asked about so far
@@ -129,6 +138,8 @@ class Notable:
         up, below, notable = self.up, self.below, set()
         is_notable = self.is_notable
         nodes = self.nodes
+        if nodes is None:
+            nodes = self.nodes = preorder((self.root,))
         for node in nodes:
             if is_notable(node):
                 notable.add(id(node))

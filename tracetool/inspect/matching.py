@@ -6,12 +6,13 @@ a SQL query naming the table (`tracetool.sql.analyze(...).tables`, case-insensit
 optional); a SQL query whose `tracetool.sql.normalize` equals that of the identifier; an HTTP
 server request of the same route (`tracetool.route_model`: method and `shape`, so
 `GET /book/:id` finds `/book/<int:pk>`). `Matcher.might_match` is a cheap byte test that skips
-files which cannot match.
+files which cannot match; `Matcher.screen` a cheap test of the call events that skips naming
+(and searching the call trees of) calls which cannot match.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tracetool.inspect.refs import CodeObjectRef
 from tracetool.trace.codeobjects import CodeObject, function_call_key
@@ -19,6 +20,16 @@ from tracetool.trace.tree import CallNode
 
 if TYPE_CHECKING:
     from tracetool.inspect.context import CodeObjects
+
+
+# the field every call of these types that matches holds
+_SCREENED = {
+    "database": "sql_query",
+    "table": "sql_query",
+    "query": "sql_query",
+    "route": "http_server_request",
+    "http": "http_server_request",
+}
 
 
 class Matcher:
@@ -29,6 +40,8 @@ class Matcher:
         self.ident = ref.identifier
         self.key = loose(self.ident)  # forgiving spelling: `a.b.C.m` is `a/b/C#m`
         self._seen: dict[str, bool] = {}  # function fqid -> whether it matches
+        # the last name component a matching function's name holds (`screen`)
+        self.last = self.key.rpartition(".")[2]
         if ref.type == "query":
             from tracetool import sql
 
@@ -50,6 +63,32 @@ class Matcher:
             return b'"http_client_request"' in raw
         last = self.ident.replace("#", "/").replace(".", "/").replace("::", "/").split("/")[-1]
         return last.encode() in raw
+
+    def screen(self, events: list[dict[str, Any]]) -> list[int] | None:
+        """The positions of the call events among `events` that may match (a superset of those
+        that do, in order), or None when any call may (class and package: their match depends on the
+        classMap's nesting, not on the call's fields).
+
+        A function's id ends with its name, and the name comes from the call: its `method_id`
+        (by location, or a dynamic object), or the end of `defined_class` + separator +
+        `method_id` (by fqid). So a call whose code object's loose id equals the identifier's
+        holds its last component in `method_id` or, when `method_id` has no name part at all
+        (`loose` empties it; a missing one reads as ""), may hold it anywhere: kept."""
+        t = self.ref.type
+        key = _SCREENED.get(t)
+        if key is not None:  # (its calls only: `matches` asks for this field first)
+            return [i for i, e in enumerate(events) if key in e and e.get("event") == "call"]
+        if t != "function":
+            return None
+        from tracetool.identifiers import loose
+
+        last = self.last
+        return [
+            i
+            for i, e in enumerate(events)
+            if e.get("event") == "call"
+            and (last in (name := str(e.get("method_id", ""))) or not loose(name))
+        ]
 
     def _code_match(self, co: CodeObject) -> bool:
         """Whether a function code object is the function, or in the class or package."""
@@ -76,8 +115,13 @@ class Matcher:
         )
 
     def matches(self, node: CallNode, cos: CodeObjects) -> bool:
+        return self.matches_call(node.call, cos, node)
+
+    def matches_call(
+        self, call: dict[str, Any], cos: CodeObjects, node: CallNode | None = None
+    ) -> bool:
+        """Whether this call event matches (`node`: its node, which then holds its name)."""
         t = self.ref.type
-        call = node.call
         if t in ("function", "class", "package"):
             # SQL and HTTP calls are queries and routes, never functions: not even named
             if (
@@ -93,7 +137,7 @@ class Matcher:
             except TypeError:  # a field of an unhashable type (a malformed recording)
                 found, key = None, ()
             if found is None:
-                co = cos[node]
+                co = cos[node] if node is not None else cos.of_call(call)
                 if co.type != "function":
                     found = False
                 else:
@@ -122,5 +166,5 @@ class Matcher:
             return (method, route_model.shape(template)) == self.route
         if t == "http":
             return "http_server_request" in call
-        co = cos[node]
+        co = cos[node] if node is not None else cos.of_call(call)
         return co.type == t and (co.id == self.ident or co.fqid == self.ref.text)

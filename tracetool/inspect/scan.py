@@ -30,7 +30,7 @@ from tracetool.trace.document import TraceDocument, from_data, gc_paused, parse
 from tracetool.trace.reader import guarded
 from tracetool.trace.slim import _Request
 from tracetool.trace.stream import open_stream, read_small
-from tracetool.trace.tree import CallNode, CallTreeBuilder, preorder, release
+from tracetool.trace.tree import CallNode, CallTreeBuilder, preorder, release, tree_links
 
 
 def recording_name(path: Path, trace_dir: Path) -> str:
@@ -99,71 +99,179 @@ def find_in(
                 names = reader.names(held[0])
             doc = _parse(raw, str(path))
             del raw
-            found = _matches_in(doc.class_map, [doc.events], recording, matcher, names)
+            events = doc.events
+            calls = matcher.screen(events)
+            cos: CodeObjects | None = None
+            if calls is not None:
+                # the matches, decided on the events: only the trees holding one are built
+                if calls:
+                    cos = CodeObjects(ClassMap.from_json(doc.class_map), names)
+                    calls = [i for i in calls if matcher.matches_call(events[i], cos)]
+                if not calls:
+                    _drop(cos)
+                    del doc, events, cos
+                    return []
+                if len(calls) * FEW_MATCHES < len(events):
+                    events, calls = _trees_holding(events, calls)
+            found = _matches_in(doc.class_map, [(events, calls)], recording, matcher, names, cos)
+            del cos
             # freed while the GC is paused: re-enabled, it would walk the whole document once
-            del doc
+            del doc, events, calls
             return found
         stream = open_stream(
             path, header_keys=("classMap",), event_updates=False, fields=InspectEvent
         )
-        found = _matches_in(stream.class_map, stream.event_blocks(), recording, matcher, ANALYZE)
+        screened = ((block, matcher.screen(block)) for block in stream.event_blocks())
+        found = _matches_in(stream.class_map, screened, recording, matcher, ANALYZE)
         del stream
         return found
 
 
 def _matches_in(
     class_map: Any,
-    blocks: Iterable[list[dict[str, Any]]],
+    blocks: Iterable[tuple[list[dict[str, Any]], list[int] | None]],
     recording: str,
     matcher: Matcher,
     names: SqlNames,
+    cos: CodeObjects | None = None,
 ) -> list[Match]:
     """Matches in the call trees of the events, searched tree by tree once more than
-    `HELD_CALLS` calls are held (in document order: the same matches, in the same order)."""
+    `HELD_CALLS` calls are held (in document order: the same matches, in the same order).
+    `blocks`: (events, the positions of the calls among them `Matcher.screen` keeps); `cos`:
+    the recording's names, when the caller has them already.
+
+    Only the calls `Matcher.screen` keeps are named and matched, and only the trees holding a
+    match are walked; the classMap is read once a call may match."""
     matches: list[Match] = []
     builder = CallTreeBuilder()
-    cos = CodeObjects(ClassMap.from_json(class_map), names)
+    nodes = builder.nodes
+    pending: list[CallNode] = []  # the nodes of the calls `screen` kept, not searched yet
     try:
-        for block in blocks:
+        for block, calls in blocks:
             builder.add(block)
-            if len(builder.nodes) > HELD_CALLS:
-                _search(builder.take_finished(), cos, recording, matcher, matches)
-        _search(builder.roots, cos, recording, matcher, matches, last=True)
+            pending.extend(_nodes_of(builder, block, calls))
+            if len(nodes) > HELD_CALLS:
+                roots = builder.take_finished()
+                taken = {id(root) for root in roots}
+                now = [n for n in pending if id(_root(n)) in taken]
+                if now:
+                    pending = [n for n in pending if id(_root(n)) not in taken]
+                    if cos is None:
+                        cos = CodeObjects(ClassMap.from_json(class_map), names)
+                _search(roots, now, cos, recording, matcher, matches)
+        if pending:
+            if cos is None:
+                cos = CodeObjects(ClassMap.from_json(class_map), names)
+        _search(builder.roots, pending, cos, recording, matcher, matches, last=True)
     finally:
         release(builder.roots)
+        _drop(cos)
+    return matches
+
+
+def _drop(cos: CodeObjects | None) -> None:
+    """Unlink a recording's code objects and names: freed by reference counting at once."""
+    if cos is not None:
         for co in cos.cmap:
             co.parent = None
         cos.clear()
-    return matches
+
+
+# Below one match per this many events, only the call trees holding a match are built:
+# `tree_links` costs ~2/3 of building every tree, so it pays only when they are few (the
+# rare function's recordings: ~1 of ~60 trees; the common one's hold matches in ~1 of 3).
+FEW_MATCHES = 128
+
+
+def _trees_holding(
+    events: list[dict[str, Any]], calls: list[int]
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """The events of the call trees holding these calls (positions in `events`), with the
+    calls' positions among them: searched alone, those trees are built as in the whole tree
+    (`tree_links`), and the others cannot match."""
+    links = tree_links(events)
+    wanted = {links[i] for i in calls}
+    if len(wanted) == 1:
+        (root,) = wanted
+        kept = [i for i, link in enumerate(links) if link >= 0 and links[link] == root]
+    else:
+        kept = [i for i, link in enumerate(links) if link >= 0 and links[link] in wanted]
+    if len(kept) == len(events):
+        return events, calls
+    at = {pos: n for n, pos in enumerate(kept)}
+    return [events[i] for i in kept], [at[i] for i in calls]
+
+
+def _nodes_of(
+    builder: CallTreeBuilder, block: list[dict[str, Any]], calls: list[int] | None
+) -> list[CallNode]:
+    """The nodes `builder` just made of the calls at these positions of `block` (just added;
+    None: of every call)."""
+    nodes = builder.nodes
+    events = (
+        [e for e in block if e.get("event") == "call"]
+        if calls is None
+        else [block[i] for i in calls]
+    )
+    out = []
+    for call in events:
+        node = nodes.get(call.get("id"))
+        if node is None or node.call is not call:  # an id held twice: the plain way
+            wanted = {id(c) for c in events}
+            return [n for n in preorder(builder.roots) if id(n.call) in wanted]
+        out.append(node)
+    return out
+
+
+def _root(node: CallNode) -> CallNode:
+    while node.parent is not None:
+        node = node.parent
+    return node
 
 
 def _search(
     roots: list[CallNode],
-    cos: CodeObjects,
+    candidates: list[CallNode],
+    cos: CodeObjects | None,
     recording: str,
     matcher: Matcher,
     matches: list[Match],
     *,
     last: bool = False,
 ) -> None:
-    """Append the matches in these whole trees, then drop them (and, unless they are the
-    `last` ones, whose names the caller drops all at once, their nodes' names)."""
-    pop = cos.pop
+    """Append the matches among `candidates` (nodes of these whole trees), with their context,
+    in pre-order of the trees in order; then drop the trees (and, unless they are the `last`
+    ones, whose names the caller drops all at once, their nodes' names)."""
     try:
+        if not candidates or cos is None:
+            return
+        held: dict[int, list[CallNode]] = {}  # id of a root -> its tree's matches
+        for node in candidates:
+            if matcher.matches(node, cos):
+                held.setdefault(id(_root(node)), []).append(node)
+        searched: list[CallNode] = []
         for root in roots:
+            found = held.get(id(root))
+            if found is None:
+                continue
             # a match's context lies within its own tree: index the trees that hold a match
-            nodes = preorder((root,))
-            notable: Notable | None = None
-            for node in nodes:
-                if matcher.matches(node, cos):
-                    if notable is None:
-                        notable = Notable(nodes, cos)
-                    notable.next_match()
-                    values = context(node, cos, recording, notable)
-                    matches.append(Match(recording, node.id, values))
-            if not last:
-                for node in nodes:
-                    pop(node, None)
+            # (a tree's nodes only when it holds two, as most hold one, or its names go)
+            nodes = preorder((root,)) if len(found) > 1 or not last else None
+            if nodes is not None:
+                searched.extend(nodes)
+                ids = {id(n) for n in found}
+                found = [n for n in nodes if id(n) in ids]
+            notable = Notable(root, cos, nodes)
+            for node in found:
+                notable.next_match()
+                values = context(node, cos, recording, notable)
+                matches.append(Match(recording, node.id, values))
+        if not last:
+            pop = cos.pop
+            for node in candidates:
+                pop(node, None)
+            for node in searched:
+                pop(node, None)
     finally:
         release(roots)
 
@@ -187,7 +295,8 @@ class InspectEvent(TypedDict, total=False):
     http_client_request: Optional[_Request]
     http_server_response: Any
     http_client_response: Any
-    return_value: Any
+    # kept as its JSON text: only a match's own return reads it (`context._return_value`)
+    return_value: msgspec.Raw
     exceptions: Any
 
 

@@ -150,15 +150,29 @@ class ClassMap:
 
     def __init__(self) -> None:
         self.roots: list[CodeObject] = []
-        self.by_fqid: dict[str, CodeObject] = {}
         self.by_location: dict[str, list[CodeObject]] = {}
-        self._children: dict[tuple[int, str, str], CodeObject] = {}
+        self._children: dict[tuple[int, str, str], CodeObject] = {}  # in creation order
+        # fqid -> the first object created with it; None until first asked for (`by_fqid`)
+        self._by_fqid: dict[str, CodeObject] | None = {}
+
+    @property
+    def by_fqid(self) -> dict[str, CodeObject]:
+        """fqid -> the first object created with it. `from_json` leaves it to be built when
+        first asked for: many readers look objects up by location alone, and an object's fqid
+        costs more than the object."""
+        found = self._by_fqid
+        if found is None:
+            found = self._by_fqid = {}
+            for obj in self._children.values():
+                found.setdefault(obj.fqid, obj)
+        return found
 
     @classmethod
     def from_json(cls, data: Any) -> ClassMap:
         cmap = cls()
         if not isinstance(data, list):
             return cmap
+        cmap._by_fqid = None  # built when first asked for
         stack: list[tuple[Any, CodeObject | None]] = [(item, None) for item in reversed(data)]
         while stack:
             item, parent = stack.pop()
@@ -200,7 +214,8 @@ class ClassMap:
         obj = CodeObject(type, name, parent, location=location, static=static, labels=labels)
         self._children[key] = obj
         (parent.children if parent is not None else self.roots).append(obj)
-        self.by_fqid.setdefault(obj.fqid, obj)
+        if self._by_fqid is not None:
+            self._by_fqid.setdefault(obj.fqid, obj)
         if type == "function" and location:
             self.by_location.setdefault(str(location), []).append(obj)
         return obj

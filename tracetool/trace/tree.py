@@ -329,6 +329,58 @@ class CallPairing:
         state[2] = None
 
 
+def tree_links(events: list[dict[str, Any]]) -> list[int]:
+    """How `CallTreeBuilder` nests and pairs one whole list of dict events (`CallPairing` for
+    events with attributes, in blocks): per event, the position of its tree's root (a call), of
+    the call it names (a return that finds its call: `parent_id`, else its thread's innermost
+    open call), or -1. A call's tree is the one of its root `links[links[pos]]`: a builder fed
+    only the events of some trees (in order) builds them as the whole build does, since a
+    return only pairs or closes calls of its call's tree (`tracetool.inspect.scan`)."""
+    links: list[int] = []
+    append = links.append
+    get = dict.get
+    calls: dict[Any, list[Any]] = {}  # call id -> [position, root position, thread, open]
+    stacks: dict[Any, list[list[Any]]] = {}
+    pos = -1
+    for event in events:
+        pos += 1
+        kind = get(event, "event")
+        if kind == "call":
+            stack = stacks.get(thread := get(event, "thread_id"))
+            if stack is None:
+                stack = stacks[thread] = []
+            root: int = stack[-1][1] if stack else pos
+            record = [pos, root, thread, True]
+            stack.append(record)
+            calls[get(event, "id")] = record
+            append(root)
+        elif kind == "return":
+            parent_id = get(event, "parent_id")
+            if parent_id is None:
+                stack = stacks.get(get(event, "thread_id")) or []
+                if not stack:
+                    append(-1)
+                    continue
+                target = stack[-1]
+            else:
+                found = calls.get(parent_id)
+                if found is None:
+                    append(-1)
+                    continue
+                target = found
+                stack = stacks.get(target[2]) or []
+            append(target[0])
+            if target[3]:
+                while stack:
+                    popped = stack.pop()
+                    popped[3] = False
+                    if popped is target:
+                        break
+        else:
+            append(-1)
+    return links
+
+
 def blocks_of(events: Iterable[Any], size: int = 4096) -> Iterator[list[Any]]:
     """`events` in lists of `size`."""
     it = iter(events)
