@@ -11,12 +11,15 @@ Contract (`tracetool rpc`, `tracetool index --watch [--port N]`):
    clients parse). Everything else goes to stderr.
 4. Each directory's `LiveIndex` starts (watcher first, then the full pass in the background).
 5. SIGINT/SIGTERM (or `stop()`) end it: the server stops accepting, the watchers and index
-   threads stop, discovery files are removed, locks released; `run()` returns 0.
+   threads stop, discovery files are removed, locks released; `run()` returns 0. The main
+   thread sleeps in select() on a pipe the signals also write to (`tracetool_daemon.wakeup`),
+   so a signal the kernel hands to another thread still wakes it.
 """
 
 from __future__ import annotations
 
 import logging
+import select
 import signal
 import sys
 import threading
@@ -31,6 +34,7 @@ from tracetool_daemon.discovery import Claim, claim
 from tracetool_daemon.liveindex import LiveIndex
 from tracetool_daemon.server import DEFAULT_MAX_BODY, RpcHttpServer
 from tracetool_daemon.service import Project, Service, ServiceOptions
+from tracetool_daemon.wakeup import Wakeup
 
 log = logging.getLogger("tracetool.daemon")
 
@@ -68,23 +72,34 @@ class Daemon:
         self._claims: list[Claim] = []
         self._pool: Executor | None = None
         self._stop = threading.Event()
+        self._wakeup = Wakeup()  # wakes the main thread when watching only (no server)
 
     def run(self) -> int:
         try:
             self._start()
             self._install_signals()
-            if self.server is not None:
-                self.server.serve()
-            else:
-                self._stop.wait()
+            wakeup = self.server.wakeup if self.server is not None else self._wakeup
+            with wakeup.on_signals():
+                if self.server is not None:
+                    self.server.serve()
+                else:
+                    self._sleep()
         finally:
             self._cleanup()
         return 0
 
     def stop(self) -> None:
         self._stop.set()
+        self._wakeup.wake()
         if self.server is not None:
             self.server.shutdown()
+
+    def _sleep(self) -> None:
+        """Until `stop()` or a signal (module doc, 5): asleep in select(), no timeout."""
+        # Only SIGINT and SIGTERM have handlers here (`_install_signals`), so any wake-up is a
+        # stop, even one whose handler has not run yet (as in `RpcHttpServer.serve`).
+        if not self._stop.is_set():
+            select.select([self._wakeup], [], [])
 
     def _start(self) -> None:
         # The live-index thread and the RPC worker threads import tracetool.index and
@@ -159,3 +174,4 @@ class Daemon:
             self.service.close()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+        self._wakeup.close()

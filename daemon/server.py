@@ -15,14 +15,13 @@ Contract:
 - HTTP/1.1 keep-alive on a bounded pool of worker threads with a per-request deadline
   (`tracetool_daemon.httpbase`: slow or idle clients are disconnected, a vanished client
   leaves no traceback). `serve()` blocks in `select` with no timeout, so an idle server makes
-  no wake-ups; `shutdown()` interrupts it through a pipe.
+  no wake-ups; `shutdown()` interrupts it through a pipe (`wakeup`, which the daemon also points
+  signals at: `tracetool_daemon.wakeup`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import selectors
 import threading
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tracetool_daemon.httpbase import BoundedHTTPServer, GuardedHandler
+from tracetool_daemon.wakeup import Wakeup
 
 from tracetool.hostcheck import configured_allowed_hosts
 
@@ -117,7 +117,7 @@ class RpcHttpServer(BoundedHTTPServer):
         if allowed_hosts is None:
             allowed_hosts = configured_allowed_hosts()
         super().__init__(("127.0.0.1", port), _Handler, allowed_hosts=allowed_hosts, **limits)
-        self._wake_r, self._wake_w = os.pipe()
+        self.wakeup = Wakeup()
         self._stopped = threading.Event()
 
     @property
@@ -125,10 +125,11 @@ class RpcHttpServer(BoundedHTTPServer):
         return int(self.server_address[1])
 
     def serve(self) -> None:
-        """Serve until `shutdown()`; sleeps in select() without a timeout when idle."""
+        """Serve until `shutdown()` — or until a signal wakes `wakeup`, when the caller points
+        signals at it (`Wakeup.on_signals`); sleeps in select() without a timeout when idle."""
         with selectors.DefaultSelector() as selector:
             selector.register(self.socket, selectors.EVENT_READ, "accept")
-            selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+            selector.register(self.wakeup, selectors.EVENT_READ, "wake")
             try:
                 while True:
                     for key, _ in selector.select():
@@ -139,11 +140,8 @@ class RpcHttpServer(BoundedHTTPServer):
                 self._stopped.set()
 
     def shutdown(self) -> None:
-        with contextlib.suppress(OSError):
-            os.write(self._wake_w, b"x")
+        self.wakeup.wake()
 
     def server_close(self) -> None:
         super().server_close()
-        for fd in (self._wake_r, self._wake_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        self.wakeup.close()
