@@ -23,7 +23,7 @@ from tracetool.errors import TraceToolError
 from tracetool.inspect.scan import InspectEvent as _Event  # the fields inspect decodes
 from tracetool.trace import load, rawdoc
 from tracetool.trace.slim import load_slim
-from tracetool.trace.stream import open_stream
+from tracetool.trace.stream import open_stream, run_pass
 
 SEEDS = (1, 2, 3, 4)
 CASES_PER_SEED = 75
@@ -61,6 +61,10 @@ def _stream_heads_incremental(path: Path) -> None:
         pass
 
 
+def _stream_heads_events_first(path: Path) -> None:
+    run_pass(path, lambda s: list(s.raw_head_blocks()), threshold=0, heads=True)
+
+
 def _stream_fields_incremental(path: Path) -> None:
     for _ in open_stream(path, threshold=0, fields=_Event).events():
         pass
@@ -79,6 +83,7 @@ PATHS: dict[str, Callable[[Path], None]] = {
     "stream-ijson": _stream_incremental,
     "stream-heads": _stream_heads,
     "stream-heads-blocks": _stream_heads_incremental,
+    "stream-heads-events-first": _stream_heads_events_first,
     "stream-fields-blocks": _stream_fields_incremental,
     "split": _split,
 }

@@ -13,7 +13,7 @@ from tests.conftest import DocBuilder, corpus_recordings
 from tracetool.errors import TraceFormatError
 from tracetool.trace import build_call_tree, load
 from tracetool.trace.extract import extract_events
-from tracetool.trace.stream import iter_pairs, open_stream, read_small
+from tracetool.trace.stream import TraceStream, iter_pairs, open_stream, read_small, run_pass
 
 
 def _events(path: Path, threshold: int | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -51,6 +51,58 @@ def test_header_key_that_also_appears_nested(tmp_path: Path) -> None:
     opened = open_stream(path, threshold=0)
     assert opened.class_map == [{"name": "app", "type": "package"}]
     assert list(opened.events()) == doc["events"]
+
+
+_EVENTS = orjson.dumps(
+    [
+        {"id": 1, "event": "call", "thread_id": 1, "defined_class": "A", "method_id": "b"},
+        {"id": 2, "event": "return", "thread_id": 1, "parent_id": 1},
+    ]
+).decode()
+_OTHER = '[{"id":9,"event":"call","thread_id":1,"defined_class":"Z","method_id":"z"}]'
+_CM = '[{"name":"app","type":"package"}]'
+_UPDATE = '{"2":{"id":2,"event":"return","thread_id":1,"parent_id":1,"x":1}}'
+# layout -> (document, how many times `run_pass` runs its pass: 2 when the members after the
+# events array change what `events_first` read, 1 when the usual reader then fails to open it)
+_LAYOUTS = {
+    "events last": (f'{{"version":"1","classMap":{_CM},"events":{_EVENTS}}}', 1),
+    "members after": (f'{{"classMap":{_CM},"events":{_EVENTS},"tail":{{"events":1}}}}', 1),
+    "spaced": (f'{{ "classMap" : {_CM} ,\n "events" :\n {_EVENTS} \n}}\n', 1),
+    "classMap after": (f'{{"metadata":{{}},"events":{_EVENTS},"classMap":{_CM}}}', 2),
+    "updates after": (f'{{"classMap":{_CM},"events":{_EVENTS},"eventUpdates":{_UPDATE}}}', 2),
+    "updates before": (f'{{"eventUpdates":{_UPDATE},"classMap":{_CM},"events":{_EVENTS}}}', 1),
+    "events twice": (f'{{"classMap":{_CM},"events":{_OTHER},"x":1,"events":{_EVENTS}}}', 2),
+    "nested first": (f'{{"metadata":{{"events":[1]}},"classMap":{_CM},"events":{_EVENTS}}}', 1),
+    "bad classMap after": (f'{{"events":{_EVENTS},"classMap":3}}', 1),
+    "bad tail": (f'{{"classMap":{_CM},"events":{_EVENTS},"x":}}', 2),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(_LAYOUTS))
+def test_events_first_reads_as_the_key_scan(layout: str, tmp_path: Path) -> None:
+    """`run_pass` opens a streamed recording without scanning for its keys and runs again the
+    usual way when a member after the events array changes what was read: the same result."""
+    text, passes = _LAYOUTS[layout]
+    path = tmp_path / "a.appmap.json"
+    path.write_text(text)
+    runs: list[TraceStream] = []
+
+    def read(stream: TraceStream) -> Any:
+        runs.append(stream)
+        heads = [h.to_dict() for block, _ in stream.raw_head_blocks() for h in block]
+        return heads, stream.class_map, stream.updates
+
+    def outcome(run: Any) -> Any:
+        try:
+            return run()
+        except TraceFormatError as exc:
+            return str(exc)
+
+    expected = outcome(lambda: read(open_stream(path, threshold=0, heads=True)))
+    runs.clear()
+    assert outcome(lambda: run_pass(path, read, threshold=0, heads=True)) == expected
+    assert len(runs) == passes
+    assert bool(runs[0].provisional) != (layout == "nested first")
 
 
 @pytest.mark.parametrize(

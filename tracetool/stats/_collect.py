@@ -35,7 +35,7 @@ from tracetool.stats._names import Names
 from tracetool.trace import events as ev
 from tracetool.trace.document import gc_paused, reuse_freed_buffers
 from tracetool.trace.reader import guarded
-from tracetool.trace.stream import EventHead, iter_pairs, open_stream
+from tracetool.trace.stream import EventHead, TraceStream, iter_pairs, open_stream, run_pass
 
 UNSET: Any = msgspec.UNSET
 SqlKey = Union[tuple[str, str], tuple[str]]  # (sql text, database type or ""), or (its fqid,)
@@ -354,7 +354,10 @@ def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], 
 
 
 def _function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], int]:
-    stream = open_stream(path, header_keys=("classMap",), heads=True)
+    return run_pass(path, _sizes, header_keys=("classMap",), heads=True)  # type: ignore[no-any-return]
+
+
+def _sizes(stream: TraceStream) -> tuple[list[tuple[str, int, int, str | None]], int]:
     sums: dict[tuple[Any, ...], list[Any]] = {}  # key -> [calls, size, sample call]
     calls = 0
     unset = UNSET

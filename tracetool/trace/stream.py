@@ -159,9 +159,22 @@ class TraceStream:
         # plainly: another pass (`again`) cuts there without looking for cuts or checking again
         self.cuts: Optional[list[Optional[tuple[int, int]]]] = None
         self._replay: Optional[list[Optional[tuple[int, int]]]] = None
+        # opened `events_first`: the top-level keys that a member after the events array would
+        # have to be absent from for the header to hold (`settled`); empty otherwise
+        self.provisional: tuple[str, ...] = ()
         updates = header.pop("eventUpdates", None)
         if isinstance(updates, dict):
             self.updates = updates
+
+    @property
+    def settled(self) -> bool:
+        """Whether the header and the events read are the recording's: always, unless opened
+        `events_first` (`open_stream`), when a pass must have read the events array to its plain
+        end and found no header key nor another `events` member after it."""
+        if not self.provisional:
+            return True
+        after = self.after
+        return after is not None and not any(key in after for key in self.provisional)
 
     @property
     def class_map(self) -> list[Any]:
@@ -573,6 +586,7 @@ def open_stream(
     heads: bool = False,
     event_updates: bool = True,
     fields: Any = None,
+    events_first: bool = False,
 ) -> TraceStream:
     """Open a recording for one pass over its events (module doc).
 
@@ -585,8 +599,12 @@ def open_stream(
     `fields` (a TypedDict of event fields) lets a streamed recording's events be decoded with
     only those fields (msgspec skips the rest); an event whose fields are not of those types is
     read whole, as are the events of a recording read at once.
+    `events_first` skips the scan of a streamed recording for its top-level keys when its first
+    key-like `"events":` is a top-level one and orjson reads the document up to it: the header
+    is then the members before it, which the pass confirms (`TraceStream.settled`) or not (a
+    member after the events array holds a header key or more events): `run_pass` does both.
     """
-    stream = _open(Path(path), threshold, must_contain, raw, header_keys, heads)
+    stream = _open(Path(path), threshold, must_contain, raw, header_keys, heads, events_first)
     if not event_updates:
         stream.updates = {}
     stream.fields = fields
@@ -600,13 +618,17 @@ def _open(
     raw: Optional[bytes],
     header_keys: tuple[str, ...],
     heads: bool,
+    events_first: bool = False,
 ) -> TraceStream:
     if raw is None:
         raw = read_small(p, threshold)
         if raw is None:
             with guarded(p):
                 try:
-                    stream = _open_streamed(p, file_size(p), must_contain, header_keys)
+                    found = None
+                    if events_first and must_contain is None:
+                        found = _open_events_first(p, file_size(p), header_keys)
+                    stream = found or _open_streamed(p, file_size(p), must_contain, header_keys)
                 except NotFoundError:
                     raise
                 except Exception as exc:  # the whole-file reader decides (trace.checks)
@@ -717,6 +739,70 @@ def _open_streamed(
     if plain:
         stream.events_at = max(events_at)
     return stream
+
+
+def _open_events_first(
+    path: Path, size: int, header_keys: tuple[str, ...]
+) -> Optional[TraceStream]:
+    """`_open_streamed` without the key scan, for a recording whose first key-like `"events":`
+    is a top-level key that orjson reads the document up to (`open_stream`'s `events_first`);
+    None for any other (`_open_streamed` decides)."""
+    events_at = _first_key(path, b'"events"')
+    if events_at is None:
+        return None
+    start = _plain_start(path, events_at)  # (a nested key leaves an object open: None)
+    if start is None:
+        return None
+    wanted = tuple(dict.fromkeys((*header_keys, "eventUpdates")))
+    header = {key: start[key] for key in wanted if start.get(key) is not None}
+    kinds = {key: kind(value) for key, value in header.items()}
+    kinds["events"] = _kind_at(path, events_at)
+    if document_defect(kinds) is not None:
+        return None
+    stream = TraceStream(path, size, header, streamed=True)
+    stream.events_at = events_at
+    stream.provisional = (*wanted, "events")
+    return stream
+
+
+def _first_key(path: Path, pattern: bytes) -> Optional[int]:
+    """The byte offset just after the first key-like `pattern:` of a file, in its first
+    `_TAIL_LIMIT` bytes (as `_locate_keys` finds them), or None."""
+    with open_regular(path) as handle:
+        base = 0
+        carry = b""
+        while base < _TAIL_LIMIT:
+            chunk = handle.read(_CHUNK // 16)
+            if not chunk:
+                return None
+            buf = carry + chunk
+            start = base - len(carry)
+            at = buf.find(pattern)
+            while at != -1:
+                value_at = key_value_offset(buf, at, len(pattern))
+                if value_at is not None:
+                    return start + value_at
+                at = buf.find(pattern, at + 1)
+            carry = buf[-(len(pattern) + 64) :]
+            base += len(chunk)
+    return None
+
+
+def run_pass(path: Path | str, run: Callable[[TraceStream], Any], **options: Any) -> Any:
+    """`run(open_stream(path, **options))`, first on the stream opened `events_first`: when that
+    stream is not `settled` after `run`, or `run` failed on it with a `TraceFormatError` (the
+    verdict is the usual reader's), `run` again on the stream opened the usual way."""
+    stream = open_stream(path, events_first=True, **options)
+    if stream.provisional:
+        try:
+            result = run(stream)
+        except TraceFormatError:
+            pass
+        else:
+            if stream.settled:
+                return result
+        stream = open_stream(path, **options)
+    return run(stream)
 
 
 def _top_level(path: Path, offsets: list[int]) -> list[int]:

@@ -43,7 +43,7 @@ from tracetool.trace.codeobjects import ClassMap, CodeObject
 from tracetool.trace.document import gc_paused, reuse_freed_buffers
 from tracetool.trace.reader import guarded
 from tracetool.trace.slim import MinimalEvent
-from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, file_size, open_stream
+from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, file_size, run_pass
 from tracetool.trace.tree import CallPairing
 from tracetool.transform.prune import PruneResult, Ranking, Removed, document_pieces
 
@@ -218,7 +218,11 @@ class _Plan:
 
 def _first_pass(path: Path, limit: int) -> _Plan | None:
     stamp = _stamp(path)
-    stream = open_stream(path, threshold=limit, header_keys=("classMap",), fields=MinimalEvent)
+    options = {"threshold": limit, "header_keys": ("classMap",), "fields": MinimalEvent}
+    return run_pass(path, lambda stream: _plan(stream, stamp), **options)  # type: ignore[no-any-return]
+
+
+def _plan(stream: TraceStream, stamp: tuple[int, int]) -> _Plan | None:
     if not stream.streamed or stream.events_at < 0 or stream.updates:
         return None
     data = stream.before()
