@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -173,6 +174,8 @@ def bind_calls(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeO
     functions = state.functions
     if calls and type(calls[0]) is EventHead:
         return _bind_heads(calls, cmap, state)
+    if calls and type(calls[0]) is MinimalEvent:
+        return _bind_minimal(calls, cmap, state)
     # `get(call, key)` is `call.get(key)` without a Python-level call for event structs
     get = field_getter(calls[0]) if calls else dict.get
     # `key in call` of a struct is a Python-level call; its request fields are None when
@@ -203,6 +206,42 @@ def bind_calls(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeO
             co = functions.get(key)
             if co is None:
                 co = functions[key] = cmap.code_object_for(call)
+            append(co)
+            continue
+        append(cmap.code_object_for(call))
+    return out
+
+
+_REQUESTS = operator.attrgetter("sql_query", "http_server_request", "http_client_request")
+_IDENTITY = operator.attrgetter("method_id", "path", "lineno", "defined_class", "static")
+_SQL_OR_CLIENT = ((False,), (True,))
+_SERVER = ("\0http_server_request",)  # the `functions` key of a server request read empty
+
+
+def _bind_minimal(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeObject]:
+    """`bind_calls` of `MinimalEvent`s (a missing field reads None, as `get` reads it), each
+    call's fields read by two C-level getters."""
+    unnamed, functions = state.unnamed, state.functions
+    out: list[CodeObject] = []
+    append = out.append
+    requests, identity, flags = _REQUESTS, _IDENTITY, _SQL_OR_CLIENT
+    for call in calls:
+        sql, server, client = requests(call)
+        if sql is not None and unnamed is not None:
+            append(unnamed)
+            continue
+        ident = identity(call)
+        if ident[0] is not None and server is None:
+            key = ident + flags[sql is not None or client is not None]
+            co = functions.get(key)
+            if co is None:
+                co = functions[key] = cmap.code_object_for(call)
+            append(co)
+            continue
+        if server is not None and not server:  # (its content skipped: all bind alike)
+            co = functions.get(_SERVER)
+            if co is None:
+                co = functions[_SERVER] = cmap.code_object_for(call)
             append(co)
             continue
         append(cmap.code_object_for(call))
