@@ -131,6 +131,16 @@ def test_batched_sizes_of_raw_texts(risky: int | None) -> None:
     assert compact_lengths(texts) == [compact_length(bytes(t)) for t in texts]
 
 
+def test_batched_sizes_where_few_texts_hold_whitespace() -> None:
+    """Only the texts with a whitespace byte are formatted: wherever they sit in a batch."""
+    spaced = [b'{ "a" : 1 }', b'{"a":\n[1,\t2]\r}', b'{"s":"a b"}', b'{"s":"\\t"}']
+    for first in (0, 1, 500, 1023, 1024, 1593):
+        texts = [msgspec.Raw(_TEXTS[0])] * 1600
+        for n, text in enumerate(spaced):
+            texts[first + n * 2] = msgspec.Raw(text)
+        assert compact_lengths(texts) == [compact_length(bytes(t)) for t in texts]
+
+
 def test_recording_sizes_agree_with_reencoding_every_call(corpus: Path) -> None:
     path = corpus / STATS / MICROPOSTS
     doc = orjson.loads(path.read_bytes())

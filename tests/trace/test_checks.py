@@ -70,6 +70,16 @@ def test_huge_number_prefilter(text: bytes, suspicious: bool) -> None:
     assert maybe_huge_number(text) is suspicious
 
 
+def test_huge_number_prefilter_across_its_pieces() -> None:
+    """Bytes up to 8 MB are mapped at once, anything else in overlapping 8 MB pieces: a number
+    across a piece boundary (here from 2 bytes before it) is still seen."""
+    pad = b'{"a":"' + b"x" * ((8 << 20) - 14) + b'","b":'
+    for tail, suspicious in ((b"1e999}", True), (b"1e99}", False)):
+        text = pad + tail
+        for raw in (text, memoryview(text), bytearray(text), text[-300:]):
+            assert maybe_huge_number(raw) is suspicious
+
+
 def test_every_number_orjson_refuses_is_suspicious() -> None:
     for text in (b"[1e309]", b"[-1" + b"0" * 320 + b"]", b"[0.5E+400]", b"[12e0400]"):
         assert bytes_defect(text) is not None and "number" in (bytes_defect(text) or "")

@@ -20,6 +20,8 @@ code units like JavaScript's `JSON.stringify(event).length`, which AppMap report
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import operator
 import re
 from collections.abc import Callable, Iterable
@@ -328,22 +330,49 @@ def compact_lengths(texts: list[Any]) -> list[int]:
 
 
 def _batch_lengths(texts: list[Any]) -> list[int]:
-    """`compact_length` of each text: formatted all at once (when that changes nothing, each
-    text is compact already) and tested for what orjson would write otherwise all at once (a
-    test that finds nothing in the joined texts finds nothing in any of them); the texts are
-    sized one by one only when it finds something."""
+    """`compact_length` of each text: formatted only where there is whitespace (all `format`
+    changes), tested for what orjson would write otherwise all at once (a test that finds
+    nothing in the joined texts finds nothing in any of them); the texts are sized one by one
+    only when it finds something."""
     joined = b",".join(texts)
-    array = b"[" + joined + b"]"
-    if msgspec.json.format(array, indent=-1) == array:
-        compacts = texts
-    else:
-        compacts = [msgspec.json.format(text, indent=-1) for text in texts]
+    spaced = _spaced(joined, len(texts))
+    compacts = texts
+    if spaced is None:  # (many: formatted all at once, which changes nothing when compact)
+        array = b"[" + joined + b"]"
+        if msgspec.json.format(array, indent=-1) != array:
+            compacts = [msgspec.json.format(text, indent=-1) for text in texts]
+            joined = b",".join(compacts)
+    elif spaced:
+        ends = list(itertools.accumulate([len(text) + 1 for text in texts]))  # (its comma's)
+        compacts = list(texts)
+        for at in {bisect.bisect_right(ends, at) for at in spaced}:
+            compacts[at] = msgspec.json.format(texts[at], indent=-1)
         joined = b",".join(compacts)
-    if _ESCAPE_RISK.search(joined) or _number_risk(joined):
+    # (a backslash is found by memchr: the escape regex runs only where there is one)
+    if (joined.find(b"\\") >= 0 and _ESCAPE_RISK.search(joined)) or _number_risk(joined):
         return [compact_length(text) for text in texts]
     if joined.isascii():
         return list(map(len, compacts))
     return [js_length(bytes(compact)) for compact in compacts]  # (a text may be a `Raw`)
+
+
+_WHITESPACE = (b" ", b"\n", b"\r", b"\t")
+
+
+def _spaced(joined: bytes, count: int) -> Optional[list[int]]:
+    """Where `joined` (`count` texts joined by commas) holds whitespace bytes, found by memchr
+    (`bytes.find`: a compact recording has a few, inside strings); None when there are more
+    than one for every two texts."""
+    found: list[int] = []
+    most = count // 2
+    for space in _WHITESPACE:
+        at = joined.find(space)
+        while at >= 0:
+            found.append(at)
+            if len(found) > most:
+                return None
+            at = joined.find(space, at + 1)
+    return found
 
 
 def function_sizes(path: Path) -> tuple[list[tuple[str, int, int, str | None]], int]:

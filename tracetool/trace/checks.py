@@ -166,20 +166,32 @@ _EXPONENT = re.compile(rb"e0000*(?::|\Z)")  # a literal prefix: re searches it f
 
 def maybe_huge_number(raw: Any) -> bool:
     """Whether the text may hold a number orjson refuses (a pre-filter: see `bytes_defect`).
-    Read in 1 MB pieces (overlapping by more than a suspicious number's length), so the class
-    map never costs more than a megabyte."""
+    Read in 8 MB pieces (overlapping by more than a suspicious number's length), so the class
+    map never costs more than 8 MB; `bytes` of one piece (a block of the block reader) are
+    mapped without a copy."""
+    if raw.__class__ is bytes and len(raw) <= _PIECE:
+        return _huge_in(raw.translate(_NUMBER_CLASSES, b"+"))
     view = memoryview(raw)
-    step = 1 << 20
-    for at in range(0, max(len(view), 1), step):
-        classes = bytes(view[max(0, at - 512) : at + step]).translate(_NUMBER_CLASSES, b"+")
-        if _LONG_DIGITS in classes:
+    for at in range(0, max(len(view), 1), _PIECE):
+        classes = bytes(view[max(0, at - 512) : at + _PIECE]).translate(_NUMBER_CLASSES, b"+")
+        if _huge_in(classes):
             return True
-        for match in _EXPONENT.finditer(classes):
-            start = end = match.start()
-            while start > 0 and classes[start - 1] in b"0.-":
-                start -= 1
-            if start < end and (start == 0 or classes[start - 1] == ord(":")):
-                return True
+    return False
+
+
+_PIECE = 8 << 20
+
+
+def _huge_in(classes: bytes) -> bool:
+    """Whether a class map (`maybe_huge_number`) holds a number orjson may refuse."""
+    if _LONG_DIGITS in classes:
+        return True
+    for match in _EXPONENT.finditer(classes):
+        start = end = match.start()
+        while start > 0 and classes[start - 1] in b"0.-":
+            start -= 1
+        if start < end and (start == 0 or classes[start - 1] == ord(":")):
+            return True
     return False
 
 
