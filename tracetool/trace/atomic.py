@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -52,6 +51,8 @@ def _mkstemp_beside(target: Path) -> tuple[int, str]:
     emptied sidecar folders while its workers write into them), so a vanished folder is
     created again, a few times, before giving up.
     """
+    import tempfile  # (with shutil, random...: ~5 ms a command that only reads need not pay)
+
     directory = target.parent
     for attempt in range(5):
         directory.mkdir(parents=True, exist_ok=True)
