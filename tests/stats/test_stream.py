@@ -74,6 +74,9 @@ _LAYOUTS = {
     "events twice": (f'{{"classMap":{_CM},"events":{_OTHER},"x":1,"events":{_EVENTS}}}', 2),
     "nested first": (f'{{"metadata":{{"events":[1]}},"classMap":{_CM},"events":{_EVENTS}}}', 1),
     "bad classMap after": (f'{{"events":{_EVENTS},"classMap":3}}', 1),
+    # (an item that is not an object: the fallback reader reads on, the key scan decides)
+    "fallback": (f'{{"classMap":{_CM},"events":[1,{_EVENTS[1:]}}}', 1),
+    "fallback, classMap after": (f'{{"events":[1,{_EVENTS[1:]},"classMap":{_CM}}}', 2),
     "bad tail": (f'{{"classMap":{_CM},"events":{_EVENTS},"x":}}', 2),
 }
 

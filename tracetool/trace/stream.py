@@ -169,12 +169,22 @@ class TraceStream:
     @property
     def settled(self) -> bool:
         """Whether the header and the events read are the recording's: always, unless opened
-        `events_first` (`open_stream`), when a pass must have read the events array to its plain
-        end and found no header key nor another `events` member after it."""
+        `events_first` (`open_stream`), when the members after the events array a pass read to
+        its plain end (or, where the fallback reader read it, the key scan) hold no header key
+        nor another `events` member."""
         if not self.provisional:
             return True
         after = self.after
-        return after is not None and not any(key in after for key in self.provisional)
+        if after is not None:
+            return not any(key in after for key in self.provisional)
+        # (the fallback reader took over: the key scan the usual open makes decides, rather
+        # than a second pass by that reader)
+        found = _locate_keys(self.path, self.provisional)
+        return all(
+            at <= self.events_at if key == "events" else at < self.events_at
+            for key in self.provisional
+            for at in _top_level(self.path, found[key])
+        )
 
     @property
     def class_map(self) -> list[Any]:
