@@ -179,3 +179,24 @@ def test_a_one_shot_diagram_command_exits_at_once_with_its_output(tmp_path: Path
     assert len(done.stdout.splitlines()) == 2  # flushed before the exit
     for path in tmp_path.iterdir():
         orjson.loads(path.read_bytes())
+
+
+@pytest.mark.parametrize("command", ["stats", "prune"])
+def test_one_shot_stats_and_prune_exit_at_once_with_their_output(
+    command: str, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    recording = corpus_recordings()[0]
+    argv = {
+        "stats": ["stats", "-a", str(recording), "-f", "json"],
+        "prune": ["prune", str(recording), "-s", "1kb", "-o", str(tmp_path), "--format", "json"],
+    }[command]
+    done = subprocess.run(
+        [sys.executable, "-m", "tracetool", *argv], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert orjson.loads(done.stdout)  # whole: flushed before the exit
+    if command == "prune":
+        orjson.loads((tmp_path / recording.name).read_bytes())
