@@ -11,7 +11,7 @@ from tracetool.errors import UsageError
 from tracetool.filters.state import ROOT_EVENT_LABELS, FilterState
 from tracetool.trace.codeobjects import DATABASE_ROOT, ClassMap, CodeObject
 from tracetool.trace.document import TraceDocument, gc_paused
-from tracetool.trace.slim import MinimalEvent
+from tracetool.trace.slim import MinimalEvent, SlimStruct
 from tracetool.trace.stream import UNSET, EventHead
 from tracetool.trace.tree import CallNode, build_call_tree, field_getter, preorder
 
@@ -115,8 +115,8 @@ class Bound:
 
 
 # what an eventUpdates entry that replaces its event is: an object (a dict, or the struct of a
-# minimal slim document, `load_slim(minimal=True)`)
-_UPDATES = (dict, MinimalEvent)
+# slim document of structs, `load_slim(minimal=True)` or `load_slim(structs=True)`)
+_UPDATES = (dict, MinimalEvent, SlimStruct)
 
 
 def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
@@ -171,7 +171,7 @@ def bind_calls(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeO
     append = out.append
     # Function calls repeat: resolve each (location, name) once.
     functions = state.functions
-    if calls and type(calls[0]) is EventHead:
+    if calls and isinstance(calls[0], EventHead):  # (and `SlimStruct`s)
         return _bind_heads(calls, cmap, state)
     # `get(call, key)` is `call.get(key)` without a Python-level call for event structs
     get = field_getter(calls[0]) if calls else dict.get

@@ -44,6 +44,7 @@ from tracetool.trace.document import (
     load,
 )
 from tracetool.trace.reader import guarded, read_file
+from tracetool.trace.stream import UNSET, EventHead
 
 
 class _Request(TypedDict, total=False):
@@ -164,6 +165,40 @@ class MinimalEvent(msgspec.Struct, gc=False):
         setattr(self, key, value)
 
 
+class SlimStruct(EventHead, gc=False):
+    """A slim event (`SlimEvent`'s fields) as a struct: `load_slim(structs=True)`.
+
+    As an `EventHead`, the fields a dict's `in` tells apart (function identity, requests, SQL)
+    read UNSET when missing, and `in`, `get` and `to_dict` read it as a dict of the same event
+    does; the fields only ever read with `get` (labels and what returns carry) read None when
+    missing or null, so a reader may take them with plain attribute access (`field_getter`).
+    Half the memory of the dict and faster to decode; every pass over the events pays less.
+    """
+
+    labels: Any = None
+    sql_query: Optional[_Sql] = UNSET
+    http_server_request: Optional[_Request] = UNSET
+    http_client_request: Optional[_Request] = UNSET
+    elapsed: Any = None
+    return_value: Optional[_Value] = None  # type: ignore[valid-type]
+    exceptions: Optional[list[_Exception]] = None  # type: ignore[valid-type]
+    http_server_response: Optional[_Response] = None
+    http_client_response: Optional[_Response] = None
+    # `get(event, key)` for the call tree and the builder: every key they read with it is a
+    # field whose absence reads None (`tracetool.trace.tree.field_getter`)
+    field_getter: ClassVar[Callable[[Any, str], Any]] = getattr
+
+    def __contains__(self, key: str) -> bool:
+        value = getattr(self, key, UNSET)
+        return value is not UNSET and (value is not None or key in _STRUCT_VALUED)
+
+
+# the fields whose null value `in` tells from a missing one (`SlimStruct.__contains__`)
+_STRUCT_VALUED = frozenset(
+    k for k, v in zip(SlimStruct.__struct_fields__, SlimStruct.__struct_defaults__) if v is UNSET
+)
+
+
 class _MinimalDoc(TypedDict, total=False):
     version: Any
     metadata: Any
@@ -180,6 +215,14 @@ class _Doc(TypedDict, total=False):
     eventUpdates: Optional[dict[str, _Event]]
 
 
+class _StructDoc(TypedDict, total=False):
+    version: Any
+    metadata: Any
+    classMap: Any
+    events: list[SlimStruct]
+    eventUpdates: Optional[dict[str, SlimStruct]]
+
+
 class _RawDoc(TypedDict, total=False):
     events: list[msgspec.Raw]
     eventUpdates: Optional[dict[str, msgspec.Raw]]
@@ -190,6 +233,7 @@ _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _KNOWN = frozenset({"version", "metadata", "classMap", "events", "eventUpdates"})
 _MINIMAL = msgspec.json.Decoder(_MinimalDoc)
 _RAW = msgspec.json.Decoder(_RawDoc)
+_STRUCTS = msgspec.json.Decoder(_StructDoc)
 
 
 @dataclass
@@ -202,14 +246,21 @@ class SlimDocument(TraceDocument):
 
 
 def load_slim(
-    path: Path | str, *, raw: bool = False, minimal: bool = False, extras: bool = True
+    path: Path | str,
+    *,
+    raw: bool = False,
+    minimal: bool = False,
+    extras: bool = True,
+    structs: bool = False,
 ) -> SlimDocument:
     """Read a recording keeping only structural event fields (module doc)."""
     p = Path(path)
     data = read_file(p)
     assert data is not None
     with guarded(p):
-        return parse_slim(data, str(p), raw=raw, minimal=minimal, path=p, extras=extras)
+        return parse_slim(
+            data, str(p), raw=raw, minimal=minimal, path=p, extras=extras, structs=structs
+        )
 
 
 def parse_slim(
@@ -220,19 +271,25 @@ def parse_slim(
     minimal: bool = False,
     path: Path | None = None,
     extras: bool = True,
+    structs: bool = False,
+    checked: bool = False,
 ) -> SlimDocument:
-    defect = unchecked_defect(data)  # what msgspec skips unchecked (tracetool.trace.checks)
-    if defect is not None:
-        raise TraceFormatError(f"{source}: {defect}")
+    if not checked:
+        defect = unchecked_defect(data)  # what msgspec skips unchecked (tracetool.trace.checks)
+        if defect is not None:
+            raise TraceFormatError(f"{source}: {defect}")
+    decoder = _MINIMAL if minimal else _STRUCTS if structs else _SLIM
     try:
         with gc_paused():
-            obj = (_MINIMAL if minimal else _SLIM).decode(data)
+            obj = decoder.decode(data)
             raws = _RAW.decode(data) if raw else None
             # other top-level keys (pruneFilter, vendor extensions) are kept whole
             for key, value in (_TOP.decode(data) if extras else {}).items():
                 if key not in _KNOWN:
                     obj[key] = msgspec.json.decode(value)  # type: ignore[literal-required]
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        if decoder is _STRUCTS:  # (an event that is not an object, a null `event`…) as dicts
+            return parse_slim(data, source, raw=raw, path=path, extras=extras, checked=True)
         return _fallback(path, data, source, raw)  # the full loader decides, in the shared words
     events = obj.get("events") if isinstance(obj, dict) else None
     if events is not None:
@@ -287,6 +344,7 @@ __all__ = [
     "MinimalEvent",
     "SlimDocument",
     "SlimEvent",
+    "SlimStruct",
     "event_size",
     "load_slim",
     "parse_slim",
