@@ -48,7 +48,7 @@ def diagram_of(
 ) -> Diagram:
     """The diagram of one recording, after `filter` when given."""
     # extras=False: a diagram never reads top-level keys beyond the trace format's own
-    # structs: the events as `SlimStruct`s (half the memory of dicts; every pass reads faster)
+    # structs: the events as `SlimCall` and `SlimReturn` structs (half the memory of dicts; every pass reads faster)
     doc = (
         source
         if isinstance(source, TraceDocument)
