@@ -149,7 +149,7 @@ def actions_of(
     pop, push = stack.pop, stack.append
     make = factory.digest_action if digests_only else factory.action
     plain, template_of = factory.plain, factory._template
-    digests = factory.digests
+    digests, sql_digests = factory.digests, factory.sql
     # per code object (by id), once: its actor, whether its calls may be SQL or HTTP ones, name
     callees, callee_of = factory.callees, factory.callee
     new_function, bare = Action.function, Action.bare
@@ -169,7 +169,32 @@ def actions_of(
         if actor is not None:
             call = node.call
             # (`callee[1]` is false for a code object no SQL or HTTP call binds to: `callee`)
-            if callee[1] and (
+            if callee[1] and (query := get(call, "sql_query")).__class__ is dict:
+                # a SQL call (most of the others): `ActionFactory.action`'s query, inline
+                sql = query.get("normalized_sql") or query.get("sql")
+                if sql.__class__ is not str or not sql:  # (`dg.sql_text` decides)
+                    action = make(node, co, actor, None if parent is None else parent.callee)
+                else:
+                    skey = (sql, query.get("database_type"))
+                    digest = sql_digests.get(skey)
+                    if digest is None:
+                        digest = sql_digests[skey] = dg.sql_digest(sql, skey[1])
+                    if digests_only:
+                        action = bare(digest)
+                    else:
+                        action = Action(QUERY, digest)
+                        action.caller = None if parent is None else parent.callee
+                        action.callee = actor
+                        action.query = sql
+                        ret = node.ret
+                        if ret is not None:
+                            elapsed = get(ret, "elapsed")
+                            if isinstance(elapsed, (int, float)):
+                                action.elapsed = elapsed
+                        event_id = get(call, "id")
+                        if event_id is not None:
+                            action.event_ids = [event_id]
+            elif callee[1] and (
                 "sql_query" in call
                 or "http_server_request" in call
                 or "http_client_request" in call
