@@ -12,6 +12,10 @@ Contract:
 - `minimal=True` keeps even less: identity, thread, parent, function name and location, and
   only the presence of request/SQL/message objects (what size-mode `prune` needs), in
   `MinimalEvent` structs that read like dicts (`get`, `in`) at a third of the memory.
+- `structs=True` decodes the same fields into `SlimCall` / `SlimReturn` structs (tagged by
+  `event`) that read like the dicts (`get`, `in`, `to_dict`) at a third of the memory; a
+  recording whose events they cannot hold as the dicts would (an event that is neither a call
+  nor a return, a field of an unexpected shape) is read as dicts instead.
 - With `raw=True`, `SlimDocument.raw_events[i]` is the exact JSON text (`msgspec.Raw`) of
   `events[i]` (and `raw_updates` of each eventUpdate): writers such as `prune` copy kept events
   byte for byte and know each event's serialized size without re-encoding it.
