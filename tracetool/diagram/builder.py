@@ -47,7 +47,7 @@ from tracetool.diagram.model import (
 from tracetool.filters import Bound, FilterState, bind, filter_nodes, has_patterns
 from tracetool.trace.codeobjects import CodeObject
 from tracetool.trace.document import TraceDocument, dispose, gc_paused
-from tracetool.trace.tree import CallNode
+from tracetool.trace.tree import CallNode, field_getter
 
 ACTOR_TYPES = frozenset({"package", "database", "http", "external-service"})
 HTTP_ACTOR = "http:HTTP server requests"
@@ -149,10 +149,12 @@ def actions_of(
     pop, push = stack.pop, stack.append
     make = factory.digest_action if digests_only else factory.action
     plain, template_of = factory.plain, factory._template
-    digests = factory.digests
+    digests, sql_digests = factory.digests, factory.sql
     # per code object (by id), once: its actor, whether its calls may be SQL or HTTP ones, name
     callees, callee_of = factory.callees, factory.callee
     new_function, bare = Action.function, Action.bare
+    # `get(event, key)` without a Python-level call: dicts, or slim structs (`field_getter`)
+    get = field_getter(call_roots[0].call) if call_roots else dict.get
     while stack:
         node, parent = pop()
         co = cos[id(node)]
@@ -167,7 +169,32 @@ def actions_of(
         if actor is not None:
             call = node.call
             # (`callee[1]` is false for a code object no SQL or HTTP call binds to: `callee`)
-            if callee[1] and (
+            if callee[1] and (query := get(call, "sql_query")).__class__ is dict:
+                # a SQL call (most of the others): `ActionFactory.action`'s query, inline
+                sql = query.get("normalized_sql") or query.get("sql")
+                if sql.__class__ is not str or not sql:  # (`dg.sql_text` decides)
+                    action = make(node, co, actor, None if parent is None else parent.callee)
+                else:
+                    skey = (sql, query.get("database_type"))
+                    digest = sql_digests.get(skey)
+                    if digest is None:
+                        digest = sql_digests[skey] = dg.sql_digest(sql, skey[1])
+                    if digests_only:
+                        action = bare(digest)
+                    else:
+                        action = Action(QUERY, digest)
+                        action.caller = None if parent is None else parent.callee
+                        action.callee = actor
+                        action.query = sql
+                        ret = node.ret
+                        if ret is not None:
+                            elapsed = get(ret, "elapsed")
+                            if isinstance(elapsed, (int, float)):
+                                action.elapsed = elapsed
+                        event_id = get(call, "id")
+                        if event_id is not None:
+                            action.event_ids = [event_id]
+            elif callee[1] and (
                 "sql_query" in call
                 or "http_server_request" in call
                 or "http_client_request" in call
@@ -175,7 +202,7 @@ def actions_of(
                 action = make(node, co, actor, None if parent is None else parent.callee)
             elif digests_only:  # `_Factory.digest_action` of a plain function, inline
                 ret = node.ret
-                fkey = (id(co), bool(ret.get("exceptions")) if ret else False)
+                fkey = (id(co), bool(get(ret, "exceptions")) if ret else False)
                 digest = digests.get(fkey)
                 if digest is None:
                     digest = digests[fkey] = dg.function_digest(co.id, fkey[1])
@@ -186,22 +213,27 @@ def actions_of(
                 if ret is None:
                     key = (id(co), None)
                 else:  # `_return_key(ret)`, flattened for the usual return values
-                    value = ret.get("return_value")
+                    value = get(ret, "return_value")
                     if value is None:
-                        key = (id(co), bool(ret.get("exceptions")))
+                        key = (id(co), bool(get(ret, "exceptions")))
                     elif value.__class__ is dict and "properties" not in value:
-                        key = (id(co), value.get("class"), bool(ret.get("exceptions")), bool(value))
+                        key = (
+                            id(co),
+                            value.get("class"),
+                            bool(get(ret, "exceptions")),
+                            bool(value),
+                        )
                     else:
                         key = (id(co), _return_key(ret), None)
                 template = plain.get(key)
                 if template is None:
                     template = plain[key] = template_of(call, ret, co)
                 labels = template[3]
-                event_labels = call.get("labels")
+                event_labels = get(call, "labels")
                 if event_labels and isinstance(event_labels, list):
                     labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
-                elapsed = None if ret is None else ret.get("elapsed")
-                event_id = call.get("id")
+                elapsed = None if ret is None else get(ret, "elapsed")
+                event_id = get(call, "id")
                 action = new_function(
                     template[0],
                     None if parent is None else parent.callee,

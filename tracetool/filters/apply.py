@@ -12,7 +12,7 @@ from tracetool.errors import UsageError
 from tracetool.filters.state import ROOT_EVENT_LABELS, FilterState
 from tracetool.trace.codeobjects import DATABASE_ROOT, ClassMap, CodeObject
 from tracetool.trace.document import TraceDocument, gc_paused
-from tracetool.trace.slim import MinimalEvent
+from tracetool.trace.slim import MinimalEvent, SlimCall, SlimReturn
 from tracetool.trace.stream import UNSET, EventHead
 from tracetool.trace.tree import CallNode, build_call_tree, field_getter, preorder
 
@@ -116,8 +116,8 @@ class Bound:
 
 
 # what an eventUpdates entry that replaces its event is: an object (a dict, or the struct of a
-# minimal slim document, `load_slim(minimal=True)`)
-_UPDATES = (dict, MinimalEvent)
+# slim document of structs, `load_slim(minimal=True)` or `load_slim(structs=True)`)
+_UPDATES = (dict, MinimalEvent, SlimCall, SlimReturn)
 
 
 def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
@@ -172,7 +172,7 @@ def bind_calls(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeO
     append = out.append
     # Function calls repeat: resolve each (location, name) once.
     functions = state.functions
-    if calls and type(calls[0]) is EventHead:
+    if calls and isinstance(calls[0], _HEADS):
         return _bind_heads(calls, cmap, state)
     if calls and type(calls[0]) is MinimalEvent:
         return _bind_minimal(calls, cmap, state)
@@ -248,7 +248,11 @@ def _bind_minimal(calls: list[Any], cmap: ClassMap, state: BindState) -> list[Co
     return out
 
 
-def _bind_heads(calls: list[EventHead], cmap: ClassMap, state: BindState) -> list[CodeObject]:
+# events whose missing fields read UNSET (`_bind_heads`)
+_HEADS = (EventHead, SlimCall)
+
+
+def _bind_heads(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeObject]:
     """`bind_calls` of `EventHead`s: a missing field reads UNSET, a null one None, so presence
     is a dict's; what the function cache does not resolve is bound as the dict of the fields."""
     unnamed, functions = state.unnamed, state.functions
