@@ -35,11 +35,13 @@ def command(
       query:SELECT * FROM users WHERE id = ?
       table:users                     database:
     """
+    from tracetool.cli.common import is_one_shot
     from tracetool.cli.render import print_json, warn
     from tracetool.config import resolve_trace_dir
     from tracetool.errors import NotFoundError
     from tracetool.inspect import find, parse_code_object, report
     from tracetool.inspect.search import not_found_message
+    from tracetool.trace.document import dispose, free_at_exit
 
     ref = parse_code_object(code_object)
     directory = resolve_trace_dir(trace_dir)
@@ -48,6 +50,11 @@ def command(
     matches = find(ref, directory, warn=warn, query_db=query_db)
     if not matches:
         raise NotFoundError(not_found_message(ref, directory, query_db))
+    if is_one_shot():
+        # the matches (18k, ~13 containers each, for a common function) are left to the exit
+        # to free, and out of the cyclic GC's sight while the report is built
+        free_at_exit()
+        dispose(matches)
     if not interactive:
         print_json(report(ref, directory, matches))
         return
