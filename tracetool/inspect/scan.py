@@ -323,4 +323,12 @@ def _parse(raw: bytes, source: str) -> TraceDocument:
         data = _DOC.decode(raw)
     except msgspec.DecodeError:
         return parse(raw, source)
-    return from_data(data, source)
+    # decoded as `_Doc`, the events are a list of objects: `from_data` checks the document with
+    # an empty list in their place (the same kind), not each event again
+    events = data.get("events")
+    if events:
+        data["events"] = []
+    doc = from_data(data, source)
+    if events:
+        doc.data["events"] = events
+    return doc
