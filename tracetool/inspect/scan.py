@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -52,10 +53,13 @@ def find_batch(
     matcher = Matcher(ref)
     reader = index.open() if index is not None and index.indexed else None
     out: dict[Path, tuple[list[Match], str | None]] = {}
-    # Paused for the whole batch, not per recording: re-enabled between recordings, it ran
-    # ~250 collections per 1000 recordings walking the matches held so far (~4% of the CPU).
-    # What a recording builds is acyclic once released (`_search`, `_drop`), so reference
-    # counting frees it all; nothing is left for the cyclic GC to find.
+    # The cyclic GC is paused for the whole batch, not per recording: re-enabled between
+    # recordings, its collections walked the matches held so far again and again (~250 per
+    # 1000 recordings, ~4% of the CPU). What a recording builds is acyclic once released
+    # (`_search`, `_drop`) and freed by reference counting; the only cycles are sqlglot's
+    # (the parse trees of the SQL analyzed for a context), collected with the young
+    # generation between recordings, which never walks what older collections kept.
+    young = gc.get_threshold()[0]
     try:
         with gc_paused():
             for path in paths:
@@ -65,6 +69,8 @@ def find_batch(
                     out[path] = (find_in(path, recording, matcher, reader, held), None)
                 except TraceToolError as exc:
                     out[path] = ([], str(exc))
+                if gc.get_count()[0] > young:
+                    gc.collect(0)
     finally:
         if reader is not None:
             reader.close()
