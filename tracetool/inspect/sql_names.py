@@ -44,19 +44,37 @@ Rows = dict[int, tuple[str, "tuple[str, ...] | None", Any]]
 class SqlNames:
     """(normalized, tables) of one recording's SQL calls (module doc)."""
 
-    __slots__ = ("rows",)
+    __slots__ = ("ids", "reader", "rows")
 
-    def __init__(self, rows: Rows | None) -> None:
+    def __init__(
+        self,
+        rows: Rows | None,
+        ids: dict[int, int] | None = None,
+        reader: IndexReader | None = None,
+    ) -> None:
+        """`rows`: the index's values per event id; or `ids`, the query code object id per event
+        id (each held once), whose values `reader` gives when a call asks (`IndexReader.query`)."""
         self.rows = rows
+        self.ids = ids
+        self.reader = reader
 
     def _row(self, call: Any) -> tuple[str, tuple[str, ...] | None, Any] | None:
-        rows = self.rows
-        if not rows:
+        rows, ids = self.rows, self.ids
+        if not rows and not ids:
             return None
         eid = call.get("id")
         if type(eid) is not int or ev.kind(call) != ev.SQL:  # the index has rows for SQL calls
             return None
-        return rows.get(eid)
+        if rows:
+            return rows.get(eid)
+        cid = ids.get(eid) if ids else None
+        if cid is None or self.reader is None:
+            return None
+        try:
+            found: tuple[str, tuple[str, ...] | None, Any] | None = self.reader.query(cid)
+        except sqlite3.Error:
+            return None  # analyzed, as a recording whose rows cannot be read
+        return found
 
     def info(self, call: Any) -> tuple[str, Iterable[str]]:
         row = self._row(call)
@@ -109,11 +127,29 @@ class IndexReader:
         self.queries: dict[int, Any] = {}
 
     def names(self, rid: int) -> SqlNames:
-        """The recording's SQL names, or `ANALYZE` when the index cannot give them."""
+        """The recording's SQL names, or `ANALYZE` when the index cannot give them. Its rows are
+        read in bulk (the common case: each event id held once), and a query's values resolved
+        only when a call asks (`query`): a context names a few of a recording's SQL calls."""
         try:
-            return SqlNames(self._rows(rid))
+            pairs = self.conn.execute(
+                "SELECT event_id, code_object_id FROM sql_queries "
+                "WHERE recording_id = ? AND typeof(event_id) = 'integer'",
+                (rid,),
+            ).fetchall()
+            ids = dict(pairs)
+            if len(ids) == len(pairs):
+                return SqlNames(None, ids, self)
+            return SqlNames(self._rows(pairs))
         except sqlite3.Error:
             return ANALYZE
+
+    def query(self, cid: int) -> Any:
+        """`_query(cid)`, once per query code object."""
+        queries = self.queries
+        query = queries.get(cid, False)
+        if query is False:
+            query = queries[cid] = self._query(cid)
+        return query
 
     def _query(self, cid: int) -> Any:
         """(normalized, tables or None, database_type) of a query code object, or None."""
@@ -133,17 +169,14 @@ class IndexReader:
             tables = None
         return (normalized, tables, row[1])
 
-    def _rows(self, rid: int) -> Rows:
-        queries = self.queries
+    def _rows(self, pairs: Iterable[tuple[int, int]]) -> Rows:
+        """The values per event id of (event id, query code object id) rows; an event id held
+        by two rows naming a query has none."""
         rows: Rows = {}
         ambiguous: set[int] = set()
-        for eid, cid in self.conn.execute(
-            "SELECT event_id, code_object_id FROM sql_queries WHERE recording_id = ?", (rid,)
-        ):
-            query = queries.get(cid, False)
-            if query is False:
-                query = queries[cid] = self._query(cid)
-            if type(eid) is not int or query is None:
+        for eid, cid in pairs:
+            query = self.query(cid)
+            if query is None:
                 continue
             if eid in rows:
                 ambiguous.add(eid)
