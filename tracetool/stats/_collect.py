@@ -224,6 +224,7 @@ def overhead_batch(paths: list[Path]) -> OverheadPartial:
     """Directory-mode sums for a batch of recordings; unreadable files become warnings."""
     partial = OverheadPartial()
     names = Names()
+    reuse_freed_buffers()  # each recording's bytes and class text: the last one's room
     # Parsed recordings are acyclic (and code objects are released): the cyclic GC would
     # only walk them again and again.
     with gc_paused():

@@ -170,8 +170,10 @@ def maybe_huge_number(raw: Any) -> bool:
     map never costs more than a megabyte."""
     view = memoryview(raw)
     step = 1 << 20
+    whole = raw.__class__ is bytes and len(raw) <= step  # translated as it is, not copied first
     for at in range(0, max(len(view), 1), step):
-        classes = bytes(view[max(0, at - 512) : at + step]).translate(_NUMBER_CLASSES, b"+")
+        piece = raw if whole else bytes(view[max(0, at - 512) : at + step])
+        classes = piece.translate(_NUMBER_CLASSES, b"+")
         if _LONG_DIGITS in classes:
             return True
         for match in _EXPONENT.finditer(classes):
