@@ -15,7 +15,6 @@ named in the scratch map; function calls that match no classMap location by a fu
 
 from __future__ import annotations
 
-from itertools import repeat
 from typing import Any, Optional
 
 import msgspec
@@ -73,27 +72,21 @@ class RecordingNames:
             if item.__class__ is not dict:
                 continue
             get = item.get
-            kind = get("type") or "package"
-            if kind.__class__ is not str:
-                kind = str(kind)
-            name = get("name", "")
-            if name.__class__ is not str:
-                name = str(name)
-            children = get("children")
+            kind = str(get("type") or "package")
+            name = str(get("name", ""))
             if kind == "function":
                 location = get("location")
                 link: Chain = (*chain, (kind, name, bool(get("static", False)), location))
                 if location:
-                    entry = (name, link if plain else None)
-                    found = index.get(location) if location.__class__ is str else None
-                    if found is None:
-                        index.setdefault(str(location), []).append(entry)
-                    else:
-                        found.append(entry)
+                    index.setdefault(str(location), []).append((name, link if plain else None))
+                children = get("children")
                 if children and children.__class__ is list:
-                    push(zip(reversed(children), repeat(link), repeat(False)))
-            elif children and children.__class__ is list:
-                push(zip(reversed(children), repeat((*chain, (kind, name))), repeat(plain)))
+                    push((child, link, False) for child in reversed(children))
+                continue
+            children = get("children")
+            if children and children.__class__ is list:
+                link = (*chain, (kind, name))
+                push((child, link, plain) for child in reversed(children))
         return index
 
     def plain_function(
