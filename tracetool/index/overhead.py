@@ -19,6 +19,7 @@ recordings made to hit each rule).
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Optional
 
 import msgspec
@@ -30,6 +31,7 @@ from tracetool.trace.stream import _head
 UNSET: Any = msgspec.UNSET
 _NUMBER = (int, float)
 _NO_THREAD = object()  # unequal to any thread id
+_FUNCTION_KEY = operator.itemgetter("defined_class", "method_id", "path", "lineno", "static")
 
 _names: Optional[Names] = None
 
@@ -41,59 +43,61 @@ def _raw_sums(events: list[dict[str, Any]]) -> Optional[dict[Any, list[Any]]]:
     get = raw_sums.get
     unset = UNSET
     number = _NUMBER
+    function_key = _FUNCTION_KEY
     stacks: dict[Any, list[dict[str, Any]]] = {}
     thread: Any = _NO_THREAD
     stack: list[dict[str, Any]] = []
     ids: list[Any] = []
     opened = ids.append
     for event in events:
-        field = event.get
-        kind = field("event")
+        kind = event.get("event")
         if kind == "call":
-            opened(field("id"))
-            if field("thread_id") != thread:
-                thread = field("thread_id")
+            opened(event.get("id"))
+            if event.get("thread_id") != thread:
+                thread = event.get("thread_id")
                 stack = stacks.setdefault(thread, [])
             stack.append(event)
             continue
         if kind != "return":
             continue
-        if field("thread_id") != thread:
-            thread = field("thread_id")
+        if event.get("thread_id") != thread:
+            thread = event.get("thread_id")
             stack = stacks.setdefault(thread, [])
-        parent = field("parent_id")
+        parent = event.get("parent_id")
         if not stack:
             if parent is None:
                 continue  # closes nothing
             return None
         call = stack.pop()
-        cget = call.get
-        if parent is not None and parent != cget("id"):
+        raw: Any
+        if parent is not None and parent != call.get("id"):
             return None
-        if (
-            "sql_query" not in call
-            and "http_server_request" not in call
-            and "http_client_request" not in call
-            and cget("method_id") is not None
-        ):
-            raw: Any = (
-                cget("defined_class", unset),
-                cget("method_id"),
-                cget("path", unset),
-                cget("lineno", unset),
-                cget("static", unset),
-            )
-        else:
-            query = cget("sql_query", unset)
+        if "sql_query" in call:
+            query = call["sql_query"]
             if query.__class__ is dict:
                 raw = (_SQL, str(query.get("sql") or ""), str(query.get("database_type") or ""))
             else:
+                raw = _other_key(_head(call))
+        elif "http_server_request" in call or "http_client_request" in call:
+            raw = _other_key(_head(call))
+        else:
+            try:
+                raw = function_key(call)  # all five fields: nearly every function call
+            except KeyError:
+                raw = (
+                    call.get("defined_class", unset),
+                    call.get("method_id"),
+                    call.get("path", unset),
+                    call.get("lineno", unset),
+                    call.get("static", unset),
+                )
+            if raw[1] is None:  # no method_id: named as stats names it
                 raw = _other_key(_head(call))
         entry = get(raw)
         if entry is None:
             entry = raw_sums[raw] = [0, 0.0, call]
         entry[0] += 1
-        seconds = field("elapsed_instrumentation")
+        seconds = event.get("elapsed_instrumentation")
         if seconds and seconds.__class__ in number:
             entry[1] += seconds
     if len(set(ids)) != len(ids):
