@@ -188,3 +188,24 @@ def test_number_and_key_spellings(tmp_path: Path, events: bytes) -> None:
     assert worker._overhead(str(path), raw, parse(raw, str(path))) == expected
     found = _sums(raw)
     assert found is None or orjson.dumps(found).decode() == expected
+
+
+def test_a_failure_in_the_sums_leaves_the_decision_to_stats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Anything failing while summing from the parse declines, and stats' own pass gives the
+    sums (or refuses the recording): the recording is never skipped for it."""
+    from tracetool.index import overhead
+
+    def broken(events: Any) -> Any:
+        raise RuntimeError("summing failed")
+
+    raw = _CALL + b',"lineno":1},' + _RETURN + b"0.5}"
+    raw = b'{"classMap":[],"events":[' + raw + b"]}"
+    path = tmp_path / "r.trace.json"
+    path.write_bytes(raw)
+    expected = orjson.dumps(file_overhead(path, raw)).decode()
+    assert expected == '[["function:C#a",1,0.5,0]]'
+    monkeypatch.setattr(overhead, "_raw_sums", broken)
+    assert _sums(raw) is None
+    assert worker._overhead(str(path), raw, parse(raw, str(path))) == expected

@@ -107,12 +107,18 @@ def _raw_sums(events: list[dict[str, Any]]) -> Optional[dict[Any, list[Any]]]:
 
 def recording_sums(events: list[dict[str, Any]], class_map: Any) -> Optional[list[list[Any]]]:
     """`file_overhead` of the recording whose parsed events (`eventUpdates` applied) and
-    classMap these are, or None when the caller must run `file_overhead` itself (module doc)."""
-    global _names
+    classMap these are, or None when the caller must run `file_overhead` itself (module doc):
+    also when anything here fails (an id or thread that does not hash, a value naming cannot
+    read), since only stats' own pass may decide that it refuses the recording."""
     try:
-        raw_sums = _raw_sums(events)
-    except TypeError:  # an id or thread that does not hash: stats decides
+        return _recording_sums(events, class_map)
+    except Exception:
         return None
+
+
+def _recording_sums(events: list[dict[str, Any]], class_map: Any) -> Optional[list[list[Any]]]:
+    global _names
+    raw_sums = _raw_sums(events)
     if raw_sums is None:
         return None
     if _names is None:
