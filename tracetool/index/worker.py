@@ -98,8 +98,8 @@ class Indexed:
     digests: dict[str, str | None]
     # SQL analyses this process made anew while indexing it (for tracetool.index.sqlcache)
     sql: dict[tuple[str, str | None], SqlInfo] = field(default_factory=dict)
-    # what directory-mode stats sums of it (JSON, `tracetool.stats._collect.file_overhead`);
-    # None when stats would skip it as malformed
+    # what directory-mode stats sums of it (JSON, `tracetool.stats._collect.file_overhead`, or
+    # the same by `tracetool.index.overhead`); None when stats would skip it as malformed
     overhead: str | None = None
 
 
