@@ -38,7 +38,8 @@ Tables (all durations in milliseconds, timestamps in epoch seconds):
   the enclosing request.
 - `overhead` (version 4): per recording, what directory-mode `stats` sums of it — JSON
   `[[code-object name, calls that returned, seconds of elapsed_instrumentation, is SQL], ...]`
-  (`tracetool.stats._collect.file_overhead`; read by `tracetool.stats._kept`). No row for a
+  (`tracetool.stats._collect.file_overhead`, or the same from the index's parse,
+  `tracetool.index.overhead`; read by `tracetool.stats._kept`). No row for a
   recording `stats` would skip as malformed.
 - `recordings_fts`: FTS5 over name, labels, routes, code, SQL and messages, rowid = recording id.
 - `meta`: key/value facts about the database (trace_dir, tracetool version, last run).

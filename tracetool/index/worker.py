@@ -57,8 +57,10 @@ from tracetool.index.extract import (
     first_timestamp,
     release_bound,
 )
+from tracetool.index.overhead import recording_sums
 from tracetool.sql import SqlInfo
 from tracetool.trace import TraceDocument, gc_paused, parse
+from tracetool.trace.normalize import apply_event_updates
 from tracetool.trace.reader import describe, diagnose, open_regular
 from tracetool.trace.stream import STREAM_THRESHOLD, open_stream
 from tracetool.trace.tree import CallNode, CallTreeBuilder, release
@@ -96,8 +98,8 @@ class Indexed:
     digests: dict[str, str | None]
     # SQL analyses this process made anew while indexing it (for tracetool.index.sqlcache)
     sql: dict[tuple[str, str | None], SqlInfo] = field(default_factory=dict)
-    # what directory-mode stats sums of it (JSON, `tracetool.stats._collect.file_overhead`);
-    # None when stats would skip it as malformed
+    # what directory-mode stats sums of it (JSON, `tracetool.stats._collect.file_overhead`, or
+    # the same by `tracetool.index.overhead`); None when stats would skip it as malformed
     overhead: str | None = None
 
 
@@ -301,11 +303,12 @@ def process(task: Task, threshold: int | None = None) -> Result:
         # extract() breaks its own cycles, so reference counting frees it all before the
         # collector runs again (a collection with the document alive costs ms per recording).
         with gc_paused(), sql.computed() as analyzed:
-            overhead = _overhead(task.path, raw if not streamed else None)
             if streamed:
+                overhead = _overhead(task.path, None)
                 data, digests = _extract_streamed(task.path, rel)
             else:
                 doc = parse(raw, rel)
+                overhead = _overhead(task.path, raw, doc)
                 del raw
                 data, bound = extract_bound(doc, rel)
                 del doc
@@ -363,15 +366,22 @@ def process(task: Task, threshold: int | None = None) -> Result:
     return Indexed(rel, after.st_size, after.st_mtime_ns, digest, data, digests, analyzed, overhead)
 
 
-def _overhead(path: str, raw: bytes | None) -> str | None:
-    """What `stats` sums of this recording (`raw`: its bytes, when read whole), as JSON; None
-    for a recording `stats` skips as malformed (it reads that one itself, and warns)."""
-    from tracetool.stats._collect import file_overhead
+def _overhead(path: str, raw: bytes | None, doc: TraceDocument | None = None) -> str | None:
+    """What `stats` sums of this recording (`raw`: its bytes, when read whole; `doc`: them
+    parsed, read by `tracetool.index.overhead` instead of decoding them again where it can), as
+    JSON; None for a recording `stats` skips as malformed (it reads that one itself, and
+    warns). Applies `doc`'s eventUpdates."""
+    rows = None
+    if doc is not None:
+        apply_event_updates(doc)
+        rows = recording_sums(doc.events, doc.class_map)
+    if rows is None:
+        from tracetool.stats._collect import file_overhead
 
-    try:
-        rows = file_overhead(Path(path), raw)
-    except TraceToolError:
-        return None
+        try:
+            rows = file_overhead(Path(path), raw)
+        except TraceToolError:
+            return None
     if not all(math.isfinite(row[2]) for row in rows):  # JSON has no inf or nan
         return None
     return orjson.dumps(rows).decode()

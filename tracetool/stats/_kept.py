@@ -1,8 +1,9 @@
 """The per-recording sums `stats` needs, as `tracetool index` kept them in query.db.
 
-The index runs the very pass directory-mode stats runs on each recording it indexes
-(`tracetool.stats._collect.file_overhead`) and keeps its result in the `overhead` table: one row
-per recording, `sums` = JSON `[[name, calls, seconds, sql], ...]` (code-object names, SQL already
+The index keeps, for each recording it indexes, the result of the very pass directory-mode stats
+runs on it (`tracetool.stats._collect.file_overhead`; summed from the index's own parse where it
+can, `tracetool.index.overhead`, which is held to the same result) in the `overhead` table: one
+row per recording, `sums` = JSON `[[name, calls, seconds, sql], ...]` (code-object names, SQL already
 named, no SQL text). A recording stats would skip as malformed has no row (stats reads it and
 warns), as has one the index skipped.
 

@@ -1,0 +1,211 @@
+"""The stats sums the index keeps, read from its own parse (`tracetool.index.overhead`), are
+exactly stats' own pass over the file (`tracetool.stats._collect.file_overhead`), or declined."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.conftest import corpus_recordings
+from tracetool.errors import TraceToolError
+from tracetool.index import worker
+from tracetool.index.overhead import recording_sums
+from tracetool.stats._collect import file_overhead
+from tracetool.trace import parse
+from tracetool.trace.normalize import apply_event_updates
+
+
+def _sums(raw: bytes) -> list[list[Any]] | None:
+    doc = parse(raw, "x.trace.json")
+    apply_event_updates(doc)
+    return recording_sums(doc.events, doc.class_map)
+
+
+def test_shared_corpus_sums_are_stats_own(corpus: Path) -> None:
+    """Every recording of the shared corpus (Ruby, Java, JS, Python agents) nests plainly:
+    summed from the parse, to the same JSON as stats' pass."""
+    recordings = corpus_recordings()
+    assert len(recordings) >= 50
+    for path in recordings:
+        raw = path.read_bytes()
+        found = _sums(raw)
+        assert found is not None, path
+        assert orjson.dumps(found) == orjson.dumps(file_overhead(path, raw)), path
+
+
+_CLASS_MAP = [
+    {
+        "name": "app",
+        "type": "package",
+        "children": [
+            {
+                "name": "C",
+                "type": "class",
+                "children": [
+                    {"name": "a", "type": "function", "location": "p.rb:1", "static": False},
+                    {"name": "b", "type": "function", "location": "p.rb:2", "static": True},
+                    {
+                        "name": "a",
+                        "type": "function",
+                        "location": "q.rb:1",
+                        "children": [{"name": "a", "type": "function", "location": "q.rb:2"}],
+                    },
+                ],
+            }
+        ],
+    },
+    "not an object",
+]
+
+
+def _call(rng: random.Random, number: int) -> dict[str, Any]:
+    call_id: Any = rng.choice([number] * 40 + [rng.randint(1, number), None, [number]])
+    call: dict[str, Any] = {"id": call_id, "event": "call"}
+    thread = rng.choice([1, 1, 1, 2, "1", None, "missing"])
+    if thread != "missing":
+        call["thread_id"] = thread
+    shape = rng.random()
+    if shape < 0.15:
+        query: Any = {"sql": rng.choice(["SELECT 1", "SELECT * FROM t WHERE id = 7", None])}
+        if rng.random() < 0.5:
+            query["database_type"] = rng.choice(["sqlite", "postgres", None, 3])
+        call["sql_query"] = rng.choice([query] * 5 + ["SELECT 2", None])
+    elif shape < 0.22:
+        call["http_server_request"] = rng.choice(
+            [{"request_method": "GET", "path_info": "/a/1"}, {"path_info": ["/b", "c"]}, None]
+        )
+    elif shape < 0.27:
+        call["http_client_request"] = {"request_method": "POST", "url": "http://h:1/x?y"}
+    elif shape < 0.3:
+        call["message"] = "m"
+    else:
+        for key, values in (
+            ("method_id", ["a", "a", "b", None, 7]),
+            ("defined_class", ["C", "C", "app.C", None]),
+            ("path", ["p.rb", "p.rb", "q.rb", None]),
+            ("lineno", [1, 2, 2, None, "1"]),
+            ("static", [False, True, None, 0]),
+        ):
+            if rng.random() < 0.9:
+                call[key] = rng.choice(values)
+    return call
+
+
+def _document(rng: random.Random) -> dict[str, Any]:
+    events: list[Any] = []
+    open_calls: list[dict[str, Any]] = []
+    for number in range(1, rng.randint(2, 30)):
+        if not open_calls or rng.random() < 0.55:
+            call = _call(rng, number)
+            events.append(call)
+            open_calls.append(call)
+            continue
+        # mostly the innermost call of the thread, sometimes any open one
+        target = open_calls.pop() if rng.random() < 0.97 else rng.choice(open_calls)
+        ret: dict[str, Any] = {"id": number, "event": "return"}
+        if rng.random() < 0.99:
+            ret["thread_id"] = target.get("thread_id")
+        if rng.random() < 0.9:
+            ret["parent_id"] = target.get("id") if rng.random() < 0.99 else number + 100
+        elapsed = [0.001, 0.1, 0.2, 0.3, 3, 0, 0.0, -0.5, None, True, "x", 1e300]
+        if rng.random() < 0.9:
+            ret["elapsed_instrumentation"] = rng.choice(elapsed)
+        events.append(ret)
+        if rng.random() < 0.03:
+            events.append(rng.choice([1, "event", None]))
+    doc: dict[str, Any] = {"version": "1.12", "metadata": {"name": "r"}, "events": events}
+    if rng.random() < 0.8:
+        doc["classMap"] = _CLASS_MAP
+    if rng.random() < 0.2:
+        update = _call(rng, 1)
+        update.update(id=1, event="call")
+        doc["eventUpdates"] = {"1": update, "2": "not an object"}
+    return doc
+
+
+def test_generated_sums_are_stats_own_or_declined(tmp_path: Path) -> None:
+    """Random recordings hitting each rule (threads, missing, reused and unhashable ids, returns
+    naming another call or none, calls that never return, eventUpdates, SQL, HTTP, function
+    fields missing or null, functions outside the classMap, odd elapsed values): the sums are
+    stats' own, or declined (None) and then taken from stats' pass by the worker."""
+    rng = random.Random(18)
+    path = tmp_path / "r.trace.json"
+    declined = refused = 0
+    for _ in range(1500):
+        raw = orjson.dumps(_document(rng))
+        path.write_bytes(raw)
+        try:
+            expected: str | None = orjson.dumps(file_overhead(path, raw)).decode()
+        except TraceToolError:  # stats skips it as malformed: nothing kept
+            expected = None
+            refused += 1
+        assert worker._overhead(str(path), raw, parse(raw, str(path))) == expected
+        found = _sums(raw)
+        if found is None:
+            declined += 1
+            continue
+        assert orjson.dumps(found).decode() == expected
+    assert 0 < refused <= declined < 1000
+
+
+_CALL = b'{"id":1,"event":"call","thread_id":1,"method_id":"a","defined_class":"C","path":"p.rb"'
+_RETURN = b'{"id":2,"event":"return","thread_id":1,"parent_id":1,"elapsed_instrumentation":'
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        _CALL + b',"lineno":1},' + _RETURN + number + b"}"
+        for number in (
+            b"18446744073709551615",
+            b"123456789012345678901234567890",
+            b"-0",
+            b"-0.0",
+            b"1.0E+2",
+            b"2.50",
+            b"1e-400",
+            b"0.1000000000000000055511151231257827",
+        )
+    ]
+    + [
+        # duplicate keys (the last one counts), escapes
+        _CALL + b',"method_id":"b","lineno":1},' + _RETURN + b'1,"elapsed_instrumentation":2}',
+        _CALL + b',"event":"return"},' + _RETURN + b"1}",
+        _CALL + b',"lineno":"\\u0031"},' + _RETURN + b"1}",
+    ],
+)
+def test_number_and_key_spellings(tmp_path: Path, events: bytes) -> None:
+    """Numbers msgspec and orjson might read otherwise, duplicate keys, escapes: the same sums."""
+    raw = b'{"classMap":[{"name":"C","type":"class","children":[{"name":"a","type":"function",'
+    raw += b'"location":"p.rb:1"}]}],"events":[' + events + b"]}"
+    path = tmp_path / "r.trace.json"
+    path.write_bytes(raw)
+    expected = orjson.dumps(file_overhead(path, raw)).decode()
+    assert worker._overhead(str(path), raw, parse(raw, str(path))) == expected
+    found = _sums(raw)
+    assert found is None or orjson.dumps(found).decode() == expected
+
+
+def test_a_failure_in_the_sums_leaves_the_decision_to_stats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Anything failing while summing from the parse declines, and stats' own pass gives the
+    sums (or refuses the recording): the recording is never skipped for it."""
+    from tracetool.index import overhead
+
+    def broken(events: Any) -> Any:
+        raise RuntimeError("summing failed")
+
+    raw = _CALL + b',"lineno":1},' + _RETURN + b"0.5}"
+    raw = b'{"classMap":[],"events":[' + raw + b"]}"
+    path = tmp_path / "r.trace.json"
+    path.write_bytes(raw)
+    expected = orjson.dumps(file_overhead(path, raw)).decode()
+    assert expected == '[["function:C#a",1,0.5,0]]'
+    monkeypatch.setattr(overhead, "_raw_sums", broken)
+    assert _sums(raw) is None
+    assert worker._overhead(str(path), raw, parse(raw, str(path))) == expected

@@ -1,0 +1,148 @@
+"""What directory-mode `stats` sums of a recording, from the events the index has already parsed.
+
+The index keeps, per recording, the result of stats' own per-recording pass
+(`tracetool.stats._collect.file_overhead`: code-object name, calls that returned, the sum of
+their returns' `elapsed_instrumentation`, whether it is SQL). That pass decodes the file a second
+time (msgspec `EventHead`s, after a byte scan for numbers msgspec and orjson read otherwise);
+`recording_sums(events, class_map)` reads the same fields from the index's own parse instead
+(orjson dicts, `eventUpdates` applied, non-object events dropped: what stats' own dict reader
+gives it), pairs and keys the calls as `_collect`'s `_nested_sums` does, in the same order (a
+float sum depends on it), and names each distinct key as `_collect._file_overhead` does, with a
+sample call made an `EventHead` (`_head`) where a name is read from its other fields (a function
+call's dict reads as its `EventHead` for every field `ClassMap.code_object_for` reads).
+
+It covers what nearly every recording is: calls that nest plainly in each thread, id values
+that hash. Anything else returns None and the caller runs `file_overhead` on the file's bytes
+(`tests/index/test_overhead.py` holds the two to the same JSON on the shared corpus and on
+recordings made to hit each rule).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Optional
+
+import msgspec
+
+from tracetool.stats._collect import _SQL, _other_key, sql_fqid
+from tracetool.stats._names import Names
+from tracetool.trace.stream import _head
+
+UNSET: Any = msgspec.UNSET
+_NUMBER = (int, float)
+_NO_THREAD = object()  # unequal to any thread id
+_FUNCTION_KEY = operator.itemgetter("defined_class", "method_id", "path", "lineno", "static")
+
+_names: Optional[Names] = None
+
+
+def _raw_sums(events: list[dict[str, Any]]) -> Optional[dict[Any, list[Any]]]:
+    """`_collect._nested_sums` of the events as dicts: raw key -> [calls, seconds, sample call
+    event], or None when the calls do not nest plainly (module doc)."""
+    raw_sums: dict[Any, list[Any]] = {}
+    get = raw_sums.get
+    unset = UNSET
+    number = _NUMBER
+    function_key = _FUNCTION_KEY
+    stacks: dict[Any, list[dict[str, Any]]] = {}
+    thread: Any = _NO_THREAD
+    stack: list[dict[str, Any]] = []
+    ids: list[Any] = []
+    opened = ids.append
+    for event in events:
+        kind = event.get("event")
+        if kind == "call":
+            opened(event.get("id"))
+            if event.get("thread_id") != thread:
+                thread = event.get("thread_id")
+                stack = stacks.setdefault(thread, [])
+            stack.append(event)
+            continue
+        if kind != "return":
+            continue
+        if event.get("thread_id") != thread:
+            thread = event.get("thread_id")
+            stack = stacks.setdefault(thread, [])
+        parent = event.get("parent_id")
+        if not stack:
+            if parent is None:
+                continue  # closes nothing
+            return None
+        call = stack.pop()
+        raw: Any
+        if parent is not None and parent != call.get("id"):
+            return None
+        if "sql_query" in call:
+            query = call["sql_query"]
+            if query.__class__ is dict:
+                raw = (_SQL, str(query.get("sql") or ""), str(query.get("database_type") or ""))
+            else:
+                raw = _other_key(_head(call))
+        elif "http_server_request" in call or "http_client_request" in call:
+            raw = _other_key(_head(call))
+        else:
+            try:
+                raw = function_key(call)  # all five fields: nearly every function call
+            except KeyError:
+                raw = (
+                    call.get("defined_class", unset),
+                    call.get("method_id"),
+                    call.get("path", unset),
+                    call.get("lineno", unset),
+                    call.get("static", unset),
+                )
+            if raw[1] is None:  # no method_id: named as stats names it
+                raw = _other_key(_head(call))
+        entry = get(raw)
+        if entry is None:
+            entry = raw_sums[raw] = [0, 0.0, call]
+        entry[0] += 1
+        seconds = event.get("elapsed_instrumentation")
+        if seconds and seconds.__class__ in number:
+            entry[1] += seconds
+    if len(set(ids)) != len(ids):
+        return None
+    return raw_sums
+
+
+def recording_sums(events: list[dict[str, Any]], class_map: Any) -> Optional[list[list[Any]]]:
+    """`file_overhead` of the recording whose parsed events (`eventUpdates` applied) and
+    classMap these are, or None when the caller must run `file_overhead` itself (module doc):
+    also when anything here fails (an id or thread that does not hash, a value naming cannot
+    read), since only stats' own pass may decide that it refuses the recording."""
+    try:
+        return _recording_sums(events, class_map)
+    except Exception:
+        return None
+
+
+def _recording_sums(events: list[dict[str, Any]], class_map: Any) -> Optional[list[list[Any]]]:
+    global _names
+    raw_sums = _raw_sums(events)
+    if raw_sums is None:
+        return None
+    if _names is None:
+        _names = Names()
+    recording = _names.recording(class_map)
+    sums: dict[Any, list[Any]] = {}
+    try:
+        for raw, (count, seconds, call) in raw_sums.items():
+            key: Any
+            if len(raw) == 5:
+                key = recording.plain_function(raw[1], raw[2], raw[3], call)[0]
+            elif raw[0] == _SQL and len(raw) == 3:
+                key = raw[1:]
+            else:
+                key = recording.function(_head(call).to_dict())[0]
+            entry = sums.get(key)
+            if entry is None:
+                sums[key] = [count, seconds]
+            else:
+                entry[0] += count
+                entry[1] += seconds
+    finally:
+        recording.close()
+    return [
+        [key, count, seconds, 0] if isinstance(key, str) else [sql_fqid(*key), count, seconds, 1]
+        for key, (count, seconds) in sums.items()
+    ]
