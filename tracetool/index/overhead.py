@@ -25,15 +25,13 @@ from typing import Any, Optional
 import msgspec
 
 from tracetool.stats._collect import _SQL, _other_key, sql_fqid
-from tracetool.stats._names import Names
+from tracetool.stats._names import process_names
 from tracetool.trace.stream import _head
 
 UNSET: Any = msgspec.UNSET
 _NUMBER = (int, float)
 _NO_THREAD = object()  # unequal to any thread id
 _FUNCTION_KEY = operator.itemgetter("defined_class", "method_id", "path", "lineno", "static")
-
-_names: Optional[Names] = None
 
 
 def _raw_sums(events: list[dict[str, Any]]) -> Optional[dict[Any, list[Any]]]:
@@ -117,13 +115,10 @@ def recording_sums(events: list[dict[str, Any]], class_map: Any) -> Optional[lis
 
 
 def _recording_sums(events: list[dict[str, Any]], class_map: Any) -> Optional[list[list[Any]]]:
-    global _names
     raw_sums = _raw_sums(events)
     if raw_sums is None:
         return None
-    if _names is None:
-        _names = Names()
-    recording = _names.recording(class_map)
+    recording = process_names().recording(class_map)
     sums: dict[Any, list[Any]] = {}
     try:
         for raw, (count, seconds, call) in raw_sums.items():

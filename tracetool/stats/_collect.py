@@ -33,7 +33,7 @@ import msgspec
 import orjson
 
 from tracetool.errors import TraceToolError
-from tracetool.stats._names import Names
+from tracetool.stats._names import Names, process_names
 from tracetool.trace import events as ev
 from tracetool.trace.document import gc_paused, reuse_freed_buffers
 from tracetool.trace.reader import guarded
@@ -225,7 +225,7 @@ def _file_overhead(
 def overhead_batch(paths: list[Path]) -> OverheadPartial:
     """Directory-mode sums for a batch of recordings; unreadable files become warnings."""
     partial = OverheadPartial()
-    names = _process_names()  # (a worker runs several batches: names made once)
+    names = process_names()  # (a worker runs several batches: names made once)
     reuse_freed_buffers()  # each recording's bytes and class text: the last one's room
     # Parsed recordings are acyclic (and code objects are released): the cyclic GC would
     # only walk them again and again.
@@ -241,25 +241,13 @@ def overhead_batch(paths: list[Path]) -> OverheadPartial:
     return partial
 
 
-_names: Optional[Names] = None
-
-
-def _process_names() -> Names:
-    """The `Names` of this process: the fqid of a classMap chain or of a request does not
-    depend on the recording, so every batch and every indexed file shares them."""
-    global _names
-    if _names is None:
-        _names = Names()
-    return _names
-
-
 def file_overhead(path: Path, raw_bytes: Optional[bytes] = None) -> list[list[Any]]:
     """What the index keeps of one recording for directory-mode stats: `[name, calls, seconds,
     sql]` per key of `_file_overhead`, its raw SQL named (`sql_fqid`; `sql` is 1 for those,
     they may repeat a name). Only names, counts and sums: no SQL text. `raw_bytes` are the
     file's bytes when already read. Raises `TraceToolError` for a file stats would skip."""
     with gc_paused(), guarded(path):
-        sums = _file_overhead(path, _process_names(), raw_bytes)
+        sums = _file_overhead(path, process_names(), raw_bytes)
     return [
         [key, count, seconds, 0] if isinstance(key, str) else [sql_fqid(*key), count, seconds, 1]
         for key, (count, seconds) in sums.items()

@@ -132,3 +132,15 @@ class RecordingNames:
                 obj.parent = None
             self._full = None
         self._index = None
+
+
+_PROCESS_NAMES: Optional[Names] = None
+
+
+def process_names() -> Names:
+    """The `Names` of this process: the fqid of a classMap chain or of a request does not
+    depend on the recording, so every batch of `stats` and every file `index` sums shares them."""
+    global _PROCESS_NAMES
+    if _PROCESS_NAMES is None:
+        _PROCESS_NAMES = Names()
+    return _PROCESS_NAMES
