@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import msgspec
 
-from tracetool.stats._collect import _SQL, _other_key, sql_fqid
+from tracetool.stats._collect import _SQL, _other_key, named_sums, sql_fqid
 from tracetool.stats._names import process_names
 from tracetool.trace.stream import _head
 
@@ -118,26 +118,12 @@ def _recording_sums(events: list[dict[str, Any]], class_map: Any) -> Optional[li
     raw_sums = _raw_sums(events)
     if raw_sums is None:
         return None
-    recording = process_names().recording(class_map)
-    sums: dict[Any, list[Any]] = {}
-    try:
-        for raw, (count, seconds, call) in raw_sums.items():
-            key: Any
-            if len(raw) == 5:
-                key = recording.plain_function(raw[1], raw[2], raw[3], call)[0]
-            elif raw[0] == _SQL and len(raw) == 3:
-                key = raw[1:]
-            else:
-                key = recording.function(_head(call).to_dict())[0]
-            entry = sums.get(key)
-            if entry is None:
-                sums[key] = [count, seconds]
-            else:
-                entry[0] += count
-                entry[1] += seconds
-    finally:
-        recording.close()
+    sums = named_sums(raw_sums, process_names().recording(class_map), _dict_of)
     return [
         [key, count, seconds, 0] if isinstance(key, str) else [sql_fqid(*key), count, seconds, 1]
         for key, (count, seconds) in sums.items()
     ]
+
+
+def _dict_of(call: dict[str, Any]) -> dict[str, Any]:
+    return _head(call).to_dict()  # type: ignore[no-any-return]

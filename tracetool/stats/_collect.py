@@ -201,24 +201,38 @@ def _file_overhead(
     if raw_sums is None:  # calls that do not nest plainly: read again, paired by `iter_pairs`
         stream = open_stream(path, header_keys=("classMap",), heads=True, raw=raw_bytes)
         raw_sums = _paired_sums(stream.events())
+    return named_sums(raw_sums, names.recording(stream.class_map), _struct_dict)
+
+
+def _struct_dict(call: Any) -> dict[str, Any]:
+    return call.to_dict()  # type: ignore[no-any-return]
+
+
+def named_sums(
+    raw_sums: dict[Any, list[Any]], recording: Any, dict_of: Callable[[Any], dict[str, Any]]
+) -> dict[Key, list[float]]:
+    """The sums under raw keys (`_nested_sums`: calls, seconds, a sample call) under their
+    names, each distinct raw key named once; `dict_of` gives a sample call as a dict. Closes
+    `recording` (the `Names.recording` of the file's classMap)."""
     sums: dict[Key, list[float]] = {}
-    recording = names.recording(stream.class_map)
-    for raw, (count, seconds, call) in raw_sums.items():
-        # (a `sql_query` that is not an object makes a 2-tuple: named like any other call)
-        key: Key
-        if len(raw) == 5:  # a function call: named from its key, without reading it again
-            key = recording.plain_function(raw[1], raw[2], raw[3], call)[0]
-        elif raw[0] == _SQL and len(raw) == 3:
-            key = raw[1:]
-        else:
-            key = recording.function(call.to_dict())[0]
-        entry = sums.get(key)
-        if entry is None:
-            sums[key] = [count, seconds]
-        else:
-            entry[0] += count
-            entry[1] += seconds
-    recording.close()
+    try:
+        for raw, (count, seconds, call) in raw_sums.items():
+            # (a `sql_query` that is not an object makes a 2-tuple: named like any other call)
+            key: Key
+            if len(raw) == 5:  # a function call: named from its key, without reading it again
+                key = recording.plain_function(raw[1], raw[2], raw[3], call)[0]
+            elif raw[0] == _SQL and len(raw) == 3:
+                key = raw[1:]
+            else:
+                key = recording.function(dict_of(call))[0]
+            entry = sums.get(key)
+            if entry is None:
+                sums[key] = [count, seconds]
+            else:
+                entry[0] += count
+                entry[1] += seconds
+    finally:
+        recording.close()
     return sums
 
 
