@@ -317,6 +317,67 @@ class CallPairing:
         self.position = pos
         return at, links
 
+    def add_values(self, block: list[Any], values: list[Any], none: Any) -> list[Any]:
+        """`add` for a reader that needs a value per event rather than positions (prune's marks:
+        one loop instead of `add` and a pass over its links): each call of `block` takes the
+        next of `values` (one per call, in order), a return the value of the call it pairs
+        with, any other event `none`. Pairs, nests, finishes trees and sets `late` as `add`
+        does; one `CallPairing` is fed by `add` or by `add_values`, not both."""
+        threads, calls = self._threads, self._calls
+        out: list[Any] = []
+        append = out.append
+        given = iter(values).__next__
+        for event in block:
+            kind = event.event
+            if kind == "call":
+                state = threads.get(event.thread_id)
+                if state is None:
+                    state = threads[event.thread_id] = [[], 0, None]
+                if state[0]:
+                    members = state[2]
+                else:
+                    state[2] = members = []
+                value = given()
+                record = [value, event.id, False, True, state]
+                state[0].append(record)
+                members.append(record)
+                calls[record[1]] = record
+                append(value)
+            elif kind == "return":
+                parent_id = event.parent_id
+                if parent_id is None:
+                    state = threads.get(event.thread_id)
+                    if state is None or not state[0]:
+                        append(none)
+                        continue
+                    target = state[0][-1]
+                else:
+                    target = calls.get(parent_id)
+                    if target is None:
+                        if parent_id in self._unreturned:
+                            self.late = True
+                        append(none)
+                        continue
+                    state = target[4]
+                if target[2]:
+                    append(none)
+                else:
+                    target[2] = True
+                    append(target[0])
+                if target[3]:
+                    stack = state[0]
+                    while stack:
+                        popped = stack.pop()
+                        popped[3] = False
+                        if popped is target:
+                            break
+                    if not stack:
+                        self._finish(state)
+            else:
+                append(none)
+        self.position += len(block)
+        return out
+
     def _finish(self, state: list[Any]) -> None:
         calls, unreturned = self._calls, self._unreturned
         members: list[list[Any]] = state[2]

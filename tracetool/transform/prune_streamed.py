@@ -80,7 +80,7 @@ class _Plan:
         self.marks = array("I")
         self.lengths = array("I")  # per event, the length of its text
         self.number: dict[tuple[int, bool], int] = {}  # (id(code object), counted) -> mark
-        self.plain: dict[int, int] = {}  # id(code object) -> mark, when the call does not matter
+        self.plain: dict[CodeObject, int] = {}  # code object -> mark, when the call does not matter
         # by mark (from 1): code object, counted, calls, their calls' and returns' bytes (+1
         # each) and events
         self.codes: list[CodeObject | None] = [None]
@@ -89,39 +89,32 @@ class _Plan:
         self.bytes: list[int] = [0]
         self.events: list[int] = [0]
 
-    def add(
-        self, items: list[Any], texts: list[Any], at: list[int], links: list[int], base: int
-    ) -> None:
-        """Count a block of events (`MinimalEvent`s and their texts), the first at position
-        `base`, with its calls' offsets and its links (`CallPairing.add`)."""
-        marks, plain = self.marks, self.plain
-        marks.frombytes(bytes(marks.itemsize * len(items)))  # 0: dropped unless paired
-        # each call's mark, then every event's: a call's own, a paired return its call's
-        # (`links`: the call's position), else 0; a call's link (its root's) is replaced after
-        own: list[int] = []
-        remember = own.append
-        for i, co in zip(at, bind_calls([items[i] for i in at], self.cmap, self.state)):
-            mark = plain.get(id(co))
-            if mark is None:
-                mark = self._mark(co, items[i])
-            marks[base + i] = mark
-            remember(mark)
-        block = [marks[link] if link >= 0 else 0 for link in links]
-        for i, mark in zip(at, own):
-            block[i] = mark
-        marks[base:] = array("I", block)
+    def add(self, items: list[Any], texts: list[Any], pairing: CallPairing) -> None:
+        """Count a block of events (`MinimalEvent`s and their texts), paired by `pairing`."""
+        calls = [event for event in items if event.event == "call"]
+        cos = bind_calls(calls, self.cmap, self.state)
+        # each call's mark, remembered by its code object (`plain`) unless the ranking's count
+        # depends on the call; then every event's: a call's own, a paired return its call's,
+        # else 0 (dropped)
+        own: list[Any] = list(map(self.plain.get, cos))
+        if None in own:
+            for i, mark in enumerate(own):
+                if mark is None:
+                    own[i] = self._mark(cos[i], calls[i])
+        block = pairing.add_values(items, own, 0)
+        self.marks.fromlist(block)
         lengths = list(map(len, texts))
-        self.lengths.extend(lengths)
+        self.lengths.fromlist(lengths)
         sizes = self.bytes
         for mark, size in zip(block, lengths):
             sizes[mark] += size
         # (+1 byte per event: its separator)
-        events, calls = self.events, self.calls
+        events, counts = self.events, self.calls
         for mark, count in Counter(block).items():
             sizes[mark] += count
             events[mark] += count
         for mark, count in Counter(own).items():
-            calls[mark] += count
+            counts[mark] += count
 
     def _mark(self, co: CodeObject, call: Any) -> int:
         """The mark of a call bound to `co`, numbered on first sight; remembered by `co` alone
@@ -138,7 +131,7 @@ class _Plan:
             self.bytes.append(0)
             self.events.append(0)
         if not depends:
-            self.plain[id(co)] = mark
+            self.plain[co] = mark
         return mark
 
     def ranking(self) -> Ranking:
@@ -233,8 +226,7 @@ def _plan(stream: TraceStream, stamp: tuple[int, int]) -> _Plan | None:
     pairing = CallPairing()
     blocks = _Blocks(stream)
     for items, texts in blocks:
-        base = pairing.position
-        plan.add(items, texts, *pairing.add(items), base)
+        plan.add(items, texts, pairing)
     after = stream.after
     if blocks.odd or pairing.late or after is None or set(after) & set(data) or stream.cuts is None:
         return None
