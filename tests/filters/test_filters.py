@@ -411,3 +411,33 @@ def test_local_paths() -> None:
     assert not is_local_path("C:\\code\\x.py:1", folders)
     assert not is_local_path("JSON::Ext::Generator::State#generate", folders)
     assert not is_local_path(None, folders)
+
+
+def test_minimal_calls_bind_as_their_code_objects() -> None:
+    """`bind_calls` of `MinimalEvent`s (request contents skipped, so all server requests, and
+    all client requests, bind alike: one lookup each) gives what `code_object_for` gives."""
+    import msgspec
+
+    from tracetool.filters.apply import BindState, bind_calls
+    from tracetool.trace.codeobjects import ClassMap
+    from tracetool.trace.slim import MinimalEvent
+
+    texts = [
+        b'{"event":"call","id":1,"defined_class":"A","method_id":"f","path":"a.rb","lineno":3}',
+        b'{"event":"call","id":2,"http_client_request":{"request_method":"GET","url":"http://x/y"}}',
+        b'{"event":"call","id":3,"http_client_request":{"request_method":"POST","url":"http://z"}}',
+        b'{"event":"call","id":4,"http_server_request":{"request_method":"GET","path_info":"/a"}}',
+        b'{"event":"call","id":5,"sql_query":{"sql":"SELECT 1"}}',
+        b'{"event":"call","id":6,"message":[]}',
+        b'{"event":"call","id":7,"http_client_request":{"url":"http://q"},"sql_query":{}}',
+        b'{"event":"call","id":8,"http_server_request":{},"http_client_request":{}}',
+    ]
+    calls = [msgspec.json.decode(text, type=MinimalEvent) for text in texts]
+    for sql_names in (False, True):
+        cmap = ClassMap.from_json([])
+        expected = [cmap.code_object_for(call) for call in calls]
+        state = BindState(cmap, sql_names=sql_names)
+        bound = bind_calls(calls + calls, cmap, state)
+        if not sql_names:  # every SQL call binds to the one unnamed query
+            expected[4] = expected[6] = state.unnamed
+        assert [co.fqid for co in bound] == [co.fqid for co in expected + expected]

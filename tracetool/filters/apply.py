@@ -216,6 +216,7 @@ _REQUESTS = operator.attrgetter("sql_query", "http_server_request", "http_client
 _IDENTITY = operator.attrgetter("method_id", "path", "lineno", "defined_class", "static")
 _SQL_OR_CLIENT = ((False,), (True,))
 _SERVER = ("\0http_server_request",)  # the `functions` key of a server request read empty
+_CLIENT = ("\0http_client_request",)  # and of a client request read empty
 
 
 def _bind_minimal(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeObject]:
@@ -242,6 +243,12 @@ def _bind_minimal(calls: list[Any], cmap: ClassMap, state: BindState) -> list[Co
             co = functions.get(_SERVER)
             if co is None:
                 co = functions[_SERVER] = cmap.code_object_for(call)
+            append(co)
+            continue
+        if client is not None and not client and server is None:  # (the same)
+            co = functions.get(_CLIENT)
+            if co is None:
+                co = functions[_CLIENT] = cmap.code_object_for(call)
             append(co)
             continue
         append(cmap.code_object_for(call))
