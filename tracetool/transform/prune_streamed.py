@@ -271,8 +271,9 @@ def _kept_texts(plan: _Plan, keep: list[bool]) -> Iterator[Any]:
             end = done + count
             sizes = lengths[done:end]
             kept: list[Any]
-            if sum(sizes) + count - 1 == len(view):  # `a,b,c`: a comma between two texts
-                starts = itertools.accumulate(map(_AND_COMMA, sizes), initial=0)
+            # each text's start, then the block's length and a comma
+            starts = list(itertools.accumulate(map(_AND_COMMA, sizes), initial=0))
+            if starts[-1] - 1 == len(view):  # `a,b,c`: a comma between two texts
                 kept = [
                     view[at : at + n]
                     for at, n, mark in zip(starts, sizes, marks[done:end])
