@@ -73,6 +73,31 @@ def test_pairs_as_the_call_tree() -> None:
     assert 100 < late < 2000  # both kinds were generated
 
 
+def test_values_follow_the_pairing() -> None:
+    """`add_values` gives each call its value, each return its call's (`add`'s links), else
+    `none`, and sets `late` where `add` does."""
+    rng = random.Random(5)
+    for _ in range(3000):
+        events = _events(rng)
+        split = rng.randrange(len(events) + 1)
+        by_links = CallPairing()
+        _, links = by_links.add(events[:split])
+        links += by_links.add(events[split:])[1]
+        calls = [i for i, e in enumerate(events) if e.event == "call"]
+        values = [f"v{i}" for i in calls]
+        first = sum(1 for i in calls if i < split)  # calls in the first block
+        by_values = CallPairing()
+        got = by_values.add_values(events[:split], values[:first], "-")
+        got += by_values.add_values(events[split:], values[first:], "-")
+        assert by_values.late == by_links.late
+        assert by_values.position == len(events)
+        expected = [
+            f"v{i}" if e.event == "call" else (f"v{links[i]}" if links[i] >= 0 else "-")
+            for i, e in enumerate(events)
+        ]
+        assert got == expected
+
+
 def test_preorder_is_root_then_position() -> None:
     rng = random.Random(3)
     for _ in range(500):
