@@ -32,7 +32,6 @@ from tracetool.trace.document import (
     gc_paused,
     is_trace_file,
     recording_stem,
-    reuse_freed_buffers,
 )
 from tracetool.trace.reader import describe, find_trace_files, guarded, read_file, skip_lines
 from tracetool.trace.slim import load_slim
@@ -234,9 +233,6 @@ def _write_one(path: Path, request: DiagramRequest) -> list[WrittenDiagram]:
                 return [streamed]
     written: list[WrittenDiagram] = []
     dispose_kept()  # the previous recording's objects, if kept (`free_at_exit`)
-    # The read's pre-check pieces and the output's batches are multi-megabyte buffers freed one
-    # after another: reused instead of faulted in afresh (~16k page faults on a 60 MB recording)
-    reuse_freed_buffers()
     # One pause for the whole file: the GC would otherwise rescan the growing heap of
     # event dicts again and again (several times the work itself on big recordings).
     with gc_paused():
