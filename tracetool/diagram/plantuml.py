@@ -227,25 +227,14 @@ def _batch_lines(
                 emit(texts.note(name))
                 emit(indent + "End note")
             rv = action.return_value
-            children = action.children
             if rv is not None:
-                found = responses.get(id(rv))
-                line = None if found is None or found[0] is not rv else found[2].get(response)
-                if line is None:
-                    line = texts.response_line(response, rv)
-                if not children:  # (most actions) the closing lines at once, not via the stack
-                    if activation:
-                        emit(activation)
-                        emit(line)
-                        emit(deactivation)
-                    else:
-                        emit(line)
-                    continue
                 if activation:
                     emit(activation)
                     push(deactivation)
-                push(line)
-            for child in reversed(children):
+                found = responses.get(id(rv))
+                line = None if found is None or found[0] is not rv else found[2].get(response)
+                push(texts.response_line(response, rv) if line is None else line)
+            for child in reversed(action.children):
                 push((child, depth + 1, in_loop))
             continue
         while len(indents) <= depth + 1:
