@@ -19,7 +19,7 @@ import orjson
 from tracetool.diagram import diff as diffmod
 from tracetool.diagram import plantuml, text
 from tracetool.diagram.builder import DiagramOptions, build_diagram, release, root_digests
-from tracetool.diagram.model import Action, Actor, Diagram, actions_json, from_json, to_json
+from tracetool.diagram.model import Action, Actor, Diagram, from_json, json_default, to_json
 from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError, UsageError
 from tracetool.filters import Bound, FilterState, bind, without_sql_names
 from tracetool.trace.document import (
@@ -130,7 +130,9 @@ def json_stream(
         for start in range(0, len(roots), batch):
             # the list inside a list, so its items are indented as `rootActions` items are
             # (`[\n  [\n    {…},\n    {…}\n  ]\n]`), then without the brackets
-            text = orjson.dumps([actions_json(roots[start : start + batch])], option=_INDENT)
+            text = orjson.dumps(
+                [roots[start : start + batch]], option=_INDENT, default=json_default
+            )
             body = text[5:-6]
             yield body if first else b"," + body
             first = False
@@ -147,13 +149,15 @@ def write_json(diagram: Diagram, target: Path) -> None:
 
 def render_bytes(diagram: Diagram, fmt: str, **kwargs: Any) -> bytes:
     if fmt == "json":
-        obj = to_json(diagram)
+        head = {"actors": [a.to_json() for a in diagram.actors]}
         try:
-            return orjson.dumps(obj, option=_INDENT)
+            return orjson.dumps(
+                {**head, "rootActions": diagram.root_actions}, option=_INDENT, default=json_default
+            )
         except orjson.JSONEncodeError:
             # nested deeper than orjson writes (a call chain hundreds of levels deep): compact
             # JSON, written iteratively (indented, its size would grow with the square of depth)
-            return dumps_deep(obj)
+            return dumps_deep(to_json(diagram))
     if fmt == "plantuml":
         return plantuml.render(diagram, **kwargs).encode()
     if fmt == "text":
