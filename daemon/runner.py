@@ -109,7 +109,9 @@ class Daemon:
         # 'IndexOptions' ... (most likely due to a circular import)"): every request failed so
         # in a VS Code session. Import them here, once, before any thread starts.
         import tracetool.index
-        import tracetool.query  # noqa: F401
+        import tracetool.query
+
+        tracetool.index.import_all()
 
         for target in self.options.targets:
             self._claims.append(claim(target.trace_dir))  # raises if another daemon owns it

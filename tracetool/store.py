@@ -26,7 +26,6 @@ those come here for a URL, so there is one code path:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sqlite3
@@ -109,6 +108,8 @@ def location(
     if not is_url(text):
         return Path(text).expanduser().absolute()
     check_url(text)
+    import hashlib  # (loads OpenSSL, ~1.5 ms: only for a database URL)
+
     from tracetool.paths import DATA_ROOT, QUERY_DB
 
     root = str(Path(trace_dir).expanduser().resolve())

@@ -6,19 +6,20 @@ processes and yields each batch's result as it completes. `fn` must be a module-
 (it is pickled by name) and should return a small, mergeable summary rather than documents.
 
 Small jobs run in this process: a pool costs ~50–100 ms to start, more than it saves on a few
-files. Results arrive in completion order, so callers must merge them order-independently (or
+files (and multiprocessing is only imported for a pool: ~8 ms a small job need not pay). Results arrive in completion order, so callers must merge them order-independently (or
 sort) to keep output deterministic.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import multiprocessing.context
 
 R = TypeVar("R")
 
@@ -60,6 +61,8 @@ def batches(sized: Sequence[tuple[Path, int]], count: int) -> list[list[Path]]:
 def _context() -> multiprocessing.context.BaseContext:
     # fork starts workers in milliseconds; with other threads alive it is unsafe, so use
     # forkserver then (the daemon has threads; the CLI does not).
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     if "fork" in methods and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
@@ -83,6 +86,8 @@ def map_batches(
     if workers == 1 or len(sized) <= INPROCESS_FILES or total <= INPROCESS_BYTES:
         yield fn([path for path, _ in sorted(sized, key=lambda item: str(item[0]))])
         return
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     jobs = batches(sized, workers * per_worker)
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=_context()) as pool:
         futures = [pool.submit(fn, job) for job in jobs]

@@ -84,6 +84,12 @@ class LazyGroup(click.Group):
         command: click.Command = getattr(importlib.import_module(module_name), attr)
         return command
 
+    def invoke(self, ctx: click.Context) -> Any:
+        from tracetool.cli.common import subcommand_invoked
+
+        subcommand_invoked()
+        return super().invoke(ctx)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The "Commands" section of `--help`, from SHORT_HELP: no command module is imported.
 

@@ -13,7 +13,6 @@ writers, which `find_trace_files` does for every directory it walks).
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import sys
 from collections.abc import Callable, Iterator
@@ -120,12 +119,12 @@ _KEPT: list[tuple[Any, Callable[[Any], None] | None]] | None = None
 
 def free_at_exit() -> None:
     """In a one-shot command: let `dispose` leave the last recording's objects to the exit,
-    and the command's caller end the process without freeing any object (`exit_now`: the
+    and the command's caller end the process without freeing any object (`left_to_exit`: the
     interpreter's own teardown costs ~0.02 s).
 
     Freeing a big recording's events, call tree and actions one object at a time costs ~0.15 s
     of CPU per 60 MB, which a process about to exit need not pay: the command's caller then
-    ends it with `exit_now` (tracetool.cli.common.run_cli does), whose memory goes back at
+    ends it at once (tracetool.cli.common.run_cli does, `left_to_exit`), whose memory goes back at
     once. Only one recording's objects are kept: `dispose_kept` (which `dispose` callers run
     before reading the next recording) frees the ones kept before, so the peak does not grow
     with the number of recordings (it grows by what was freed before writing the output: the
@@ -159,20 +158,11 @@ def dispose_kept() -> None:
         gc.unfreeze()
 
 
-def exit_now(code: int) -> bool:
-    """End the process with `code` without freeing what `dispose` kept (standard streams
-    flushed, logging shut down; no other exit handlers: tracetool's one-shot commands register
-    none); False (nothing done) unless the command called `free_at_exit`."""
-    if _KEPT is None:
-        return False
-    import logging
-    import os
-
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
+def left_to_exit() -> bool:
+    """Whether the command called `free_at_exit`: its caller then ends the process at once,
+    without freeing any object (`tracetool.cli.common.exit_at_once`; tracetool's one-shot
+    commands register no exit handler that this would skip)."""
+    return _KEPT is not None
 
 
 _MALLOC_TUNED: list[bool] = []

@@ -29,6 +29,7 @@ Contract:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,12 +269,14 @@ class _RawDoc(TypedDict, total=False):
     eventUpdates: Optional[dict[str, msgspec.Raw]]
 
 
-_SLIM = msgspec.json.Decoder(_Doc)
-_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _KNOWN = frozenset({"version", "metadata", "classMap", "events", "eventUpdates"})
-_MINIMAL = msgspec.json.Decoder(_MinimalDoc)
-_RAW = msgspec.json.Decoder(_RawDoc)
-_STRUCTS = msgspec.json.Decoder(_StructDoc)
+
+
+@functools.cache
+def _decoder(shape: Any) -> msgspec.json.Decoder[Any]:
+    """The decoder of one document shape, made on first use: making one evaluates the shape's
+    annotations (~0.5 ms each), which a command reading recordings another way need not pay."""
+    return msgspec.json.Decoder(shape)
 
 
 @dataclass
@@ -318,17 +321,19 @@ def parse_slim(
         defect = unchecked_defect(data)  # what msgspec skips unchecked (tracetool.trace.checks)
         if defect is not None:
             raise TraceFormatError(f"{source}: {defect}")
-    decoder = _MINIMAL if minimal else _STRUCTS if structs else _SLIM
+    shape = _MinimalDoc if minimal else _StructDoc if structs else _Doc
+    decoder = _decoder(shape)
     try:
         with gc_paused():
             obj = decoder.decode(data)
-            raws = _RAW.decode(data) if raw else None
+            raws = _decoder(_RawDoc).decode(data) if raw else None
             # other top-level keys (pruneFilter, vendor extensions) are kept whole
-            for key, value in (_TOP.decode(data) if extras else {}).items():
+            top = _decoder(dict[str, msgspec.Raw]).decode(data) if extras else {}
+            for key, value in top.items():
                 if key not in _KNOWN:
                     obj[key] = msgspec.json.decode(value)  # type: ignore[literal-required]
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-        if decoder is _STRUCTS:  # (an event that is not an object, a null `event`…) as dicts
+        if shape is _StructDoc:  # (an event that is not an object, a null `event`…) as dicts
             return parse_slim(data, source, raw=raw, path=path, extras=extras, checked=True)
         return _fallback(path, data, source, raw)  # the full loader decides, in the shared words
     events = obj.get("events") if isinstance(obj, dict) else None
