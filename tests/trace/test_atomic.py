@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,18 +129,18 @@ def test_a_folder_removed_between_mkdir_and_mkstemp_is_created_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The index drops emptied sidecar folders while its workers write new sidecars into them.
-    from tracetool.trace import atomic
+    import tempfile
 
-    real = atomic._mkstemp
+    real = tempfile.mkstemp
     calls: list[str] = []
 
-    def racing_mkstemp(directory: Path, prefix: str) -> tuple[int, str]:
-        calls.append(str(directory))
+    def racing_mkstemp(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        calls.append(str(kwargs["dir"]))
         if len(calls) == 1:
-            Path(directory).rmdir()  # another process empties and removes the folder
-        return real(directory, prefix)
+            Path(kwargs["dir"]).rmdir()  # another process empties and removes the folder
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(atomic, "_mkstemp", racing_mkstemp)
+    monkeypatch.setattr(tempfile, "mkstemp", racing_mkstemp)
     target = tmp_path / "sidecars" / "poison" / "a.index.json"
     atomic_write_bytes(target, b"{}", fsync=False)
     assert target.read_bytes() == b"{}"

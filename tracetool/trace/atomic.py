@@ -44,29 +44,6 @@ def temp_prefix(target_name: str) -> str:
     return f".{target_name}.tt{os.getpid()}."
 
 
-# mkstemp's name characters and open flags: tempfile itself is not imported (with shutil,
-# random, bz2, lzma: ~3 ms of every command that writes a file)
-_NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
-_CREATE = (
-    os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-)
-_ATTEMPTS = 10000  # tempfile.TMP_MAX
-
-
-def _mkstemp(directory: Path, prefix: str) -> tuple[int, str]:
-    """`tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=directory)`: a new file, mode
-    0600, whose 8 random characters come from the same alphabet."""
-    for _ in range(_ATTEMPTS):
-        word = "".join(_NAME_CHARS[b % len(_NAME_CHARS)] for b in os.urandom(8))
-        name = os.path.join(directory, prefix + word + TEMP_SUFFIX)
-        try:
-            fd = os.open(name, _CREATE | getattr(os, "O_BINARY", 0), 0o600)
-        except FileExistsError:
-            continue
-        return fd, os.path.abspath(name)
-    raise FileExistsError(f"no usable temporary file name found in {directory}")
-
-
 def _mkstemp_beside(target: Path) -> tuple[int, str]:
     """A new temporary file in `target`'s folder, creating the folder.
 
@@ -74,11 +51,15 @@ def _mkstemp_beside(target: Path) -> tuple[int, str]:
     emptied sidecar folders while its workers write into them), so a vanished folder is
     created again, a few times, before giving up.
     """
+    import tempfile  # (with shutil, random...: ~5 ms a command that only reads need not pay)
+
     directory = target.parent
     for attempt in range(5):
         directory.mkdir(parents=True, exist_ok=True)
         try:
-            return _mkstemp(directory, temp_prefix(target.name))
+            return tempfile.mkstemp(
+                prefix=temp_prefix(target.name), suffix=TEMP_SUFFIX, dir=directory
+            )
         except FileNotFoundError:
             if attempt == 4:
                 raise
