@@ -29,6 +29,7 @@ Stdlib only (the agent may import `tracetool.trace`); orjson is imported where i
 from __future__ import annotations
 
 import codecs
+import os
 import re
 import sys
 import threading
@@ -261,6 +262,84 @@ def unchecked_defect(raw: Any) -> Optional[str]:
     return defect
 
 
+# `defect_aside` may fork (`check_aside`); the smallest text worth a child process (the check
+# costs ~2 ms a megabyte, a fork of a small process ~1 ms)
+_ASIDE: list[bool] = []
+ASIDE_MIN = 8 << 20
+
+
+def check_aside() -> None:
+    """Let `defect_aside` check big texts in a child process, on another core, while the caller
+    decodes them: for a one-shot command (the process is the command's own). A child forked
+    early shares the text and the little else the process holds, so it costs ~1 ms and the
+    memory of the check itself (two 8 MB pieces)."""
+    if not _ASIDE:
+        _ASIDE.append(True)
+
+
+def defect_aside(raw: bytes) -> Aside:
+    """`unchecked_defect(raw)`, computed beside the caller when allowed (`check_aside`: only in
+    a process with one thread, on a platform that forks, for a text of `ASIDE_MIN` bytes or
+    more; else right here): ask `Aside.verdict()` once, before using what was decoded from
+    `raw` or reporting why decoding failed; `discard()` when giving up instead."""
+    if not (_ASIDE and len(raw) >= ASIDE_MIN and hasattr(os, "fork")) or (
+        threading.active_count() != 1
+    ):
+        return Aside(raw, unchecked_defect(raw))
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the verdict down the pipe, then out without any cleanup
+        code = 1
+        try:
+            os.close(read_end)
+            _reuse_pieces()
+            defect = unchecked_defect(raw)
+            os.write(write_end, b"-" if defect is None else b"!" + defect.encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    return Aside(raw, None, pid, read_end)
+
+
+class Aside:
+    """The pending verdict of `defect_aside` (made in a child process when `pid` is set)."""
+
+    def __init__(self, raw: bytes, defect: Optional[str], pid: int = 0, pipe: int = -1) -> None:
+        self._raw, self._defect, self._pid, self._pipe = raw, defect, pid, pipe
+
+    def verdict(self) -> Optional[str]:
+        if not self._pid:
+            return self._defect
+        answer, status = self._collect()
+        if status != 0 or not answer:  # (the child failed: the check is made here)
+            return unchecked_defect(self._raw)
+        return None if answer == b"-" else answer[1:].decode()
+
+    def discard(self) -> None:
+        if self._pid:
+            self._collect()
+
+    def _collect(self) -> tuple[bytes, int]:
+        pid, self._pid = self._pid, 0
+        try:
+            with os.fdopen(self._pipe, "rb") as pipe:
+                answer = pipe.read()
+        finally:
+            _, status = os.waitpid(pid, 0)
+        return answer, status
+
+
+def _reuse_pieces() -> None:
+    """Have glibc reuse the check's freed 8 MB pieces instead of mapping each afresh (every
+    page of every piece faulted in again: a third of the check's time); see
+    `tracetool.trace.document.reuse_freed_buffers`, which a child of a one-shot command may
+    call as well."""
+    from tracetool.trace.document import reuse_freed_buffers
+
+    reuse_freed_buffers()
+
+
 _ROOM = threading.Lock()
 
 
@@ -420,13 +499,16 @@ __all__ = [
     "DEPTH_MESSAGE",
     "DOCUMENT_KEYS",
     "MAX_DEPTH",
+    "Aside",
     "DepthScan",
     "bad_structure",
     "bytes_defect",
+    "check_aside",
     "clean_structure",
     "cleaned_warning",
     "depth_exceeded",
     "document_defect",
+    "defect_aside",
     "dropped_events_warning",
     "event_updates_warning",
     "field_defect",
