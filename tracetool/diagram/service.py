@@ -32,6 +32,7 @@ from tracetool.trace.document import (
     gc_paused,
     is_trace_file,
     recording_stem,
+    reuse_freed_buffers,
 )
 from tracetool.trace.reader import describe, find_trace_files, guarded, read_file, skip_lines
 from tracetool.trace.slim import load_slim
@@ -226,6 +227,10 @@ def write_diagrams(
 
 
 def _write_one(path: Path, request: DiagramRequest) -> list[WrittenDiagram]:
+    if request.format in ("json", "plantuml"):
+        # written in pieces of megabytes, each mapped afresh and faulted in otherwise (a 60 MB
+        # recording's JSON diagram: 12,000 page faults, ~0.05 s)
+        reuse_freed_buffers()
     if request.format in ("json", "plantuml") and request.filter is None:
         if not request.show_browser:
             streamed = _write_streamed(path, request)
