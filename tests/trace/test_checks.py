@@ -73,13 +73,18 @@ def test_huge_number_prefilter(text: bytes, suspicious: bool) -> None:
 
 
 def test_huge_number_prefilter_across_its_pieces() -> None:
-    """Bytes up to 8 MB are mapped at once, anything else in overlapping 8 MB pieces: a number
-    across a piece boundary (here from 2 bytes before it) is still seen."""
+    """Bytes up to 8 MB are mapped at once, anything else in overlapping 1 MB pieces: a number
+    across a piece boundary (here from 2 bytes before it, or 300 digits long) is still seen."""
     pad = b'{"a":"' + b"x" * ((8 << 20) - 14) + b'","b":'
     for tail, suspicious in ((b"1e999}", True), (b"1e99}", False)):
         text = pad + tail
         for raw in (text, memoryview(text), bytearray(text), text[-300:]):
             assert maybe_huge_number(raw) is suspicious
+    for at in (3 << 20, (3 << 20) - 150):  # a 309-digit number from 150 bytes before a boundary
+        head = b'{"a":"' + b"x" * (at - 150 - 12) + b'","b":'
+        for digits, suspicious in ((309, True), (308, False)):
+            text = head + b"1" * digits + b',"c":"' + b"y" * (9 << 20) + b'"}'
+            assert maybe_huge_number(text) is suspicious
 
 
 def test_every_number_orjson_refuses_is_suspicious() -> None:
