@@ -103,12 +103,13 @@ def atomic_write_stream(path: PathLike, chunks: Iterable[bytes], *, fsync: bool 
     with atomic_open(path, fsync=fsync) as handle:
         written = started = 0
         for chunk in chunks:
-            handle.write(chunk)
-            written += len(chunk)
+            # (when another chunk comes: a single payload is left to the fsync alone)
             if fsync and written - started >= WRITEBACK_STEP:
                 handle.flush()
                 _start_writeback(handle.fileno(), started, written - started)
                 started = written
+            handle.write(chunk)
+            written += len(chunk)
 
 
 def atomic_write_bytes(path: PathLike, payload: bytes, *, fsync: bool = True) -> None:
@@ -130,7 +131,7 @@ def _start_writeback(fd: int, offset: int, length: int) -> None:
                 function = ctypes.CDLL(None, use_errno=True).sync_file_range
                 function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
                 function.restype = ctypes.c_int
-            except (OSError, AttributeError):  # (no glibc / musl without it)
+            except (ImportError, OSError, AttributeError):  # (no ctypes, no glibc's)
                 function = None
         _SYNC_FILE_RANGE.append(function)
     function = _SYNC_FILE_RANGE[0]
