@@ -11,7 +11,9 @@ one message on every path:
   can hold (`maybe_huge_number`, a cheap pre-filter). The strictest parser, orjson, is the
   referee: any path whose own parser fails (or that skips content unchecked) asks
   `bytes_defect(raw)` for the message, which checks UTF-8 first and then parses with orjson, so
-  the same defect reads the same whatever parser met it first.
+  the same defect reads the same whatever parser met it first. A one-shot command may have the
+  cheap checks (`unchecked_defect`) made in a child process while it decodes (`defect_aside`,
+  after `check_aside`); their verdict still comes before anything decoded is used.
 - **Document.** `document_defect(kinds)` is the top-level check (an object with `events`,
   `classMap` or `metadata`; `events`/`classMap` arrays, `metadata` an object, null meaning
   absent), given each top-level key's kind so that a path holding only raw bytes (`kind_of_raw`)
