@@ -33,11 +33,19 @@ import msgspec
 import orjson
 
 from tracetool.errors import TraceToolError
+from tracetool.stats import _scan
 from tracetool.stats._names import Names, process_names
 from tracetool.trace import events as ev
 from tracetool.trace.document import gc_paused, reuse_freed_buffers
 from tracetool.trace.reader import guarded
-from tracetool.trace.stream import EventHead, TraceStream, iter_pairs, open_stream, run_pass
+from tracetool.trace.stream import (
+    EventHead,
+    TraceStream,
+    iter_pairs,
+    open_stream,
+    read_small,
+    run_pass,
+)
 
 UNSET: Any = msgspec.UNSET
 SqlKey = Union[tuple[str, str], tuple[str]]  # (sql text, database type or ""), or (its fqid,)
@@ -193,6 +201,14 @@ def _paired_sums(events: Iterable[EventHead]) -> dict[Any, list[Any]]:
 def _file_overhead(
     path: Path, names: Names, raw_bytes: Optional[bytes] = None
 ) -> dict[Key, list[float]]:
+    if raw_bytes is None and _scan.available():
+        raw_bytes = read_small(path)  # (None when streamed: big files keep their reader)
+    if raw_bytes is not None:
+        scanned = _scan.scanned_sums(raw_bytes, _other_key)
+        if scanned is not None:
+            found, class_map = scanned
+            recording = names.recording(class_map)
+            return named_sums(found, recording, _scan.head_dict, _scan.head)
     stream = open_stream(path, header_keys=("classMap",), heads=True, raw=raw_bytes)
     # Sum under a raw key first (cheap: a tuple of the call's identifying fields) and name each
     # distinct key once at the end; a function call is identified by its defined_class,
@@ -209,18 +225,22 @@ def _struct_dict(call: Any) -> dict[str, Any]:
 
 
 def named_sums(
-    raw_sums: dict[Any, list[Any]], recording: Any, dict_of: Callable[[Any], dict[str, Any]]
+    raw_sums: dict[Any, list[Any]],
+    recording: Any,
+    dict_of: Callable[[Any], dict[str, Any]],
+    head_of: Optional[Callable[[Any], Any]] = None,
 ) -> dict[Key, list[float]]:
     """The sums under raw keys (`_nested_sums`: calls, seconds, a sample call) under their
-    names, each distinct raw key named once; `dict_of` gives a sample call as a dict. Closes
-    `recording` (the `Names.recording` of the file's classMap)."""
+    names, each distinct raw key named once; `dict_of` gives a sample call as a dict, `head_of`
+    as the call a function is named from when the classMap does not name it (the sample itself
+    by default). Closes `recording` (the `Names.recording` of the file's classMap)."""
     sums: dict[Key, list[float]] = {}
     try:
         for raw, (count, seconds, call) in raw_sums.items():
             # (a `sql_query` that is not an object makes a 2-tuple: named like any other call)
             key: Key
             if len(raw) == 5:  # a function call: named from its key, without reading it again
-                key = recording.plain_function(raw[1], raw[2], raw[3], call)[0]
+                key = recording.plain_function(raw[1], raw[2], raw[3], call, head_of)[0]
             elif raw[0] == _SQL and len(raw) == 3:
                 key = raw[1:]
             else:

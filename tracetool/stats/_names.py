@@ -15,6 +15,7 @@ named in the scratch map; function calls that match no classMap location by a fu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Optional
 
 import msgspec
@@ -90,10 +91,16 @@ class RecordingNames:
         return index
 
     def plain_function(
-        self, method_id: Any, path: Any, lineno: Any, call: Any
+        self,
+        method_id: Any,
+        path: Any,
+        lineno: Any,
+        call: Any,
+        head_of: Optional[Callable[[Any], Any]] = None,
     ) -> tuple[str, Optional[str]]:
         """`function(call)` of a function call given its `method_id` (present), `path` and
-        `lineno` (None or UNSET when missing): the classMap lookup without reading it again."""
+        `lineno` (None or UNSET when missing): the classMap lookup without reading it again.
+        `head_of(call)` is the call itself when read (by default `call` is)."""
         if path is not None and path is not UNSET and lineno is not None and lineno is not UNSET:
             if self._index is None:
                 self._index = self._locations()
@@ -105,7 +112,7 @@ class RecordingNames:
                         if chain is None:
                             break
                         return self._names.fqid_of_chain(chain)
-        return self._full_function(call)
+        return self._full_function(call if head_of is None else head_of(call))
 
     def function(self, call: Any) -> tuple[str, Optional[str]]:
         """(fqid, location) of a call's code object (a call event, or its `EventHead`)."""
