@@ -17,13 +17,15 @@
  * than msgspec to read fields from, and no library fuses validation-free field extraction with
  * the pairing pass. So the validation stays with simdjson and this module only scans.
  *
- * The result is (groups, classmap_span): groups is a list, in the order their first call
- * returned, of (tag, key, calls, seconds, start, end): tag 0 a function call (key: the tuple
- * (defined_class, method_id, path, lineno, static), `unset` for a missing field), 1 a SQL call
- * (key: ("\0sql", sql, database_type)), 2 any other call (key None: the caller decodes the
- * sample call at raw[start:end] and keys it as Python does). Two groups here may still be one key
- * in Python (e.g. `true` and `1`): the caller checks and falls back. classmap_span is
- * (start, end) of the classMap value or None when there is none.
+ * The result is (sums, others, classmap_span): sums is `_nested_sums`'s dict, raw key -> [calls,
+ * seconds, (start, end) of the text of the key's first call], in the order the keys' first calls
+ * returned. A function call's key is (defined_class, method_id, path, lineno, static), `unset`
+ * for a missing field; a SQL call's ("\0sql", sql, database_type). Any other call (HTTP, no
+ * method_id) is keyed by Python from its event (`_collect._other_key`): here its key is a
+ * placeholder, the int 0, 1, ... (`others` of them), for the caller to replace in place. Calls
+ * are grouped here by the exact values their key is made of, so two groups may be one key in
+ * Python (`true` and `1` are equal there): that declines (None), as a collision found by the
+ * caller does. classmap_span is (start, end) of the classMap value, or None without one.
  *
  * Memory safety: every read is bounds-checked against the buffer length, on any bytes, even
  * though only validated input is passed. Stable, documented C API only.
@@ -1191,79 +1193,97 @@ walk(State *st, Py_ssize_t *class_map)
     return 0;
 }
 
-/* The (groups, classmap span) result from a walked state. */
+/* The Python key of a function or SQL group (a new reference); NULL with *rc BAIL or an
+ * exception. */
+static PyObject *
+key_of(State *st, const Call *call, PyObject *unset, PyObject *sql_tag, int *rc)
+{
+    int first = call->tag == TAG_SQL ? 1 : 0;
+    int size = call->tag == TAG_SQL ? 3 : 5;
+    *rc = 0;
+    PyObject *key = PyTuple_New(size);
+    if (key == NULL) {
+        return NULL;
+    }
+    if (first) {
+        Py_INCREF(sql_tag);
+        PyTuple_SET_ITEM(key, 0, sql_tag);
+    }
+    for (int j = first; j < size; j++) {
+        const Tok *tok = &call->vals[j - first];
+        PyObject *value;
+        if (call->tag == TAG_SQL && tok->type == 0) {
+            value = PyUnicode_FromStringAndSize("", 0);
+        }
+        else {
+            value = value_of(&st->src, tok, unset, &st->scratch, rc);
+        }
+        if (value == NULL) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(key, j, value);
+    }
+    return key;
+}
+
+/* The result from a walked state: (sums, others, classmap span) (module doc); None when two
+ * groups are one key in Python. */
 static PyObject *
 result_of(State *st, const Py_ssize_t *class_map, PyObject *unset)
 {
     Py_ssize_t count = (Py_ssize_t)(st->groups.len / sizeof(Group));
-    PyObject *groups = PyList_New(count);
-    if (groups == NULL) {
-        return NULL;
+    Py_ssize_t others = 0;
+    PyObject *sums = PyDict_New();
+    PyObject *sql_tag = PyUnicode_FromStringAndSize("\0sql", 4);
+    if (sums == NULL || sql_tag == NULL) {
+        goto error;
     }
-    PyObject *sql_tag = NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
         Group *group = (Group *)st->groups.p + i;
         Call *call = (Call *)st->calls.p + group->call;
         PyObject *key;
         int rc = 0;
         if (call->tag == TAG_OTHER) {
-            key = Py_None;
-            Py_INCREF(key);
+            key = PyLong_FromSsize_t(others++); /* (a placeholder: every real key is a tuple) */
         }
         else {
-            int first = call->tag == TAG_SQL ? 1 : 0;
-            int size = call->tag == TAG_SQL ? 3 : 5;
-            key = PyTuple_New(size);
-            if (key == NULL) {
-                goto error;
-            }
-            if (first) {
-                if (sql_tag == NULL) {
-                    sql_tag = PyUnicode_FromStringAndSize("\0sql", 4);
-                    if (sql_tag == NULL) {
-                        Py_DECREF(key);
-                        goto error;
-                    }
-                }
-                Py_INCREF(sql_tag);
-                PyTuple_SET_ITEM(key, 0, sql_tag);
-            }
-            for (int j = first; j < size; j++) {
-                const Tok *tok = &call->vals[j - first];
-                PyObject *value;
-                if (call->tag == TAG_SQL && tok->type == 0) {
-                    value = PyUnicode_FromStringAndSize("", 0);
-                }
-                else {
-                    value = value_of(&st->src, tok, unset, &st->scratch, &rc);
-                }
-                if (value == NULL) {
-                    Py_DECREF(key);
-                    if (rc == BAIL) {
-                        Py_XDECREF(sql_tag);
-                        Py_DECREF(groups);
-                        Py_RETURN_NONE;
-                    }
-                    goto error;
-                }
-                PyTuple_SET_ITEM(key, j, value);
-            }
+            key = key_of(st, call, unset, sql_tag, &rc);
         }
-        PyObject *item = Py_BuildValue("(iNLdnn)", call->tag, key, group->calls, group->seconds,
-                                       call->start, call->end);
-        if (item == NULL) {
+        if (key == NULL) {
+            if (rc == BAIL) {
+                goto decline;
+            }
             goto error;
         }
-        PyList_SET_ITEM(groups, i, item);
+        PyObject *entry = Py_BuildValue("[Ld(nn)]", group->calls, group->seconds, call->start,
+                                        call->end);
+        if (entry == NULL) {
+            Py_DECREF(key);
+            goto error;
+        }
+        PyObject *found = PyDict_SetDefault(sums, key, entry);
+        Py_DECREF(key);
+        Py_DECREF(entry);
+        if (found == NULL) {
+            goto error;
+        }
+        if (found != entry) {
+            goto decline; /* two groups here are one key in Python: the Python path sums them */
+        }
     }
-    Py_XDECREF(sql_tag);
+    Py_DECREF(sql_tag);
     if (class_map[0] < 0) {
-        return Py_BuildValue("(NO)", groups, Py_None);
+        return Py_BuildValue("(NnO)", sums, others, Py_None);
     }
-    return Py_BuildValue("(N(nn))", groups, class_map[0], class_map[1]);
+    return Py_BuildValue("(Nn(nn))", sums, others, class_map[0], class_map[1]);
+decline:
+    Py_XDECREF(sql_tag);
+    Py_XDECREF(sums);
+    Py_RETURN_NONE;
 error:
     Py_XDECREF(sql_tag);
-    Py_DECREF(groups);
+    Py_XDECREF(sums);
     return NULL;
 }
 

@@ -206,9 +206,9 @@ def _file_overhead(
     if raw_bytes is not None:
         scanned = _scan.scanned_sums(raw_bytes, _other_key)
         if scanned is not None:
-            found, class_map = scanned
-            recording = names.recording(class_map)
-            return named_sums(found, recording, _scan.head_dict, _scan.head)
+            found, class_map, view = scanned
+            samples = _scan.Samples(view)
+            return named_sums(found, names.recording(class_map), samples.dict_of, samples.head)
     stream = open_stream(path, header_keys=("classMap",), heads=True, raw=raw_bytes)
     # Sum under a raw key first (cheap: a tuple of the call's identifying fields) and name each
     # distinct key once at the end; a function call is identified by its defined_class,

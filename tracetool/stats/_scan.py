@@ -53,35 +53,46 @@ def available() -> bool:
 
 def scanned_sums(
     raw: bytes, other_key: Callable[[EventHead], Any]
-) -> Optional[tuple[dict[Any, list[Any]], list[Any]]]:
-    """(`_nested_sums` of the recording, its classMap) from its bytes, or None for the caller's
-    own path. A sample call is its event's text (a memoryview) or its `EventHead` (`head`);
-    `other_key` keys a call that is not a plain function or SQL call (`_collect._other_key`)."""
+) -> Optional[tuple[dict[Any, list[Any]], list[Any], memoryview]]:
+    """(`_nested_sums` of the recording, its classMap, a view of `raw`) from its bytes, or None
+    for the caller's own path. A sample call is the (start, end) of its event's text in the view
+    or its `EventHead` (`head`); `other_key` keys a call that is not a plain function or SQL
+    call (`_collect._other_key`)."""
     nested_sums = _NESTED_SUMS
     if nested_sums is None or is_recording(raw) is not True:
         return None
     found = nested_sums(raw, MAX_DEPTH, UNSET)
     if found is None:
         return None
-    groups, span = found
+    raw_sums, others, span = found
     view = memoryview(raw)
-    raw_sums: dict[Any, list[Any]] = {}
-    for tag, key, calls, seconds, start, end in groups:
-        sample: Any = view[start:end]
-        if tag == _TAG_OTHER:
-            sample = _HEAD.decode(sample)
-            key = other_key(sample)
-        if key in raw_sums:
-            return None  # (two groups of the scan are one key: the pure-Python path sums them)
-        raw_sums[key] = [calls, seconds, sample]
+    if others:  # placeholder keys (ints) to replace, in place, by the call's own key
+        keyed: dict[Any, list[Any]] = {}
+        for key, entry in raw_sums.items():
+            if key.__class__ is int:
+                start, end = entry[2]
+                entry[2] = sample = _HEAD.decode(view[start:end])
+                key = other_key(sample)
+                if key in keyed or key in raw_sums:
+                    return None  # (two groups of the scan are one key: the Python path sums)
+            keyed[key] = entry
+        raw_sums = keyed
     class_map = _ANY.decode(view[span[0] : span[1]]) if span is not None else []
-    return raw_sums, class_map if isinstance(class_map, list) else []
+    return raw_sums, class_map if isinstance(class_map, list) else [], view
 
 
-def head(sample: Any) -> EventHead:
-    """The `EventHead` of a sample call of `scanned_sums`."""
-    return sample if isinstance(sample, EventHead) else _HEAD.decode(sample)
+class Samples:
+    """The sample calls of one recording's `scanned_sums`, read from its bytes when needed."""
 
+    def __init__(self, view: memoryview) -> None:
+        self.view = view
 
-def head_dict(sample: Any) -> dict[str, Any]:
-    return head(sample).to_dict()
+    def head(self, sample: Any) -> EventHead:
+        """The `EventHead` of a sample call."""
+        if isinstance(sample, EventHead):
+            return sample
+        start, end = sample
+        return _HEAD.decode(self.view[start:end])
+
+    def dict_of(self, sample: Any) -> dict[str, Any]:
+        return self.head(sample).to_dict()  # type: ignore[no-any-return]
