@@ -1,6 +1,6 @@
 /* tracetool._speedups: an optional accelerator for directory-mode `stats` (issue 18).
  *
- * `nested_sums(raw, max_depth, unset)` reads a recording's bytes that a strict parser (simdjson,
+ * `nested_sums(raw, max_depth, unset, chains=None)` reads a recording's bytes that a strict parser (simdjson,
  * or orjson for the index) has already accepted and computes what
  * `tracetool.stats._collect._nested_sums` computes on its `EventHead`s, without building the
  * events: it walks the top-level object, scans each event for the fields `EventHead` holds,
@@ -22,10 +22,16 @@
  * returned. A function call's key is (defined_class, method_id, path, lineno, static), `unset`
  * for a missing field; a SQL call's ("\0sql", sql, database_type). Any other call (HTTP, no
  * method_id) is keyed by Python from its event (`_collect._other_key`): here its key is a
- * placeholder, the int 0, 1, ... (`others` of them), for the caller to replace in place. Calls
+ * placeholder (`others` of them), bytes that tell the values its key and name are made of (an
+ * HTTP call's start with `S` or `C` and are made of its request only), for the caller to
+ * replace in place. Calls
  * are grouped here by the exact values their key is made of, so two groups may be one key in
  * Python (`true` and `1` are equal there): that declines (None), as a collision found by the
  * caller does. classmap_span is (start, end) of the classMap value, or None without one.
+ * A function call's entry holds a fourth item: the classMap chain that names it
+ * (`tracetool.stats._names`, `RecordingNames.plain_function`), or None when Python names it;
+ * `chains`, a dict the caller keeps, makes the same chain the same object from one recording to
+ * the next (its hash is then quick to take).
  *
  * Memory safety: every read is bounds-checked against the buffer length, on any bytes, even
  * though only validated input is passed. Stable, documented C API only.
@@ -706,6 +712,10 @@ typedef struct {
     Buf scratch; /* decoded strings */
     Table threads, group_of, ids;
     Slot *last_thread; /* (thread_slot) */
+    Buf nodes;         /* Node[]: the classMap's items (class_items) */
+    Table where;       /* location -> its first function node */
+    int class_map_read;
+    PyObject *chains; /* (cached_chain) a dict, or NULL */
 } State;
 
 static void
@@ -718,6 +728,8 @@ state_free(State *st)
     table_free(&st->threads);
     table_free(&st->group_of);
     table_free(&st->ids);
+    PyMem_Free(st->nodes.p);
+    table_free(&st->where);
 }
 
 static const char *const SQL_FIELDS[2] = {"sql", "database_type"};
@@ -1193,6 +1205,313 @@ walk(State *st, Py_ssize_t *class_map)
     return 0;
 }
 
+/* ------------------------------------------------------------------ classMap names */
+
+/* The classMap read as `tracetool.stats._names.RecordingNames._locations` reads it: its items in
+ * document order (depth first), each function with a non-empty location indexed by it. A
+ * classMap this does not read plainly (a field of another type, a duplicate field, nesting past
+ * `CLASS_DEPTH` items) is not used: every function is then named by Python. */
+typedef struct {
+    Tok kind, name, location; /* kind.type 0: "package" */
+    int is_static, function, plain;
+    Py_ssize_t parent; /* the item it is a child of, or -1 */
+    Py_ssize_t next;   /* the next function at the same location, or -1 */
+} Node;
+
+#define CLASS_DEPTH 64
+
+static const char *const CLASS_FIELDS[5] = {"type", "name", "static", "location", "children"};
+
+static int
+tok_equals(const Src *src, const Tok *tok, const char *text, Buf *scratch)
+{
+    scratch->len = 0;
+    if (tok->type != 's' || decode_string(src, tok, scratch) < 0) {
+        return 0;
+    }
+    size_t len = strlen(text);
+    return scratch->len == len && memcmp(scratch->p, text, len) == 0;
+}
+
+/* Read the items of the array at pos (nested at `depth`, `level` items deep) under `parent`. */
+static Py_ssize_t
+class_items(State *st, Py_ssize_t pos, long depth, int level, Py_ssize_t parent, int plain)
+{
+    const Src *src = &st->src;
+    const unsigned char *s = src->s;
+    int rc;
+    if (level > CLASS_DEPTH || depth > src->max_depth || pos >= src->n || s[pos] != '[') {
+        return BAIL;
+    }
+    pos = skip_ws(src, pos + 1);
+    if (pos < src->n && s[pos] == ']') {
+        return pos + 1;
+    }
+    for (;;) {
+        if (pos >= src->n) {
+            return BAIL;
+        }
+        Py_ssize_t end;
+        if (s[pos] != '{') {
+            Tok skipped;
+            end = skip_value(src, pos, depth + 1, &skipped); /* (not an object: skipped) */
+        }
+        else {
+            Tok f[5];
+            end = scan_object(src, pos, depth + 1, CLASS_FIELDS, 5, f, &st->scratch, &rc);
+            if (end < 0) {
+                return BAIL;
+            }
+            Node node;
+            node.kind = f[0];
+            node.name = f[1];
+            node.location = f[3];
+            node.parent = parent;
+            node.next = -1;
+            node.plain = plain;
+            /* str(type or "package"), str(name if present else ""), bool(static or False) */
+            if (f[0].type == 'n' || (f[0].type == 's' && f[0].end - f[0].start == 2)) {
+                node.kind.type = 0;
+            }
+            if ((node.kind.type != 0 && node.kind.type != 's') ||
+                (f[1].type != 0 && f[1].type != 's') ||
+                (f[2].type != 0 && f[2].type != 'n' && f[2].type != 't' && f[2].type != 'f') ||
+                (f[3].type != 0 && f[3].type != 'n' && f[3].type != 's')) {
+                return BAIL;
+            }
+            node.is_static = f[2].type == 't';
+            node.function = tok_equals(src, &node.kind, "function", &st->scratch);
+            Py_ssize_t index = (Py_ssize_t)(st->nodes.len / sizeof(Node));
+            if ((rc = buf_put(&st->nodes, &node, sizeof(node))) < 0) {
+                return rc;
+            }
+            if (node.function && f[3].type == 's' && f[3].end - f[3].start > 2) {
+                size_t at = st->keys.len;
+                if ((rc = decode_string(src, &f[3], &st->keys)) < 0) {
+                    return rc;
+                }
+                Slot *slot = table_get(&st->where, st->keys.p + at, st->keys.len - at, 1, index,
+                                       &rc);
+                st->keys.len = at;
+                if (slot == NULL) {
+                    return rc < 0 ? rc : BAIL;
+                }
+                if (rc != 1) { /* append to the location's functions, in order */
+                    Node *nodes = (Node *)st->nodes.p;
+                    Py_ssize_t last = slot->value;
+                    while (nodes[last].next >= 0) {
+                        last = nodes[last].next;
+                    }
+                    nodes[last].next = index;
+                }
+            }
+            if (f[4].type == '[') {
+                Py_ssize_t done = class_items(st, f[4].start, depth + 2, level + 1, index,
+                                              node.function ? 0 : plain);
+                if (done < 0) {
+                    return done;
+                }
+            }
+        }
+        if (end < 0) {
+            return BAIL;
+        }
+        pos = skip_ws(src, end);
+        if (pos >= src->n) {
+            return BAIL;
+        }
+        if (s[pos] == ']') {
+            return pos + 1;
+        }
+        if (s[pos] != ',') {
+            return BAIL;
+        }
+        pos = skip_ws(src, pos + 1);
+    }
+}
+
+/* A str of a token read as a str (kind 0: "package"); NULL with an exception, or *rc BAIL. */
+static PyObject *
+text_of(State *st, const Tok *tok, const char *missing, int *rc)
+{
+    if (tok->type == 0) {
+        *rc = 0;
+        return PyUnicode_FromString(missing);
+    }
+    return value_of(&st->src, tok, Py_None, &st->scratch, rc);
+}
+
+/* The chain (`_names.Chain`) of the function node, a new reference. */
+static PyObject *
+chain_of(State *st, Py_ssize_t index, int *rc)
+{
+    const Node *nodes = (const Node *)st->nodes.p;
+    Py_ssize_t length = 0;
+    for (Py_ssize_t at = index; at >= 0; at = nodes[at].parent) {
+        length++;
+    }
+    PyObject *chain = PyTuple_New(length);
+    if (chain == NULL) {
+        return NULL;
+    }
+    Py_ssize_t slot = length;
+    for (Py_ssize_t at = index; at >= 0; at = nodes[at].parent) {
+        const Node *node = &nodes[at];
+        PyObject *link = PyTuple_New(at == index ? 4 : 2);
+        if (link == NULL) {
+            goto error;
+        }
+        PyTuple_SET_ITEM(chain, --slot, link);
+        PyObject *kind = text_of(st, &node->kind, "package", rc);
+        if (kind == NULL) {
+            goto error;
+        }
+        PyTuple_SET_ITEM(link, 0, kind);
+        PyObject *name = text_of(st, &node->name, "", rc);
+        if (name == NULL) {
+            goto error;
+        }
+        PyTuple_SET_ITEM(link, 1, name);
+        if (at == index) {
+            PyObject *flag = node->is_static ? Py_True : Py_False;
+            Py_INCREF(flag);
+            PyTuple_SET_ITEM(link, 2, flag);
+            PyObject *location = value_of(&st->src, &node->location, Py_None, &st->scratch, rc);
+            if (location == NULL) {
+                goto error;
+            }
+            PyTuple_SET_ITEM(link, 3, location);
+        }
+    }
+    return chain;
+error:
+    Py_DECREF(chain);
+    return NULL;
+}
+
+/* `chain_of`, the same object for the same chain while `st->chains` (a dict the caller keeps
+ * from one recording to the next, by the chain's canonical bytes) holds it. */
+static PyObject *
+cached_chain(State *st, Py_ssize_t index, int *rc)
+{
+    if (st->chains == NULL) {
+        return chain_of(st, index, rc);
+    }
+    const Node *nodes = (const Node *)st->nodes.p;
+    Buf *out = &st->keys;
+    size_t at = out->len;
+    for (Py_ssize_t i = index; i >= 0; i = nodes[i].parent) {
+        unsigned char flag = (unsigned char)(i == index ? '0' + nodes[i].is_static : '-');
+        if ((*rc = canonical(&st->src, &nodes[i].kind, KEY_FIELD, out)) < 0 ||
+            (*rc = canonical(&st->src, &nodes[i].name, KEY_FIELD, out)) < 0 ||
+            (*rc = buf_put(out, &flag, 1)) < 0 ||
+            (i == index && (*rc = canonical(&st->src, &nodes[i].location, KEY_FIELD, out)) < 0)) {
+            out->len = at;
+            if (*rc == NOMEM) {
+                return PyErr_NoMemory();
+            }
+            return chain_of(st, index, rc);
+        }
+    }
+    PyObject *key = PyBytes_FromStringAndSize((const char *)out->p + at, (Py_ssize_t)(out->len - at));
+    out->len = at;
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *found = PyDict_GetItemWithError(st->chains, key);
+    if (found != NULL) {
+        Py_DECREF(key);
+        Py_INCREF(found);
+        return found;
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    PyObject *chain = chain_of(st, index, rc);
+    if (chain != NULL && PyDict_SetItem(st->chains, key, chain) < 0) {
+        Py_CLEAR(chain);
+    }
+    Py_DECREF(key);
+    return chain;
+}
+
+/* The chain that names a function call of this key (`RecordingNames.plain_function`: the first
+ * classMap function at `path:lineno` named `method_id`), or None when Python is to name it (no
+ * such function, one not plainly in the classMap, a key of other types). A new reference. */
+static PyObject *
+named_chain(State *st, const Call *call, int *rc)
+{
+    const Tok *method = &call->vals[1], *path = &call->vals[2], *lineno = &call->vals[3];
+    *rc = 0;
+    if (!st->class_map_read || method->type != 's' || path->type != 's' ||
+        (lineno->type != 's' && lineno->type != '0')) {
+        Py_RETURN_NONE;
+    }
+    Buf *key = &st->keys;
+    size_t at = key->len;
+    if ((*rc = decode_string(&st->src, path, key)) < 0 || (*rc = buf_put(key, ":", 1)) < 0) {
+        goto none;
+    }
+    if (lineno->type == 's') {
+        if ((*rc = decode_string(&st->src, lineno, key)) < 0) {
+            goto none;
+        }
+    }
+    else {
+        long long number;
+        char text[32];
+        if (parse_int(&st->src, lineno, &number) < 0) {
+            goto none;
+        }
+        int len = snprintf(text, sizeof(text), "%lld", number);
+        if (len <= 0 || (size_t)len >= sizeof(text) || (*rc = buf_put(key, text, (size_t)len)) < 0) {
+            goto none;
+        }
+    }
+    Slot *slot = table_get(&st->where, key->p + at, key->len - at, 0, 0, rc);
+    key->len = at;
+    if (slot == NULL) {
+        if (*rc < 0) {
+            return PyErr_NoMemory();
+        }
+        Py_RETURN_NONE;
+    }
+    /* the method_id, decoded, after the nodes' names in st->keys */
+    if ((*rc = decode_string(&st->src, method, key)) < 0) {
+        key->len = at;
+        goto none;
+    }
+    size_t method_len = key->len - at;
+    for (Py_ssize_t index = slot->value; index >= 0;) {
+        const Node *node = (const Node *)st->nodes.p + index;
+        st->scratch.len = 0;
+        int same = 0;
+        if (node->name.type == 0) {
+            same = method_len == 0;
+        }
+        else if (decode_string(&st->src, &node->name, &st->scratch) == 0) {
+            same = st->scratch.len == method_len &&
+                   memcmp(st->scratch.p, key->p + at, method_len) == 0;
+        }
+        if (same) {
+            key->len = at;
+            if (!node->plain) {
+                Py_RETURN_NONE; /* (a function in a function: the full ClassMap names it) */
+            }
+            return cached_chain(st, index, rc);
+        }
+        index = node->next;
+    }
+    key->len = at;
+none:
+    if (*rc == NOMEM) {
+        return PyErr_NoMemory();
+    }
+    *rc = 0;
+    Py_RETURN_NONE;
+}
+
 /* The Python key of a function or SQL group (a new reference); NULL with *rc BAIL or an
  * exception. */
 static PyObject *
@@ -1245,7 +1564,10 @@ result_of(State *st, const Py_ssize_t *class_map, PyObject *unset)
         PyObject *key;
         int rc = 0;
         if (call->tag == TAG_OTHER) {
-            key = PyLong_FromSsize_t(others++); /* (a placeholder: every real key is a tuple) */
+            /* a placeholder, its group's key here (bytes: every real key is a tuple) */
+            key = PyBytes_FromStringAndSize((const char *)st->keys.p + call->key_off,
+                                            (Py_ssize_t)call->key_len);
+            others++;
         }
         else {
             key = key_of(st, call, unset, sql_tag, &rc);
@@ -1256,8 +1578,20 @@ result_of(State *st, const Py_ssize_t *class_map, PyObject *unset)
             }
             goto error;
         }
-        PyObject *entry = Py_BuildValue("[Ld(nn)]", group->calls, group->seconds, call->start,
-                                        call->end);
+        PyObject *entry;
+        if (call->tag == TAG_FUNCTION) {
+            PyObject *chain = named_chain(st, call, &rc);
+            if (chain == NULL) {
+                Py_DECREF(key);
+                goto error;
+            }
+            entry = Py_BuildValue("[Ld(nn)N]", group->calls, group->seconds, call->start,
+                                  call->end, chain);
+        }
+        else {
+            entry = Py_BuildValue("[Ld(nn)]", group->calls, group->seconds, call->start,
+                                  call->end);
+        }
         if (entry == NULL) {
             Py_DECREF(key);
             goto error;
@@ -1294,7 +1628,13 @@ nested_sums(PyObject *module, PyObject *args)
     long max_depth;
     PyObject *unset;
     (void)module;
-    if (!PyArg_ParseTuple(args, "y*lO:nested_sums", &view, &max_depth, &unset)) {
+    PyObject *chains = Py_None;
+    if (!PyArg_ParseTuple(args, "y*lO|O:nested_sums", &view, &max_depth, &unset, &chains)) {
+        return NULL;
+    }
+    if (chains != Py_None && !PyDict_Check(chains)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "chains must be a dict or None");
         return NULL;
     }
     State st;
@@ -1302,9 +1642,17 @@ nested_sums(PyObject *module, PyObject *args)
     st.src.s = (const unsigned char *)view.buf;
     st.src.n = view.len;
     st.src.max_depth = max_depth;
+    st.chains = chains == Py_None ? NULL : chains;
     Py_ssize_t class_map[2];
     PyObject *result;
     int rc = walk(&st, class_map);
+    if (rc == 0 && class_map[0] >= 0) {
+        int read = class_items(&st, class_map[0], 2, 1, -1, 1);
+        if (read == NOMEM) {
+            rc = NOMEM;
+        }
+        st.class_map_read = read >= 0;
+    }
     if (rc == NOMEM) {
         result = PyErr_NoMemory();
     }
@@ -1322,7 +1670,7 @@ nested_sums(PyObject *module, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"nested_sums", nested_sums, METH_VARARGS,
-     "nested_sums(raw, max_depth, unset) -> (groups, classmap span) or None (module doc)."},
+     "nested_sums(raw, max_depth, unset, chains=None) -> (sums, others, classmap span) or None\n(module doc)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

@@ -17,6 +17,7 @@ from tests.conftest import corpus_recordings, make_corpus
 from tests.index.test_overhead import _document
 from tracetool.errors import TraceToolError
 from tracetool.stats import _collect, _scan, directory_stats
+from tracetool.stats._names import process_names
 from tracetool.trace.checks import MAX_DEPTH
 from tracetool.trace.stream import UNSET
 
@@ -49,7 +50,7 @@ def _overhead(path: Path, raw: bytes, fast: Any) -> str:
 
 
 def _scanned(raw: bytes) -> Optional[Any]:
-    return _scan.scanned_sums(raw, _collect._other_key)
+    return _scan.scanned_sums(raw, _collect._other_key, process_names().event_function)
 
 
 def _same(path: Path, raw: bytes) -> bool:
@@ -371,3 +372,79 @@ def test_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     assert _scan._load() is None
     monkeypatch.setenv("TRACETOOL_NO_SPEEDUPS", "")
     assert (_scan._load() is not None) == (_speedups is not None)
+
+
+_CLASS_ITEMS = [
+    b'{"name":"C","type":"class","children":[{"name":"a","type":"function","location":"p.rb:1"}]}',
+    b'{"type":"class","name":"C","children":[{"name":"b","type":"function","location":"p.rb:1",'
+    b'"static":true}]}',
+    b'{"name":"a","type":"function","location":"p.rb:1","children":['
+    b'{"name":"a","type":"function","location":"p.rb:2"}]}',
+    b'{"name":"a","type":"function","location":"p.rb:2"}',
+    b'{"name":"a","type":"function","location":"p.\\u0072b:1"}',
+    b'{"name":"\\u0061","type":"function","location":"p.rb:1"}',
+    b'{"name":"a","type":"function","location":"p.rb:1","static":null}',
+    b'{"name":"a","type":"function","location":"p.rb:1","static":1}',
+    b'{"name":"a","type":"function","location":"p.rb:1","name":"b"}',
+    b'{"name":"a","type":"function","location":""}',
+    b'{"name":"a","type":"function","location":null}',
+    b'{"name":"a","type":"function","location":7}',
+    b'{"name":"a","type":"function"}',
+    b'{"name":null,"type":"function","location":"p.rb:1"}',
+    b'{"type":"function","location":"p.rb:1"}',
+    b'{"name":"a","location":"p.rb:1"}',
+    b'{"name":"P","type":"","children":[{"name":"a","type":"function","location":"p.rb:1"}]}',
+    b'{"name":"P","type":null,"children":[{"name":"a","type":"function","location":"p.rb:1"}]}',
+    b'{"name":"P","type":7,"children":[]}',
+    b'{"name":"P","children":{"name":"a","type":"function","location":"p.rb:1"}}',
+    b'{"name":"P","children":[]}',
+    b'{"name":"P","children":null}',
+    b'"not an object"',
+    b"[]",
+    b"null",
+    b'{"name":"P","children":[' * 70 + b"{}" + b"]}" * 70,
+]
+
+
+@needs_c
+def test_class_map_names(tmp_path: Path) -> None:
+    """Function calls named from the classMap by the C (`_names.RecordingNames._locations`
+    read in C): every shape of classMap item, several at one location, in every order."""
+    path = tmp_path / "r.trace.json"
+    rng = random.Random(3)
+    calls = [
+        {},
+        {"method_id": b'"b"'},
+        {"lineno": b'"1"'},
+        {"lineno": b"2"},
+        {"method_id": b"7"},
+        {"path": b"MISSING"},
+        {"lineno": b"null"},
+        {"defined_class": b'"D"', "static": b"true"},
+    ]
+    for _ in range(400):
+        items = [rng.choice(_CLASS_ITEMS) for _ in range(rng.randrange(5))]
+        class_map = b"[" + b",".join(items) + b"]"
+        events = []
+        for number in range(1, 13, 2):
+            events.append(_object(_call(number, **rng.choice(calls))))
+            events.append(_object(_return(number + 1, number, elapsed_instrumentation=b"0.1")))
+        raw = b'{"classMap":' + class_map + b',"events":[' + b",".join(events) + b"]}"
+        _same(path, raw)
+
+
+@needs_c
+def test_chains_are_shared_between_recordings(tmp_path: Path) -> None:
+    """A chain met again is the object met first (a cache the caller keeps), and gives the
+    same names."""
+    raw = _recording(_pair({}, {}))
+    chains: dict[bytes, Any] = {}
+    first = FAST(raw, MAX_DEPTH, UNSET, chains)
+    again = FAST(raw, MAX_DEPTH, UNSET, chains)
+    assert first is not None and again is not None and chains
+    key = ("C", "a", "p.rb", 1, False)
+    chain = first[0][key][3]
+    assert chain == (("package", "app"), ("class", "C"), ("function", "a", False, "p.rb:1"))
+    assert again[0][key][3] is chain
+    with pytest.raises(TypeError):
+        FAST(raw, MAX_DEPTH, UNSET, [])

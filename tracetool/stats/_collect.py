@@ -204,7 +204,7 @@ def _file_overhead(
     if raw_bytes is None and _scan.available():
         raw_bytes = read_small(path)  # (None when streamed: big files keep their reader)
     if raw_bytes is not None:
-        scanned = _scan.scanned_sums(raw_bytes, _other_key)
+        scanned = _scan.scanned_sums(raw_bytes, _other_key, names.event_function)
         if scanned is not None:
             found, class_map, view = scanned
             samples = _scan.Samples(view)
@@ -230,27 +230,35 @@ def named_sums(
     dict_of: Callable[[Any], dict[str, Any]],
     head_of: Optional[Callable[[Any], Any]] = None,
 ) -> dict[Key, list[float]]:
-    """The sums under raw keys (`_nested_sums`: calls, seconds, a sample call) under their
-    names, each distinct raw key named once; `dict_of` gives a sample call as a dict, `head_of`
-    as the call a function is named from when the classMap does not name it (the sample itself
-    by default). Closes `recording` (the `Names.recording` of the file's classMap)."""
+    """The sums under raw keys (`_nested_sums`: calls, seconds, a sample call; a function call's
+    classMap chain, or another call's name, after them when `_scan` found it) under their names,
+    each
+    distinct raw key named once; `dict_of` gives a sample call as a dict, `head_of` as the call
+    a function is named from when the classMap does not name it (the sample itself by default).
+    Closes `recording` (the `Names.recording` of the file's classMap)."""
     sums: dict[Key, list[float]] = {}
     try:
-        for raw, (count, seconds, call) in raw_sums.items():
+        for raw, entry in raw_sums.items():
+            count, seconds, call = entry[0], entry[1], entry[2]
             # (a `sql_query` that is not an object makes a 2-tuple: named like any other call)
             key: Key
             if len(raw) == 5:  # a function call: named from its key, without reading it again
-                key = recording.plain_function(raw[1], raw[2], raw[3], call, head_of)[0]
+                if len(entry) > 3 and entry[3] is not None:  # (its classMap chain, found by C)
+                    key = recording.chain_function(entry[3])[0]
+                else:
+                    key = recording.plain_function(raw[1], raw[2], raw[3], call, head_of)[0]
             elif raw[0] == _SQL and len(raw) == 3:
                 key = raw[1:]
+            elif len(entry) > 3 and entry[3] is not None:  # (named by `_scan`)
+                key = entry[3]
             else:
                 key = recording.function(dict_of(call))[0]
-            entry = sums.get(key)
-            if entry is None:
+            named = sums.get(key)
+            if named is None:
                 sums[key] = [count, seconds]
             else:
-                entry[0] += count
-                entry[1] += seconds
+                named[0] += count
+                named[1] += seconds
     finally:
         recording.close()
     return sums

@@ -35,7 +35,18 @@ class Names:
         self._fqids: dict[Chain, str] = {}
 
     def recording(self, class_map: Any) -> RecordingNames:
+        """The names of one recording's calls; `class_map` may be a function that returns it,
+        called only when it is read."""
         return RecordingNames(self, class_map)
+
+    def event_function(self, call: Any) -> Optional[str]:
+        """The fqid of a call (an `EventHead`) named from the event alone (an HTTP call), else
+        None: as `RecordingNames.function` names it."""
+        if "http_server_request" in call or "http_client_request" in call:
+            kind = ev.kind(call)
+            if kind in (ev.HTTP_SERVER, ev.HTTP_CLIENT):
+                return self._scratch.code_object_for(call.to_dict()).fqid
+        return None
 
     def fqid_of_chain(self, chain: Chain) -> tuple[str, Optional[str]]:
         """(fqid, location) of the function at the end of an ancestry chain."""
@@ -64,7 +75,8 @@ class RecordingNames:
         # function (not in the format, but readable) has no plain chain: None sends it to the
         # full ClassMap
         index: dict[str, list[tuple[str, Optional[Chain]]]] = {}
-        data = self._class_map if isinstance(self._class_map, list) else []
+        data = self._data()
+        data = data if isinstance(data, list) else []
         # (item, chain of its ancestors, whether that chain holds no function)
         stack: list[tuple[Any, Chain, bool]] = [(item, (), True) for item in reversed(data)]
         pop, push = stack.pop, stack.extend
@@ -126,9 +138,19 @@ class RecordingNames:
             )
         return self._full_function(call)
 
+    def chain_function(self, chain: Chain) -> tuple[str, Optional[str]]:
+        """`plain_function` of a call whose classMap chain is known (`tracetool._speedups`
+        reads the classMap's locations as `_locations` does)."""
+        return self._names.fqid_of_chain(chain)
+
+    def _data(self) -> Any:
+        if callable(self._class_map):
+            self._class_map = self._class_map()
+        return self._class_map
+
     def _full_function(self, call: Any) -> tuple[str, Optional[str]]:
         if self._full is None:
-            self._full = ClassMap.from_json(self._class_map)
+            self._full = ClassMap.from_json(self._data())
         obj = self._full.code_object_for(call)
         return obj.fqid, obj.location
 

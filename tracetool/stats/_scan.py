@@ -19,6 +19,7 @@ key here (`true` and `1` are equal in Python): that is checked, and declined.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, Callable, Optional
 
@@ -30,7 +31,15 @@ from tracetool.trace.stream import UNSET, EventHead
 
 _HEAD = msgspec.json.Decoder(EventHead)
 _ANY = msgspec.json.Decoder()
-_TAG_OTHER = 2
+# the classMap chains met so far (canonical bytes -> chain): the same chain is the same object
+# from one recording to the next, so naming it by chain (`Names.fqid_of_chain`) hashes it fast
+_CHAINS: dict[bytes, Any] = {}
+_MOST_CHAINS = 100_000
+# (key, sample call, name) of the HTTP calls met so far, by the placeholder key of the C: their
+# key and name are made of the values that placeholder holds
+_OTHERS: dict[bytes, tuple[Any, EventHead, Optional[str]]] = {}
+_MOST_OTHERS = 100_000
+_HTTP = (b"S", b"C")
 
 
 def _load() -> Optional[Callable[..., Any]]:
@@ -52,33 +61,51 @@ def available() -> bool:
 
 
 def scanned_sums(
-    raw: bytes, other_key: Callable[[EventHead], Any]
-) -> Optional[tuple[dict[Any, list[Any]], list[Any], memoryview]]:
+    raw: bytes,
+    other_key: Callable[[EventHead], Any],
+    name_of: Callable[[EventHead], Optional[str]],
+) -> Optional[tuple[dict[Any, list[Any]], Any, memoryview]]:
     """(`_nested_sums` of the recording, its classMap, a view of `raw`) from its bytes, or None
     for the caller's own path. A sample call is the (start, end) of its event's text in the view
     or its `EventHead` (`head`); `other_key` keys a call that is not a plain function or SQL
-    call (`_collect._other_key`)."""
+    call (`_collect._other_key`), `name_of` names it when its name depends on the event alone
+    (an HTTP call), else None: such a call's entry holds its name after its sample. The
+    classMap is a function that decodes it (an array, decoded only if a name needs it: the C
+    reads its locations)."""
     nested_sums = _NESTED_SUMS
     if nested_sums is None or is_recording(raw) is not True:
         return None
-    found = nested_sums(raw, MAX_DEPTH, UNSET)
+    if len(_CHAINS) > _MOST_CHAINS:
+        _CHAINS.clear()
+    found = nested_sums(raw, MAX_DEPTH, UNSET, _CHAINS)
     if found is None:
         return None
     raw_sums, others, span = found
     view = memoryview(raw)
-    if others:  # placeholder keys (ints) to replace, in place, by the call's own key
+    if others:  # placeholder keys (bytes) to replace, in place, by the call's own key
         keyed: dict[Any, list[Any]] = {}
         for key, entry in raw_sums.items():
-            if key.__class__ is int:
-                start, end = entry[2]
-                entry[2] = sample = _HEAD.decode(view[start:end])
-                key = other_key(sample)
+            if key.__class__ is bytes:  # (every real key is a tuple)
+                known = _OTHERS.get(key)
+                if known is None:
+                    start, end = entry[2]
+                    sample = _HEAD.decode(view[start:end])
+                    known = (other_key(sample), sample, name_of(sample))
+                    if key[:1] in _HTTP:  # (named from its request alone: any recording's)
+                        if len(_OTHERS) > _MOST_OTHERS:
+                            _OTHERS.clear()
+                        _OTHERS[key] = known
+                key = known[0]
                 if key in keyed or key in raw_sums:
                     return None  # (two groups of the scan are one key: the Python path sums)
+                entry[2] = known[1]
+                entry.append(known[2])
             keyed[key] = entry
         raw_sums = keyed
-    class_map = _ANY.decode(view[span[0] : span[1]]) if span is not None else []
-    return raw_sums, class_map if isinstance(class_map, list) else [], view
+    class_map: Any = []
+    if span is not None:
+        class_map = functools.partial(_ANY.decode, view[span[0] : span[1]])
+    return raw_sums, class_map, view
 
 
 class Samples:
