@@ -448,3 +448,33 @@ def test_chains_are_shared_between_recordings(tmp_path: Path) -> None:
     assert again[0][key][3] is chain
     with pytest.raises(TypeError):
         FAST(raw, MAX_DEPTH, UNSET, [])
+
+
+@needs_c
+def test_index_sums_from_its_parse(corpus: Path, tmp_path: Path) -> None:
+    """The index sums a recording it parsed by the C without simdjson's check (orjson's parse
+    was as strict): the pure-Python answer of stats, or None where stats refuses the file."""
+    from tracetool.index import worker
+    from tracetool.trace import parse
+
+    rng = random.Random(4)
+    path = tmp_path / "r.trace.json"
+    raws = [p.read_bytes() for p in corpus_recordings()[:20]]
+    raws += [orjson.dumps(_document(rng)) for _ in range(400)]
+    # (an integer past 64 bits is left out: orjson reads it as a float, so the index's own
+    # pairing of the parsed dicts, where the C declines, names a method_id of one otherwise than
+    # stats, as it did before the accelerator)
+    values = [v for v in _VALUES if v != b"18446744073709551616"]
+    raws += [_recording(_pair({field: value}, {})) for field in _CALL_FIELDS for value in values]
+    checked = 0
+    for raw in raws:
+        path.write_bytes(raw)
+        try:
+            doc = parse(raw, str(path))
+        except TraceToolError:
+            continue
+        expected = _overhead(path, raw, None)
+        found = worker._overhead(str(path), raw, doc)
+        assert found == (None if expected.startswith("refused") else expected), raw[:300]
+        checked += 1
+    assert checked > 400

@@ -204,11 +204,9 @@ def _file_overhead(
     if raw_bytes is None and _scan.available():
         raw_bytes = read_small(path)  # (None when streamed: big files keep their reader)
     if raw_bytes is not None:
-        scanned = _scan.scanned_sums(raw_bytes, _other_key, names.event_function)
-        if scanned is not None:
-            found, class_map, view = scanned
-            samples = _scan.Samples(view)
-            return named_sums(found, names.recording(class_map), samples.dict_of, samples.head)
+        sums = scanned_overhead(raw_bytes, names)
+        if sums is not None:
+            return sums
     stream = open_stream(path, header_keys=("classMap",), heads=True, raw=raw_bytes)
     # Sum under a raw key first (cheap: a tuple of the call's identifying fields) and name each
     # distinct key once at the end; a function call is identified by its defined_class,
@@ -218,6 +216,28 @@ def _file_overhead(
         stream = open_stream(path, header_keys=("classMap",), heads=True, raw=raw_bytes)
         raw_sums = _paired_sums(stream.events())
     return named_sums(raw_sums, names.recording(stream.class_map), _struct_dict)
+
+
+def scanned_overhead(
+    raw: bytes, names: Names, validated: bool = False
+) -> Optional[dict[Key, list[float]]]:
+    """`_file_overhead` of a recording's bytes by the C accelerator (`_scan.scanned_sums`), or
+    None where it does not read them (or is not built); `validated`: the bytes were parsed by
+    orjson already (simdjson need not check them)."""
+    scanned = _scan.scanned_sums(raw, _other_key, names.event_function, validated)
+    if scanned is None:
+        return None
+    found, class_map, view = scanned
+    samples = _scan.Samples(view)
+    return named_sums(found, names.recording(class_map), samples.dict_of, samples.head)
+
+
+def overhead_rows(sums: dict[Key, list[float]]) -> list[list[Any]]:
+    """`file_overhead`'s rows of `_file_overhead`'s sums."""
+    return [
+        [key, count, seconds, 0] if isinstance(key, str) else [sql_fqid(*key), count, seconds, 1]
+        for key, (count, seconds) in sums.items()
+    ]
 
 
 def _struct_dict(call: Any) -> dict[str, Any]:
@@ -290,10 +310,7 @@ def file_overhead(path: Path, raw_bytes: Optional[bytes] = None) -> list[list[An
     file's bytes when already read. Raises `TraceToolError` for a file stats would skip."""
     with gc_paused(), guarded(path):
         sums = _file_overhead(path, process_names(), raw_bytes)
-    return [
-        [key, count, seconds, 0] if isinstance(key, str) else [sql_fqid(*key), count, seconds, 1]
-        for key, (count, seconds) in sums.items()
-    ]
+    return overhead_rows(sums)
 
 
 def sql_fqid(text: str, database_type: str) -> str:

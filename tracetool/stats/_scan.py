@@ -64,6 +64,7 @@ def scanned_sums(
     raw: bytes,
     other_key: Callable[[EventHead], Any],
     name_of: Callable[[EventHead], Optional[str]],
+    validated: bool = False,
 ) -> Optional[tuple[dict[Any, list[Any]], Any, memoryview]]:
     """(`_nested_sums` of the recording, its classMap, a view of `raw`) from its bytes, or None
     for the caller's own path. A sample call is the (start, end) of its event's text in the view
@@ -71,9 +72,11 @@ def scanned_sums(
     call (`_collect._other_key`), `name_of` names it when its name depends on the event alone
     (an HTTP call), else None: such a call's entry holds its name after its sample. The
     classMap is a function that decodes it (an array, decoded only if a name needs it: the C
-    reads its locations)."""
+    reads its locations). `validated`: orjson has parsed the bytes (the index), which refuses
+    what the C needs refused as simdjson does (invalid UTF-8, lone surrogates, numbers past a
+    double, nesting past `MAX_DEPTH`), so simdjson need not check them again."""
     nested_sums = _NESTED_SUMS
-    if nested_sums is None or is_recording(raw) is not True:
+    if nested_sums is None or (not validated and is_recording(raw) is not True):
         return None
     if len(_CHAINS) > _MOST_CHAINS:
         _CHAINS.clear()
