@@ -1,7 +1,7 @@
 /* tracetool._speedups: an optional accelerator for directory-mode `stats` (issue 18).
  *
- * `nested_sums(raw, max_depth, unset, chains=None)` reads a recording's bytes that a strict parser (simdjson,
- * or orjson for the index) has already accepted and computes what
+ * `nested_sums(raw, max_depth, unset, chains=None, namer=None)` reads a recording's bytes that a
+ * strict parser (simdjson, or orjson for the index) has already accepted and computes what
  * `tracetool.stats._collect._nested_sums` computes on its `EventHead`s, without building the
  * events: it walks the top-level object, scans each event for the fields `EventHead` holds,
  * pairs calls with returns per thread and sums per call key in event order. It returns None
@@ -31,7 +31,8 @@
  * A function call's entry holds a fourth item: the classMap chain that names it
  * (`tracetool.stats._names`, `RecordingNames.plain_function`), or None when Python names it;
  * `chains`, a dict the caller keeps, makes the same chain the same object from one recording to
- * the next (its hash is then quick to take).
+ * the next; with `namer` (which `chains` then holds the results of) the item is
+ * `namer(chain)`, the function's name, called once per chain.
  *
  * Memory safety: every read is bounds-checked against the buffer length, on any bytes, even
  * though only validated input is passed. Stable, documented C API only.
@@ -716,6 +717,7 @@ typedef struct {
     Table where;       /* location -> its first function node */
     int class_map_read;
     PyObject *chains; /* (cached_chain) a dict, or NULL */
+    PyObject *namer;  /* (cached_chain) a callable, or NULL */
 } State;
 
 static void
@@ -1389,8 +1391,9 @@ error:
     return NULL;
 }
 
-/* `chain_of`, the same object for the same chain while `st->chains` (a dict the caller keeps
- * from one recording to the next, by the chain's canonical bytes) holds it. */
+/* `chain_of`, or what `st->namer` makes of it (its name), the same object for the same chain
+ * while `st->chains` (a dict the caller keeps from one recording to the next, by the chain's
+ * canonical bytes) holds it. */
 static PyObject *
 cached_chain(State *st, Py_ssize_t index, int *rc)
 {
@@ -1429,6 +1432,9 @@ cached_chain(State *st, Py_ssize_t index, int *rc)
         return NULL;
     }
     PyObject *chain = chain_of(st, index, rc);
+    if (chain != NULL && st->namer != NULL) {
+        Py_SETREF(chain, PyObject_CallOneArg(st->namer, chain));
+    }
     if (chain != NULL && PyDict_SetItem(st->chains, key, chain) < 0) {
         Py_CLEAR(chain);
     }
@@ -1628,13 +1634,15 @@ nested_sums(PyObject *module, PyObject *args)
     long max_depth;
     PyObject *unset;
     (void)module;
-    PyObject *chains = Py_None;
-    if (!PyArg_ParseTuple(args, "y*lO|O:nested_sums", &view, &max_depth, &unset, &chains)) {
+    PyObject *chains = Py_None, *namer = Py_None;
+    if (!PyArg_ParseTuple(args, "y*lO|OO:nested_sums", &view, &max_depth, &unset, &chains,
+                          &namer)) {
         return NULL;
     }
-    if (chains != Py_None && !PyDict_Check(chains)) {
+    if ((chains != Py_None && !PyDict_Check(chains)) ||
+        (namer != Py_None && (chains == Py_None || !PyCallable_Check(namer)))) {
         PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_TypeError, "chains must be a dict or None");
+        PyErr_SetString(PyExc_TypeError, "chains must be a dict, namer a callable, or None");
         return NULL;
     }
     State st;
@@ -1643,6 +1651,7 @@ nested_sums(PyObject *module, PyObject *args)
     st.src.n = view.len;
     st.src.max_depth = max_depth;
     st.chains = chains == Py_None ? NULL : chains;
+    st.namer = namer == Py_None ? NULL : namer;
     Py_ssize_t class_map[2];
     PyObject *result;
     int rc = walk(&st, class_map);
@@ -1670,7 +1679,7 @@ nested_sums(PyObject *module, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"nested_sums", nested_sums, METH_VARARGS,
-     "nested_sums(raw, max_depth, unset, chains=None) -> (sums, others, classmap span) or None\n(module doc)."},
+     "nested_sums(raw, max_depth, unset, chains=None, namer=None) -> (sums, others, classmap span)\nor None (module doc)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

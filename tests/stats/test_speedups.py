@@ -50,7 +50,8 @@ def _overhead(path: Path, raw: bytes, fast: Any) -> str:
 
 
 def _scanned(raw: bytes) -> Optional[Any]:
-    return _scan.scanned_sums(raw, _collect._other_key, process_names().event_function)
+    names = process_names()
+    return _scan.scanned_sums(raw, _collect._other_key, names.event_function, names.chain_names)
 
 
 def _same(path: Path, raw: bytes) -> bool:
@@ -448,6 +449,12 @@ def test_chains_are_shared_between_recordings(tmp_path: Path) -> None:
     assert again[0][key][3] is chain
     with pytest.raises(TypeError):
         FAST(raw, MAX_DEPTH, UNSET, [])
+    with pytest.raises(TypeError):
+        FAST(raw, MAX_DEPTH, UNSET, None, len)
+    names: dict[bytes, Any] = {}
+    named = FAST(raw, MAX_DEPTH, UNSET, names, lambda chain: "/".join(c[1] for c in chain))
+    assert named[0][key][3] == "app/C/a"
+    assert "app/C/a" in names.values()
 
 
 @needs_c

@@ -224,7 +224,9 @@ def scanned_overhead(
     """`_file_overhead` of a recording's bytes by the C accelerator (`_scan.scanned_sums`), or
     None where it does not read them (or is not built); `validated`: the bytes were parsed by
     orjson already (simdjson need not check them)."""
-    scanned = _scan.scanned_sums(raw, _other_key, names.event_function, validated)
+    scanned = _scan.scanned_sums(
+        raw, _other_key, names.event_function, names.chain_names, validated
+    )
     if scanned is None:
         return None
     found, class_map, view = scanned
@@ -250,9 +252,8 @@ def named_sums(
     dict_of: Callable[[Any], dict[str, Any]],
     head_of: Optional[Callable[[Any], Any]] = None,
 ) -> dict[Key, list[float]]:
-    """The sums under raw keys (`_nested_sums`: calls, seconds, a sample call; a function call's
-    classMap chain, or another call's name, after them when `_scan` found it) under their names,
-    each
+    """The sums under raw keys (`_nested_sums`: calls, seconds, a sample call; the call's name
+    after them when `_scan` found it) under their names, each
     distinct raw key named once; `dict_of` gives a sample call as a dict, `head_of` as the call
     a function is named from when the classMap does not name it (the sample itself by default).
     Closes `recording` (the `Names.recording` of the file's classMap)."""
@@ -262,15 +263,12 @@ def named_sums(
             count, seconds, call = entry[0], entry[1], entry[2]
             # (a `sql_query` that is not an object makes a 2-tuple: named like any other call)
             key: Key
-            if len(raw) == 5:  # a function call: named from its key, without reading it again
-                if len(entry) > 3 and entry[3] is not None:  # (its classMap chain, found by C)
-                    key = recording.chain_function(entry[3])[0]
-                else:
-                    key = recording.plain_function(raw[1], raw[2], raw[3], call, head_of)[0]
+            if len(entry) > 3 and entry[3] is not None:  # (named already, by `_scan`)
+                key = entry[3]
+            elif len(raw) == 5:  # a function call: named from its key, without reading it again
+                key = recording.plain_function(raw[1], raw[2], raw[3], call, head_of)[0]
             elif raw[0] == _SQL and len(raw) == 3:
                 key = raw[1:]
-            elif len(entry) > 3 and entry[3] is not None:  # (named by `_scan`)
-                key = entry[3]
             else:
                 key = recording.function(dict_of(call))[0]
             named = sums.get(key)

@@ -33,6 +33,12 @@ class Names:
     def __init__(self) -> None:
         self._scratch = ClassMap()
         self._fqids: dict[Chain, str] = {}
+        # the fqid of each classMap chain the C accelerator met, by its bytes (tracetool.stats.
+        # _scan), and what names a chain there
+        self.chain_names: tuple[dict[bytes, str], Callable[[Chain], str]] = ({}, self._chain_fqid)
+
+    def _chain_fqid(self, chain: Chain) -> str:
+        return self.fqid_of_chain(chain)[0]
 
     def recording(self, class_map: Any) -> RecordingNames:
         """The names of one recording's calls; `class_map` may be a function that returns it,
@@ -137,11 +143,6 @@ class RecordingNames:
                 call.get("method_id"), call.get("path"), call.get("lineno"), call
             )
         return self._full_function(call)
-
-    def chain_function(self, chain: Chain) -> tuple[str, Optional[str]]:
-        """`plain_function` of a call whose classMap chain is known (`tracetool._speedups`
-        reads the classMap's locations as `_locations` does)."""
-        return self._names.fqid_of_chain(chain)
 
     def _data(self) -> Any:
         if callable(self._class_map):

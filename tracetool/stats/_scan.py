@@ -31,10 +31,7 @@ from tracetool.trace.stream import UNSET, EventHead
 
 _HEAD = msgspec.json.Decoder(EventHead)
 _ANY = msgspec.json.Decoder()
-# the classMap chains met so far (canonical bytes -> chain): the same chain is the same object
-# from one recording to the next, so naming it by chain (`Names.fqid_of_chain`) hashes it fast
-_CHAINS: dict[bytes, Any] = {}
-_MOST_CHAINS = 100_000
+_MOST_CHAINS = 100_000  # (names of chains kept: then they start again)
 # (key, sample call, name) of the HTTP calls met so far, by the placeholder key of the C: their
 # key and name are made of the values that placeholder holds
 _OTHERS: dict[bytes, tuple[Any, EventHead, Optional[str]]] = {}
@@ -64,13 +61,16 @@ def scanned_sums(
     raw: bytes,
     other_key: Callable[[EventHead], Any],
     name_of: Callable[[EventHead], Optional[str]],
+    function_names: tuple[dict[bytes, str], Callable[[Any], str]],
     validated: bool = False,
 ) -> Optional[tuple[dict[Any, list[Any]], Any, memoryview]]:
     """(`_nested_sums` of the recording, its classMap, a view of `raw`) from its bytes, or None
     for the caller's own path. A sample call is the (start, end) of its event's text in the view
     or its `EventHead` (`head`); `other_key` keys a call that is not a plain function or SQL
     call (`_collect._other_key`), `name_of` names it when its name depends on the event alone
-    (an HTTP call), else None: such a call's entry holds its name after its sample. The
+    (an HTTP call), else None: such a call's entry holds its name after its sample, as a function
+    call's does when the C finds it in the classMap (`function_names`: the names of the chains
+    met so far, and what names a chain, `Names.chain_names`). The
     classMap is a function that decodes it (an array, decoded only if a name needs it: the C
     reads its locations). `validated`: orjson has parsed the bytes (the index), which refuses
     what the C needs refused as simdjson does (invalid UTF-8, lone surrogates, numbers past a
@@ -78,9 +78,10 @@ def scanned_sums(
     nested_sums = _NESTED_SUMS
     if nested_sums is None or (not validated and is_recording(raw) is not True):
         return None
-    if len(_CHAINS) > _MOST_CHAINS:
-        _CHAINS.clear()
-    found = nested_sums(raw, MAX_DEPTH, UNSET, _CHAINS)
+    chains, namer = function_names
+    if len(chains) > _MOST_CHAINS:
+        chains.clear()
+    found = nested_sums(raw, MAX_DEPTH, UNSET, chains, namer)
     if found is None:
         return None
     raw_sums, others, span = found
