@@ -22,9 +22,8 @@
  * returned. A function call's key is (defined_class, method_id, path, lineno, static), `unset`
  * for a missing field; a SQL call's ("\0sql", sql, database_type). Any other call (HTTP, no
  * method_id) is keyed by Python from its event (`_collect._other_key`): here its key is a
- * placeholder (`others` of them), bytes that tell the values its key and name are made of (an
- * HTTP call's start with `S` or `C` and are made of its request only), for the caller to
- * replace in place. Calls
+ * placeholder (`others` lists them, in order), bytes that tell the values its key and name are
+ * made of (an HTTP call's start with `S` or `C` and are made of its request only). Calls
  * are grouped here by the exact values their key is made of, so two groups may be one key in
  * Python (`true` and `1` are equal there): that declines (None), as a collision found by the
  * caller does. classmap_span is (start, end) of the classMap value, or None without one.
@@ -1558,10 +1557,10 @@ static PyObject *
 result_of(State *st, const Py_ssize_t *class_map, PyObject *unset)
 {
     Py_ssize_t count = (Py_ssize_t)(st->groups.len / sizeof(Group));
-    Py_ssize_t others = 0;
     PyObject *sums = PyDict_New();
+    PyObject *others = PyList_New(0);
     PyObject *sql_tag = PyUnicode_FromStringAndSize("\0sql", 4);
-    if (sums == NULL || sql_tag == NULL) {
+    if (sums == NULL || others == NULL || sql_tag == NULL) {
         goto error;
     }
     for (Py_ssize_t i = 0; i < count; i++) {
@@ -1573,7 +1572,9 @@ result_of(State *st, const Py_ssize_t *class_map, PyObject *unset)
             /* a placeholder, its group's key here (bytes: every real key is a tuple) */
             key = PyBytes_FromStringAndSize((const char *)st->keys.p + call->key_off,
                                             (Py_ssize_t)call->key_len);
-            others++;
+            if (key != NULL && PyList_Append(others, key) < 0) {
+                Py_CLEAR(key);
+            }
         }
         else {
             key = key_of(st, call, unset, sql_tag, &rc);
@@ -1614,16 +1615,18 @@ result_of(State *st, const Py_ssize_t *class_map, PyObject *unset)
     }
     Py_DECREF(sql_tag);
     if (class_map[0] < 0) {
-        return Py_BuildValue("(NnO)", sums, others, Py_None);
+        return Py_BuildValue("(NNO)", sums, others, Py_None);
     }
-    return Py_BuildValue("(Nn(nn))", sums, others, class_map[0], class_map[1]);
+    return Py_BuildValue("(NN(nn))", sums, others, class_map[0], class_map[1]);
 decline:
     Py_XDECREF(sql_tag);
     Py_XDECREF(sums);
+    Py_XDECREF(others);
     Py_RETURN_NONE;
 error:
     Py_XDECREF(sql_tag);
     Py_XDECREF(sums);
+    Py_XDECREF(others);
     return NULL;
 }
 

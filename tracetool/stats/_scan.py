@@ -65,7 +65,7 @@ def scanned_sums(
     validated: bool = False,
 ) -> Optional[tuple[dict[Any, list[Any]], Any, memoryview]]:
     """(`_nested_sums` of the recording, its classMap, a view of `raw`) from its bytes, or None
-    for the caller's own path. A sample call is the (start, end) of its event's text in the view
+    for the caller's own path; the key of a call named here may be a placeholder (bytes). A sample call is the (start, end) of its event's text in the view
     or its `EventHead` (`head`); `other_key` keys a call that is not a plain function or SQL
     call (`_collect._other_key`), `name_of` names it when its name depends on the event alone
     (an HTTP call), else None: such a call's entry holds its name after its sample, as a function
@@ -86,26 +86,31 @@ def scanned_sums(
         return None
     raw_sums, others, span = found
     view = memoryview(raw)
-    if others:  # placeholder keys (bytes) to replace, in place, by the call's own key
-        keyed: dict[Any, list[Any]] = {}
-        for key, entry in raw_sums.items():
-            if key.__class__ is bytes:  # (every real key is a tuple)
-                known = _OTHERS.get(key)
-                if known is None:
-                    start, end = entry[2]
-                    sample = _HEAD.decode(view[start:end])
-                    known = (other_key(sample), sample, name_of(sample))
-                    if key[:1] in _HTTP:  # (named from its request alone: any recording's)
-                        if len(_OTHERS) > _MOST_OTHERS:
-                            _OTHERS.clear()
-                        _OTHERS[key] = known
-                key = known[0]
-                if key in keyed or key in raw_sums:
-                    return None  # (two groups of the scan are one key: the Python path sums)
-                entry[2] = known[1]
-                entry.append(known[2])
-            keyed[key] = entry
-        raw_sums = keyed
+    if others:  # the placeholder keys (bytes) of the calls keyed here
+        keys: dict[Any, bytes] = {}
+        for placeholder in others:
+            known = _OTHERS.get(placeholder)
+            entry = raw_sums[placeholder]
+            if known is None:
+                start, end = entry[2]
+                sample = _HEAD.decode(view[start:end])
+                known = (other_key(sample), sample, name_of(sample))
+                if placeholder[:1] in _HTTP:  # (named from its request alone: any recording's)
+                    if len(_OTHERS) > _MOST_OTHERS:
+                        _OTHERS.clear()
+                    _OTHERS[placeholder] = known
+            # (their keys are 2-tuples: another 2-tuple is the only key they can be equal to)
+            if keys.setdefault(known[0], placeholder) is not placeholder:
+                return None  # (two groups of the scan are one key: the Python path sums them)
+            entry[2] = known[1]
+            entry.append(known[2])
+        if any(raw_sums[placeholder][3] is None for placeholder in others):
+            # not all named: keyed (a named call keeps its placeholder, never read)
+            key_of = {placeholder: key for key, placeholder in keys.items()}
+            raw_sums = {
+                key_of[key] if key.__class__ is bytes else key: entry
+                for key, entry in raw_sums.items()
+            }
     class_map: Any = []
     if span is not None:
         class_map = functools.partial(_ANY.decode, view[span[0] : span[1]])
