@@ -18,7 +18,7 @@ import os
 import shutil
 import sys
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,8 +75,16 @@ packages = [
 ]
 daemon = ["tracetool_daemon"] + [f"tracetool_daemon.{p}" for p in find_packages("daemon")]
 
+# The optional C accelerator of directory-mode stats (tracetool/_speedups.c): a machine without
+# a compiler builds and installs without it, and the pure-Python path runs instead.
+# TRACETOOL_PURE_WHEEL=1 builds the pure-Python wheel (py3-none-any) that the release ships beside
+# the platform one, for the platforms and Pythons it has no build for.
+speedups = Extension("tracetool._speedups", ["tracetool/_speedups.c"], optional=True)
+ext_modules = [] if os.environ.get("TRACETOOL_PURE_WHEEL") == "1" else [speedups]
+
 setup(
     packages=packages + daemon,
     package_dir={"tracetool_daemon": "daemon"},
     cmdclass={"build_py": build_py_without_agent},
+    ext_modules=ext_modules,
 )

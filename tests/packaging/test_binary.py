@@ -49,6 +49,11 @@ def test_binary_runs_every_command(binary: Path, tmp_path: Path) -> None:
     smoke([str(binary)], [str(lsp)], project)
 
 
+def test_binary_carries_the_accelerator(binary: Path) -> None:
+    """stats' optional C accelerator (tracetool._speedups) is collected into the binary."""
+    assert list(binary.parent.rglob("_speedups*.so")) or list(binary.parent.rglob("_speedups*.pyd"))
+
+
 @pytest.mark.parametrize("columns", ["30", "80", "101", "200"])
 def test_binary_help_is_clicks_help_at_every_width(binary: Path, columns: str) -> None:
     # The binary answers `--help` from texts click rendered at build time (scripts/binary/entry.py)

@@ -98,6 +98,8 @@ def test_agent_distribution_lists_exactly_the_agent_closure() -> None:
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert tool["version"] == cfg["project"]["version"]
     assert f"tracetool-agent=={cfg['project']['version']}" in tool["dependencies"]
+    # the C accelerator of stats is the tool's alone: the agent never imports it
+    assert not {"tracetool._speedups", "tracetool.stats._scan"} & closure
 
 
 def test_wheels_share_no_file(wheels: Path) -> None:
@@ -108,6 +110,9 @@ def test_wheels_share_no_file(wheels: Path) -> None:
     assert "tracetool-agent.pth" in agent and "tracetool/agent/recorder.py" in agent
     assert "tracetool/cli/__init__.py" in tool and "tracetool_daemon/ui/index.html" in tool
     assert "tracetool/__init__.py" in agent and "tracetool/__init__.py" not in tool
+    # the optional C accelerator (built here: the test machines have a compiler), tool only
+    assert any(n.startswith("tracetool/_speedups.") for n in tool), sorted(tool)
+    assert not any("_speedups" in n for n in agent)
     # together they hold every module of the tree
     sources = {
         str(p.relative_to(ROOT)).replace("daemon/", "tracetool_daemon/", 1)

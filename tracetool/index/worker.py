@@ -374,7 +374,7 @@ def _overhead(path: str, raw: bytes | None, doc: TraceDocument | None = None) ->
     rows = None
     if doc is not None:
         apply_event_updates(doc)
-        rows = recording_sums(doc.events, doc.class_map)
+        rows = recording_sums(doc.events, doc.class_map, raw)
     if rows is None:
         from tracetool.stats._collect import file_overhead
 

@@ -33,11 +33,19 @@ import msgspec
 import orjson
 
 from tracetool.errors import TraceToolError
+from tracetool.stats import _scan
 from tracetool.stats._names import Names, process_names
 from tracetool.trace import events as ev
 from tracetool.trace.document import gc_paused, reuse_freed_buffers
 from tracetool.trace.reader import guarded
-from tracetool.trace.stream import EventHead, TraceStream, iter_pairs, open_stream, run_pass
+from tracetool.trace.stream import (
+    EventHead,
+    TraceStream,
+    iter_pairs,
+    open_stream,
+    read_small,
+    run_pass,
+)
 
 UNSET: Any = msgspec.UNSET
 SqlKey = Union[tuple[str, str], tuple[str]]  # (sql text, database type or ""), or (its fqid,)
@@ -193,6 +201,12 @@ def _paired_sums(events: Iterable[EventHead]) -> dict[Any, list[Any]]:
 def _file_overhead(
     path: Path, names: Names, raw_bytes: Optional[bytes] = None
 ) -> dict[Key, list[float]]:
+    if raw_bytes is None and _scan.available():
+        raw_bytes = read_small(path)  # (None when streamed: big files keep their reader)
+    if raw_bytes is not None:
+        sums = scanned_overhead(raw_bytes, names)
+        if sums is not None:
+            return sums
     stream = open_stream(path, header_keys=("classMap",), heads=True, raw=raw_bytes)
     # Sum under a raw key first (cheap: a tuple of the call's identifying fields) and name each
     # distinct key once at the end; a function call is identified by its defined_class,
@@ -204,33 +218,65 @@ def _file_overhead(
     return named_sums(raw_sums, names.recording(stream.class_map), _struct_dict)
 
 
+def scanned_overhead(
+    raw: bytes, names: Names, validated: bool = False
+) -> Optional[dict[Key, list[float]]]:
+    """`_file_overhead` of a recording's bytes by the C accelerator (`_scan.scanned_sums`), or
+    None where it does not read them (or is not built); `validated`: the bytes were parsed by
+    orjson already (simdjson need not check them)."""
+    scanned = _scan.scanned_sums(
+        raw, _other_key, names.event_function, names.chain_names, validated
+    )
+    if scanned is None:
+        return None
+    found, class_map, view = scanned
+    samples = _scan.Samples(view)
+    return named_sums(found, names.recording(class_map), samples.dict_of, samples.head)
+
+
+def overhead_rows(sums: dict[Key, list[float]]) -> list[list[Any]]:
+    """`file_overhead`'s rows of `_file_overhead`'s sums."""
+    return [
+        [key, count, seconds, 0] if isinstance(key, str) else [sql_fqid(*key), count, seconds, 1]
+        for key, (count, seconds) in sums.items()
+    ]
+
+
 def _struct_dict(call: Any) -> dict[str, Any]:
     return call.to_dict()  # type: ignore[no-any-return]
 
 
 def named_sums(
-    raw_sums: dict[Any, list[Any]], recording: Any, dict_of: Callable[[Any], dict[str, Any]]
+    raw_sums: dict[Any, list[Any]],
+    recording: Any,
+    dict_of: Callable[[Any], dict[str, Any]],
+    head_of: Optional[Callable[[Any], Any]] = None,
 ) -> dict[Key, list[float]]:
-    """The sums under raw keys (`_nested_sums`: calls, seconds, a sample call) under their
-    names, each distinct raw key named once; `dict_of` gives a sample call as a dict. Closes
-    `recording` (the `Names.recording` of the file's classMap)."""
+    """The sums under raw keys (`_nested_sums`: calls, seconds, a sample call; the call's name
+    after them when `_scan` found it) under their names, each
+    distinct raw key named once; `dict_of` gives a sample call as a dict, `head_of` as the call
+    a function is named from when the classMap does not name it (the sample itself by default).
+    Closes `recording` (the `Names.recording` of the file's classMap)."""
     sums: dict[Key, list[float]] = {}
     try:
-        for raw, (count, seconds, call) in raw_sums.items():
+        for raw, entry in raw_sums.items():
+            count, seconds, call = entry[0], entry[1], entry[2]
             # (a `sql_query` that is not an object makes a 2-tuple: named like any other call)
             key: Key
-            if len(raw) == 5:  # a function call: named from its key, without reading it again
-                key = recording.plain_function(raw[1], raw[2], raw[3], call)[0]
+            if len(entry) > 3 and entry[3] is not None:  # (named already, by `_scan`)
+                key = entry[3]
+            elif len(raw) == 5:  # a function call: named from its key, without reading it again
+                key = recording.plain_function(raw[1], raw[2], raw[3], call, head_of)[0]
             elif raw[0] == _SQL and len(raw) == 3:
                 key = raw[1:]
             else:
                 key = recording.function(dict_of(call))[0]
-            entry = sums.get(key)
-            if entry is None:
+            named = sums.get(key)
+            if named is None:
                 sums[key] = [count, seconds]
             else:
-                entry[0] += count
-                entry[1] += seconds
+                named[0] += count
+                named[1] += seconds
     finally:
         recording.close()
     return sums
@@ -262,10 +308,7 @@ def file_overhead(path: Path, raw_bytes: Optional[bytes] = None) -> list[list[An
     file's bytes when already read. Raises `TraceToolError` for a file stats would skip."""
     with gc_paused(), guarded(path):
         sums = _file_overhead(path, process_names(), raw_bytes)
-    return [
-        [key, count, seconds, 0] if isinstance(key, str) else [sql_fqid(*key), count, seconds, 1]
-        for key, (count, seconds) in sums.items()
-    ]
+    return overhead_rows(sums)
 
 
 def sql_fqid(text: str, database_type: str) -> str:

@@ -15,6 +15,7 @@ named in the scratch map; function calls that match no classMap location by a fu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Optional
 
 import msgspec
@@ -32,9 +33,26 @@ class Names:
     def __init__(self) -> None:
         self._scratch = ClassMap()
         self._fqids: dict[Chain, str] = {}
+        # the fqid of each classMap chain the C accelerator met, by its bytes (tracetool.stats.
+        # _scan), and what names a chain there
+        self.chain_names: tuple[dict[bytes, str], Callable[[Chain], str]] = ({}, self._chain_fqid)
+
+    def _chain_fqid(self, chain: Chain) -> str:
+        return self.fqid_of_chain(chain)[0]
 
     def recording(self, class_map: Any) -> RecordingNames:
+        """The names of one recording's calls; `class_map` may be a function that returns it,
+        called only when it is read."""
         return RecordingNames(self, class_map)
+
+    def event_function(self, call: Any) -> Optional[str]:
+        """The fqid of a call (an `EventHead`) named from the event alone (an HTTP call), else
+        None: as `RecordingNames.function` names it."""
+        if "http_server_request" in call or "http_client_request" in call:
+            kind = ev.kind(call)
+            if kind in (ev.HTTP_SERVER, ev.HTTP_CLIENT):
+                return self._scratch.code_object_for(call.to_dict()).fqid
+        return None
 
     def fqid_of_chain(self, chain: Chain) -> tuple[str, Optional[str]]:
         """(fqid, location) of the function at the end of an ancestry chain."""
@@ -63,7 +81,8 @@ class RecordingNames:
         # function (not in the format, but readable) has no plain chain: None sends it to the
         # full ClassMap
         index: dict[str, list[tuple[str, Optional[Chain]]]] = {}
-        data = self._class_map if isinstance(self._class_map, list) else []
+        data = self._data()
+        data = data if isinstance(data, list) else []
         # (item, chain of its ancestors, whether that chain holds no function)
         stack: list[tuple[Any, Chain, bool]] = [(item, (), True) for item in reversed(data)]
         pop, push = stack.pop, stack.extend
@@ -90,10 +109,16 @@ class RecordingNames:
         return index
 
     def plain_function(
-        self, method_id: Any, path: Any, lineno: Any, call: Any
+        self,
+        method_id: Any,
+        path: Any,
+        lineno: Any,
+        call: Any,
+        head_of: Optional[Callable[[Any], Any]] = None,
     ) -> tuple[str, Optional[str]]:
         """`function(call)` of a function call given its `method_id` (present), `path` and
-        `lineno` (None or UNSET when missing): the classMap lookup without reading it again."""
+        `lineno` (None or UNSET when missing): the classMap lookup without reading it again.
+        `head_of(call)` is the call itself when read (by default `call` is)."""
         if path is not None and path is not UNSET and lineno is not None and lineno is not UNSET:
             if self._index is None:
                 self._index = self._locations()
@@ -105,7 +130,7 @@ class RecordingNames:
                         if chain is None:
                             break
                         return self._names.fqid_of_chain(chain)
-        return self._full_function(call)
+        return self._full_function(call if head_of is None else head_of(call))
 
     def function(self, call: Any) -> tuple[str, Optional[str]]:
         """(fqid, location) of a call's code object (a call event, or its `EventHead`)."""
@@ -119,9 +144,14 @@ class RecordingNames:
             )
         return self._full_function(call)
 
+    def _data(self) -> Any:
+        if callable(self._class_map):
+            self._class_map = self._class_map()
+        return self._class_map
+
     def _full_function(self, call: Any) -> tuple[str, Optional[str]]:
         if self._full is None:
-            self._full = ClassMap.from_json(self._class_map)
+            self._full = ClassMap.from_json(self._data())
         obj = self._full.code_object_for(call)
         return obj.fqid, obj.location
 

@@ -1,0 +1,487 @@
+"""The optional C accelerator of directory-mode stats (`tracetool._speedups`, used by
+`tracetool.stats._scan`) gives exactly the pure-Python path's sums, or declines; it never crashes
+on any bytes."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+import orjson
+import pytest
+
+from tests.conftest import corpus_recordings, make_corpus
+from tests.index.test_overhead import _document
+from tracetool.errors import TraceToolError
+from tracetool.stats import _collect, _scan, directory_stats
+from tracetool.stats._names import process_names
+from tracetool.trace.checks import MAX_DEPTH
+from tracetool.trace.stream import UNSET
+
+try:
+    from tracetool import _speedups  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - a build without a compiler
+    _speedups = None
+
+needs_c = pytest.mark.skipif(_speedups is None, reason="tracetool._speedups is not built")
+FAST = _scan._NESTED_SUMS
+
+
+@pytest.mark.skipif(os.environ.get("CI") != "true", reason="only CI must have the accelerator")
+def test_accelerator_is_built_on_ci() -> None:
+    """On CI a missing accelerator fails the run (elsewhere its tests are skipped)."""
+    assert _speedups is not None
+    assert callable(_speedups.nested_sums)
+
+
+def _overhead(path: Path, raw: bytes, fast: Any) -> str:
+    """`file_overhead` of the bytes as JSON (or its refusal), with the accelerator or not."""
+    saved = _scan._NESTED_SUMS
+    _scan._NESTED_SUMS = fast
+    try:
+        return orjson.dumps(_collect.file_overhead(path, raw)).decode()
+    except TraceToolError as exc:
+        return f"refused: {exc}"
+    finally:
+        _scan._NESTED_SUMS = saved
+
+
+def _scanned(raw: bytes) -> Optional[Any]:
+    names = process_names()
+    return _scan.scanned_sums(raw, _collect._other_key, names.event_function, names.chain_names)
+
+
+def _same(path: Path, raw: bytes) -> bool:
+    """Whether the accelerated path gives the pure-Python answer; True when it took the file."""
+    path.write_bytes(raw)
+    assert _overhead(path, raw, FAST) == _overhead(path, raw, None), raw[:300]
+    return _scanned(raw) is not None
+
+
+@needs_c
+def test_shared_corpus(corpus: Path, tmp_path: Path) -> None:
+    """The shared corpus (Ruby, Java, JS, Python agents): the same sums, nearly all scanned."""
+    recordings = corpus_recordings()
+    assert len(recordings) >= 50
+    taken = 0
+    for path in recordings:
+        raw = path.read_bytes()
+        assert _overhead(path, raw, FAST) == _overhead(path, raw, None), path
+        taken += _scanned(raw) is not None
+    assert taken >= len(recordings) // 2
+
+
+@needs_c
+def test_generated_corpus_and_stats_json(tmp_path: Path) -> None:
+    """Recordings of the shared generator: all scanned, the same `directory_stats` (the
+    `stats --json` document) with and without the accelerator."""
+    paths = make_corpus(tmp_path / "c", 12, 3, 7)
+    for path in paths:
+        assert _scanned(path.read_bytes()) is not None, path
+        raw = path.read_bytes()
+        assert _overhead(path, raw, FAST) == _overhead(path, raw, None), path
+    saved = _scan._NESTED_SUMS
+    try:
+        fast = directory_stats(tmp_path / "c", workers=1, query_db=tmp_path / "none.db")
+        _scan._NESTED_SUMS = None
+        slow = directory_stats(tmp_path / "c", workers=1, query_db=tmp_path / "none.db")
+    finally:
+        _scan._NESTED_SUMS = saved
+    assert fast == slow
+    assert fast.functions
+
+
+@needs_c
+def test_random_recordings(tmp_path: Path) -> None:
+    """The random recordings of the index's own differential test (threads, odd and reused
+    ids, returns naming another call, eventUpdates, SQL, HTTP, odd elapsed values)."""
+    rng = random.Random(1818)
+    path = tmp_path / "r.trace.json"
+    taken = 0
+    for _ in range(1500):
+        taken += _same(path, orjson.dumps(_document(rng)))
+    assert 100 < taken < 1500
+
+
+# -- hand-made recordings: a field at a time ------------------------------------------------
+
+_CLASS_MAP = (
+    b'[{"name":"app","type":"package","children":[{"name":"C","type":"class","children":['
+    b'{"name":"a","type":"function","location":"p.rb:1","static":false},'
+    b'{"name":"b","type":"function","location":"p.rb:2","static":true}]}]}]'
+)
+
+
+def _object(members: list[tuple[bytes, bytes]]) -> bytes:
+    return b"{" + b",".join(b'"' + k + b'":' + v for k, v in members) + b"}"
+
+
+def _call(number: int, **fields: bytes) -> list[tuple[bytes, bytes]]:
+    members = [(b"id", str(number).encode()), (b"event", b'"call"'), (b"thread_id", b"1")]
+    members += [(b"defined_class", b'"C"'), (b"method_id", b'"a"'), (b"path", b'"p.rb"')]
+    members += [(b"lineno", b"1"), (b"static", b"false")]
+    return _replace(members, fields)
+
+
+def _return(number: int, parent: int, **fields: bytes) -> list[tuple[bytes, bytes]]:
+    members = [(b"id", str(number).encode()), (b"event", b'"return"'), (b"thread_id", b"1")]
+    members += [(b"parent_id", str(parent).encode()), (b"elapsed_instrumentation", b"0.25")]
+    return _replace(members, fields)
+
+
+def _replace(members: list[tuple[bytes, bytes]], fields: dict[str, bytes]) -> Any:
+    out = [(k, fields.get(k.decode(), v)) for k, v in members]
+    out += [(k.encode(), v) for k, v in fields.items() if k.encode() not in dict(members)]
+    return [(k, v) for k, v in out if v != b"MISSING"]
+
+
+def _recording(events: list[bytes], head: bytes = b'"version":"1.12",') -> bytes:
+    return b"{" + head + b'"classMap":' + _CLASS_MAP + b',"events":[' + b",".join(events) + b"]}"
+
+
+def _pair(call: dict[str, bytes], ret: dict[str, bytes]) -> list[bytes]:
+    return [
+        _object(_call(1, **call)),
+        _object(_call(2, method_id=b'"b"', lineno=b"2", static=b"true")),
+        _object(_return(3, 2, elapsed_instrumentation=b"1e-05")),
+        _object(_return(4, 1, **ret)),
+        _object(_call(5)),
+        _object(_return(6, 5, elapsed_instrumentation=b"0.5")),
+    ]
+
+
+_VALUES = [
+    b"MISSING",
+    b"null",
+    b"true",
+    b"false",
+    b"0",
+    b"-0",
+    b"1",
+    b"2",
+    b"-7",
+    b"1.5",
+    b"1.0",
+    b"1e2",
+    b"-0.0",
+    b"9223372036854775807",
+    b"9223372036854775808",
+    b"-9223372036854775808",
+    b"18446744073709551616",
+    b"1e999",
+    b"1e-400",
+    b"0.1000000000000000055511151231257827",
+    b"123456789.123456789e-3",
+    b'""',
+    b'"1"',
+    b'"a"',
+    b'"b"',
+    b'"call"',
+    b'"return"',
+    b'"\\u0061"',
+    b'"\\u0063all"',
+    b'"a\\"b\\\\c\\/d\\n\\t\\b\\f\\r"',
+    b'"\\ud83d\\ude00"',
+    b'"\\ud800"',
+    b'"\\udc00x"',
+    b'"\\uD83D\\uDE00"',
+    b'"caf\xc3\xa9"',
+    b'"\xff"',
+    b"[]",
+    b"[1]",
+    b"{}",
+    b'{"a":1}',
+    b'{"sql":"SELECT 1"}',
+    b'{"request_method":"get","path_info":"/x"}',
+]
+
+_CALL_FIELDS = ["id", "event", "thread_id", "parent_id", "defined_class", "method_id", "path"]
+_CALL_FIELDS += ["lineno", "static", "sql_query", "http_server_request", "http_client_request"]
+_CALL_FIELDS += ["elapsed_instrumentation", "message", "events"]
+_RETURN_FIELDS = ["id", "event", "thread_id", "parent_id", "elapsed_instrumentation"]
+
+
+@needs_c
+@pytest.mark.parametrize("field", _CALL_FIELDS)
+def test_odd_values_in_a_call(tmp_path: Path, field: str) -> None:
+    path = tmp_path / "r.trace.json"
+    for value in _VALUES:
+        _same(path, _recording(_pair({field: value}, {})))
+
+
+@needs_c
+@pytest.mark.parametrize("field", _RETURN_FIELDS)
+def test_odd_values_in_a_return(tmp_path: Path, field: str) -> None:
+    path = tmp_path / "r.trace.json"
+    for value in _VALUES:
+        _same(path, _recording(_pair({}, {field: value})))
+
+
+_SQL = [
+    b'{"sql":"SELECT \\"a\\" FROM t","database_type":"postgres"}',
+    b'{"sql":"SELECT 1"}',
+    b'{"sql":null,"database_type":null}',
+    b'{"sql":"","database_type":""}',
+    b'{"database_type":"sqlite","sql":"SELECT 1","server_version":"3"}',
+    b'{"sql":"SELECT 1","sql":"SELECT 2"}',
+    b'{"sql":7}',
+    b'{"sql":["SELECT 1"]}',
+    b'{"s\\u0071l":"SELECT 1"}',
+    b'"SELECT 1"',
+    b"null",
+]
+_HTTP = [
+    b'{"request_method":"GET","path_info":"/a/1","normalized_path_info":"/a/{id}"}',
+    b'{"request_method":"GET","path_info":"/a/2","normalized_path_info":"/a/{id}"}',
+    b'{"request_method":"get","path_info":"/a/{id}"}',
+    b'{"request_method":"GET","path_info":"/a/1","normalized_path_info":""}',
+    b'{"request_method":"GET","path_info":"/a/1","normalized_path_info":null}',
+    b'{"request_method":"GET","path_info":"/a/1","normalized_path_info":["/a","b"]}',
+    b'{"request_method":"POST","url":"http://h/x"}',
+    b'{"request_method":"GET","path_info":"/a/1","headers":{"X":"{[\\"]}"}}',
+    b"{}",
+    b"null",
+    b'"GET /"',
+]
+
+
+@needs_c
+def test_sql_and_http_calls(tmp_path: Path) -> None:
+    """SQL and HTTP calls, alone and mixed (keys that differ in the bytes but not in Python)."""
+    path = tmp_path / "r.trace.json"
+    rng = random.Random(5)
+    kinds = [("sql_query", v) for v in _SQL]
+    kinds += [("http_server_request", v) for v in _HTTP]
+    kinds += [("http_client_request", v) for v in _HTTP]
+    for field, value in kinds:
+        _same(path, _recording(_pair({field: value}, {})))
+    for _ in range(300):
+        events = []
+        for number in range(1, 20, 2):
+            field, value = rng.choice(kinds)
+            events.append(_object(_call(number, **{field: value})))
+            events.append(_object(_return(number + 1, number, elapsed_instrumentation=b"0.1")))
+        _same(path, _recording(events))
+
+
+@needs_c
+def test_documents_that_are_not_plain(tmp_path: Path) -> None:
+    """eventUpdates, non-object events, duplicate keys, escapes, BOM, empty and odd documents:
+    declined or the same sums."""
+    path = tmp_path / "r.trace.json"
+    plain = _pair({}, {})
+    call = _object(_call(1))
+    documents = [
+        b"",
+        b" ",
+        b"{}",
+        b"[]",
+        b"null",
+        b'{"events":[]}',
+        b'{"events":null}',
+        b'{"classMap":[]}',
+        b'{"metadata":{}}',
+        b'{"events":[],"events":[]}',
+        b'{"events":{}}',
+        b'{"events":[],"classMap":{}}',
+        b'{"events":[],"classMap":null,"metadata":null}',
+        b'{"events":[],"metadata":[]}',
+        b"\xef\xbb\xbf" + _recording(plain),
+        _recording(plain) + b" x",
+        _recording(plain) + b"\n",
+        b" \n" + _recording(plain),
+        _recording(plain, b'"eventUpdates":{"1":' + call + b"},"),
+        _recording(plain, b'"eventUpdates":null,'),
+        _recording(plain, b'"ev\\u0065nts":[],'),
+        _recording(plain, b'"classMap":[],'),
+        _recording([*plain, b"1", b'"x"', b"null"]),
+        _recording([b"[]", *plain]),
+        _recording([call[:-1] + b',"event":"return"}', *plain]),
+        _recording([call[:-1] + b',"id":9}', *plain]),
+        _recording([call[:-1] + b',"ev\\u0065nt":"return"}', *plain]),
+        _recording([call[:-1] + b',"other":1,"other":2}', *plain]),
+        _recording(plain).replace(b":", b" : ").replace(b",", b" ,\n\t"),
+        _recording([_object(_call(1)), _object(_call(1)), *plain]),
+        _recording([_object(_return(1, 9)), *plain]),
+        _recording([_object(_return(1, 9, parent_id=b"MISSING")), *plain]),
+        _recording([_object(_call(1, thread_id=b"2")), _object(_return(2, 1)), *plain]),
+        _recording([_object(_call(1, thread_id=b'"1"')), _object(_return(2, 1, thread_id=b'"1"'))]),
+        _recording([_object(_call(1, id=b'"1"')), _object(_return(2, 1))]),
+    ]
+    for depth in (MAX_DEPTH - 5, MAX_DEPTH - 3, MAX_DEPTH + 5):
+        deep = b"[" * depth + b"]" * depth
+        documents.append(_recording([_object(_call(1, message=deep)), *plain]))
+        documents.append(b'{"events":[],"metadata":{"x":' + deep + b"}}")
+    for document in documents:
+        _same(path, document)
+
+
+def _mutations(rng: random.Random, raw: bytes) -> Iterator[bytes]:
+    special = b'"\\{}[],:0-.eE \xff\x00u'
+    for _ in range(40):
+        at = rng.randrange(len(raw) + 1)
+        choice = rng.random()
+        if choice < 0.25:
+            yield raw[:at]
+        elif choice < 0.5:
+            yield raw[:at] + bytes([rng.randrange(256)]) + raw[at + 1 :]
+        elif choice < 0.75:
+            yield raw[:at] + bytes([rng.choice(special)]) + raw[at:]
+        else:
+            yield raw[:at] + raw[at + rng.randrange(1, 40) :]
+
+
+@needs_c
+def test_mutated_bytes(tmp_path: Path) -> None:
+    """Truncated, flipped, inserted and cut bytes of scanned recordings: the C returns a result
+    or None on any of them (called directly, without the simdjson gate) and, through the gate,
+    the pure-Python answer."""
+    rng = random.Random(99)
+    path = tmp_path / "r.trace.json"
+    bases = [_recording(_pair({}, {})), _recording(_pair({"sql_query": _SQL[0]}, {}))]
+    bases += [orjson.dumps(_document(rng)) for _ in range(20)]
+    for base in bases:
+        for raw in _mutations(rng, base):
+            found = FAST(raw, MAX_DEPTH, UNSET)
+            assert found is None or isinstance(found, tuple)
+            _same(path, raw)
+
+
+@needs_c
+def test_any_bytes_never_crash() -> None:
+    """Random byte strings, and random JSON-ish tokens, at every depth limit."""
+    rng = random.Random(7)
+    tokens = [b"{", b"}", b"[", b"]", b",", b":", b'"', b'"events"', b'"id"', b'"event"']
+    tokens += [b'"call"', b'"return"', b"1", b"-", b"\\", b"\\u", b"\\ud800", b"null", b" "]
+    for _ in range(3000):
+        if rng.random() < 0.5:
+            raw = bytes(rng.randrange(256) for _ in range(rng.randrange(64)))
+        else:
+            raw = b'{"events":[' + b"".join(rng.choice(tokens) for _ in range(rng.randrange(80)))
+        for depth in (-1, 0, 3, MAX_DEPTH):
+            found = FAST(raw, depth, UNSET)
+            assert found is None or isinstance(found, tuple)
+    with pytest.raises(TypeError):
+        FAST("not bytes", MAX_DEPTH, UNSET)
+
+
+def test_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRACETOOL_NO_SPEEDUPS", "1")
+    assert _scan._load() is None
+    monkeypatch.setenv("TRACETOOL_NO_SPEEDUPS", "")
+    assert (_scan._load() is not None) == (_speedups is not None)
+
+
+_CLASS_ITEMS = [
+    b'{"name":"C","type":"class","children":[{"name":"a","type":"function","location":"p.rb:1"}]}',
+    b'{"type":"class","name":"C","children":[{"name":"b","type":"function","location":"p.rb:1",'
+    b'"static":true}]}',
+    b'{"name":"a","type":"function","location":"p.rb:1","children":['
+    b'{"name":"a","type":"function","location":"p.rb:2"}]}',
+    b'{"name":"a","type":"function","location":"p.rb:2"}',
+    b'{"name":"a","type":"function","location":"p.\\u0072b:1"}',
+    b'{"name":"\\u0061","type":"function","location":"p.rb:1"}',
+    b'{"name":"a","type":"function","location":"p.rb:1","static":null}',
+    b'{"name":"a","type":"function","location":"p.rb:1","static":1}',
+    b'{"name":"a","type":"function","location":"p.rb:1","name":"b"}',
+    b'{"name":"a","type":"function","location":""}',
+    b'{"name":"a","type":"function","location":null}',
+    b'{"name":"a","type":"function","location":7}',
+    b'{"name":"a","type":"function"}',
+    b'{"name":null,"type":"function","location":"p.rb:1"}',
+    b'{"type":"function","location":"p.rb:1"}',
+    b'{"name":"a","location":"p.rb:1"}',
+    b'{"name":"P","type":"","children":[{"name":"a","type":"function","location":"p.rb:1"}]}',
+    b'{"name":"P","type":null,"children":[{"name":"a","type":"function","location":"p.rb:1"}]}',
+    b'{"name":"P","type":7,"children":[]}',
+    b'{"name":"P","children":{"name":"a","type":"function","location":"p.rb:1"}}',
+    b'{"name":"P","children":[]}',
+    b'{"name":"P","children":null}',
+    b'"not an object"',
+    b"[]",
+    b"null",
+    b'{"name":"P","children":[' * 70 + b"{}" + b"]}" * 70,
+]
+
+
+@needs_c
+def test_class_map_names(tmp_path: Path) -> None:
+    """Function calls named from the classMap by the C (`_names.RecordingNames._locations`
+    read in C): every shape of classMap item, several at one location, in every order."""
+    path = tmp_path / "r.trace.json"
+    rng = random.Random(3)
+    calls = [
+        {},
+        {"method_id": b'"b"'},
+        {"lineno": b'"1"'},
+        {"lineno": b"2"},
+        {"method_id": b"7"},
+        {"path": b"MISSING"},
+        {"lineno": b"null"},
+        {"defined_class": b'"D"', "static": b"true"},
+    ]
+    for _ in range(400):
+        items = [rng.choice(_CLASS_ITEMS) for _ in range(rng.randrange(5))]
+        class_map = b"[" + b",".join(items) + b"]"
+        events = []
+        for number in range(1, 13, 2):
+            events.append(_object(_call(number, **rng.choice(calls))))
+            events.append(_object(_return(number + 1, number, elapsed_instrumentation=b"0.1")))
+        raw = b'{"classMap":' + class_map + b',"events":[' + b",".join(events) + b"]}"
+        _same(path, raw)
+
+
+@needs_c
+def test_chains_are_shared_between_recordings(tmp_path: Path) -> None:
+    """A chain met again is the object met first (a cache the caller keeps), and gives the
+    same names."""
+    raw = _recording(_pair({}, {}))
+    chains: dict[bytes, Any] = {}
+    first = FAST(raw, MAX_DEPTH, UNSET, chains)
+    again = FAST(raw, MAX_DEPTH, UNSET, chains)
+    assert first is not None and again is not None and chains
+    key = ("C", "a", "p.rb", 1, False)
+    chain = first[0][key][3]
+    assert chain == (("package", "app"), ("class", "C"), ("function", "a", False, "p.rb:1"))
+    assert again[0][key][3] is chain
+    with pytest.raises(TypeError):
+        FAST(raw, MAX_DEPTH, UNSET, [])
+    with pytest.raises(TypeError):
+        FAST(raw, MAX_DEPTH, UNSET, None, len)
+    names: dict[bytes, Any] = {}
+    named = FAST(raw, MAX_DEPTH, UNSET, names, lambda chain: "/".join(c[1] for c in chain))
+    assert named[0][key][3] == "app/C/a"
+    assert "app/C/a" in names.values()
+
+
+@needs_c
+def test_index_sums_from_its_parse(corpus: Path, tmp_path: Path) -> None:
+    """The index sums a recording it parsed by the C without simdjson's check (orjson's parse
+    was as strict): the pure-Python answer of stats, or None where stats refuses the file."""
+    from tracetool.index import worker
+    from tracetool.trace import parse
+
+    rng = random.Random(4)
+    path = tmp_path / "r.trace.json"
+    raws = [p.read_bytes() for p in corpus_recordings()[:20]]
+    raws += [orjson.dumps(_document(rng)) for _ in range(400)]
+    # (an integer past 64 bits is left out: orjson reads it as a float, so the index's own
+    # pairing of the parsed dicts, where the C declines, names a method_id of one otherwise than
+    # stats, as it did before the accelerator)
+    values = [v for v in _VALUES if v != b"18446744073709551616"]
+    raws += [_recording(_pair({field: value}, {})) for field in _CALL_FIELDS for value in values]
+    checked = 0
+    for raw in raws:
+        path.write_bytes(raw)
+        try:
+            doc = parse(raw, str(path))
+        except TraceToolError:
+            continue
+        expected = _overhead(path, raw, None)
+        found = worker._overhead(str(path), raw, doc)
+        assert found == (None if expected.startswith("refused") else expected), raw[:300]
+        checked += 1
+    assert checked > 400
