@@ -30,6 +30,7 @@ where AppMap's regexes write `IS ?`.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import orjson
@@ -50,6 +51,9 @@ ALGORITHMS = (
     "sqlNormalized",
     "sqlTables",
 )
+
+
+_NAME = itertools.repeat("name")
 
 
 def _class_of(co: CodeObject) -> CodeObject | None:
@@ -106,7 +110,11 @@ class Canonical:
         params = node.call.get("parameters")
         if params:
             # Same function, same parameter names: the nested names are the same too.
-            key = (id(co), tuple([p.get("name") for p in params if isinstance(p, dict)]))
+            try:  # a list of objects (the format), names read without a Python-level step
+                names = tuple(map(dict.get, params, _NAME))
+            except TypeError:  # not a list of objects: skip what is not one
+                names = tuple([p.get("name") for p in params if isinstance(p, dict)])
+            key = (id(co), names)
             if key not in self._params:
                 self._params.add(key)
                 _names(params, v["parameters"])

@@ -186,8 +186,10 @@ class Extractor:
             (node, None, None, None, False, None) for node in reversed(roots)
         ]
         # Once per call: module attributes and bound methods looked up once.
-        kind_of, SQL, FUNCTION, HTTP_SERVER = ev.kind, ev.SQL, ev.FUNCTION, ev.HTTP_SERVER
+        SQL, FUNCTION = ev.SQL, ev.FUNCTION
+        HTTP_SERVER, HTTP_CLIENT = ev.HTTP_SERVER, ev.HTTP_CLIENT
         pairs, dependency = canonical.pairs, canonical.dependency
+        function_values = canonical.function
         pop, push, visit = stack.pop, stack.append, nodes.append
         while stack:
             node, parent_co, request, caller, in_http, parent_agg = pop()
@@ -196,7 +198,6 @@ class Extractor:
                 continue
             visit(node)
             call = node.call
-            kind = kind_of(call)
             ret = node.ret
             ms = None
             if ret is not None:
@@ -204,6 +205,18 @@ class Extractor:
                 if isinstance(elapsed, (int, float)):
                     ms = elapsed * 1000.0  # as `elapsed_ms`
             event_id = call.get("id")
+            # `ev.kind(call)`, inline; code objects met once per recording are marked used
+            # when first resolved (`fn_info`, `sql_cache` live as long as `used`).
+            if "http_server_request" in call:
+                kind = HTTP_SERVER
+            elif "http_client_request" in call:
+                kind = HTTP_CLIENT
+            elif "sql_query" in call:
+                kind = SQL
+            elif "method_id" in call or "defined_class" in call:
+                kind = FUNCTION
+            else:
+                kind = ""  # a message or other call: its own code object, no row
             if kind == SQL:
                 sql_key = _sql_key(call)
                 cached = sql_cache.get(sql_key)
@@ -214,6 +227,7 @@ class Extractor:
                         info,
                         cmap.child(database, "query", info.normalized),
                     )
+                    used[id(cached[1])] = cached[1]
                 info, co = cached
                 fqid = co.fqid
             elif kind == FUNCTION:
@@ -230,12 +244,13 @@ class Extractor:
                 if resolved is None:
                     fco = cmap.code_object_for(call)
                     resolved = fn_info[key] = (fco, fco.fqid, is_log_call(call, fco))
+                    used[id(fco)] = fco
                 co, fqid, is_log = resolved
             else:
                 co = cmap.code_object_for(call)
                 fqid = co.fqid
+                used[id(co)] = co
             codes[id(node)] = co
-            used[id(co)] = co
             in_http = in_http or kind == HTTP_SERVER
             counted = in_http or not has_http
             if counted and parent_co is not None and (id(co), id(parent_co)) not in pairs:
@@ -263,10 +278,11 @@ class Extractor:
                     agg[2] += ms
                     if ms > agg[3]:
                         agg[3] = ms
-                active[fqid] = active.get(fqid, 0) + 1
-                push((None, fqid, None, None, False, None))
+                if node.children:  # a frame only its callees can see (recursion)
+                    active[fqid] = active.get(fqid, 0) + 1
+                    push((None, fqid, None, None, False, None))
                 if counted:
-                    canonical.function(node, co)
+                    function_values(node, co)
                 if is_log:
                     message = log_message(call)
                     if message is not None:
@@ -320,7 +336,7 @@ class Extractor:
                         request[7] += ms
                 if counted:
                     canonical.sql(info.normalized, tables)
-            elif kind == ev.HTTP_CLIENT:
+            elif kind == HTTP_CLIENT:
                 items.setdefault(
                     fqid, plain_row("external-route", co.name, ev.request_method(call))
                 )
