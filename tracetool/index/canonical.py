@@ -54,6 +54,7 @@ ALGORITHMS = (
 
 
 _NAME = itertools.repeat("name")
+_STR_ONLY = frozenset((str,))
 
 
 def _class_of(co: CodeObject) -> CodeObject | None:
@@ -188,8 +189,13 @@ class Canonical:
         """Each algorithm's values, unique and sorted by compact JSON text."""
         out: dict[str, list[Any]] = {}
         for name in ALGORITHMS:
+            values = self.values[name]
+            if _STR_ONLY.issuperset(map(type, values)):
+                # equal strings, equal JSON texts: made unique first, each serialized once
+                out[name] = sorted(set(values), key=orjson.dumps)
+                continue
             seen: dict[bytes, Any] = {}
-            for value in self.values[name]:
+            for value in values:
                 seen.setdefault(orjson.dumps(value), value)
             out[name] = [seen[key] for key in sorted(seen)]
         return out
