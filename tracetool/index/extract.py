@@ -109,13 +109,12 @@ def extract_bound(doc: TraceDocument, source: str = "") -> tuple[Extract, Bound]
     tree with `release_bound`. The whole document is one batch of an `Extractor`."""
     apply_event_updates(doc)
     events = doc.events
-    tree = build_call_tree(events)
+    # (the roots only: the tree's index of calls by id is not needed once it is built)
+    roots = build_call_tree(events).roots
     extractor = Extractor(doc.class_map)
-    batch = extractor.add(tree.roots, any(map(_IS_REQUEST, events)))
+    batch = extractor.add(roots, any(map(_IS_REQUEST, events)))
     out = extractor.finish(doc, source, len(events), first_timestamp(events))
-    return out, Bound(
-        doc, events, batch.nodes, tree.roots, batch.cmap, batch.static, batch.code_objects
-    )
+    return out, Bound(doc, events, batch.nodes, roots, batch.cmap, batch.static, batch.code_objects)
 
 
 _IS_REQUEST = operator.methodcaller("__contains__", "http_server_request")
