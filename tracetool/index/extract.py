@@ -190,7 +190,7 @@ class Extractor:
         SQL, FUNCTION = ev.SQL, ev.FUNCTION
         HTTP_SERVER, HTTP_CLIENT = ev.HTTP_SERVER, ev.HTTP_CLIENT
         pairs, dependency = canonical.pairs, canonical.dependency
-        function_values = canonical.function
+        function_values, functions_seen = canonical.function, canonical.functions
         pop, push, visit = stack.pop, stack.append, nodes.append
         agg: Any = None  # the call's function aggregate (`_function`), None for other calls
         while stack:
@@ -275,7 +275,8 @@ class Extractor:
                 if node.children:  # a frame only its callees can see (recursion)
                     agg[4] += 1
                     push((None, agg, None, None, False, None))
-                if counted:
+                # (a call without parameters of a function seen adds nothing: `function`)
+                if counted and (id(co) not in functions_seen or call.get("parameters")):
                     function_values(node, co)
                 if is_log:
                     message = log_message(call)
