@@ -145,3 +145,18 @@ def test_a_folder_removed_between_mkdir_and_mkstemp_is_created_again(
     atomic_write_bytes(target, b"{}", fsync=False)
     assert target.read_bytes() == b"{}"
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("fsync", [True, False])
+def test_a_streamed_write_handed_to_the_disk_on_the_way_is_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync: bool
+) -> None:
+    """`atomic_write_stream` starts the disk writing every `WRITEBACK_STEP` bytes: the file
+    is still exactly the chunks, in order."""
+    from tracetool.trace import atomic
+
+    monkeypatch.setattr(atomic, "WRITEBACK_STEP", 1000)
+    chunks = [bytes([65 + i % 26]) * (300 + 97 * i) for i in range(40)]
+    target = tmp_path / "out.bin"
+    atomic.atomic_write_stream(target, iter(chunks), fsync=fsync)
+    assert target.read_bytes() == b"".join(chunks)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import orjson
 import pytest
 
+from tracetool.errors import TraceFormatError
 from tracetool.trace.checks import (
     MAX_DEPTH,
     DepthScan,
@@ -71,13 +73,18 @@ def test_huge_number_prefilter(text: bytes, suspicious: bool) -> None:
 
 
 def test_huge_number_prefilter_across_its_pieces() -> None:
-    """Bytes up to 8 MB are mapped at once, anything else in overlapping 8 MB pieces: a number
-    across a piece boundary (here from 2 bytes before it) is still seen."""
+    """Bytes up to 8 MB are mapped at once, anything else in overlapping 1 MB pieces: a number
+    across a piece boundary (here from 2 bytes before it, or 300 digits long) is still seen."""
     pad = b'{"a":"' + b"x" * ((8 << 20) - 14) + b'","b":'
     for tail, suspicious in ((b"1e999}", True), (b"1e99}", False)):
         text = pad + tail
         for raw in (text, memoryview(text), bytearray(text), text[-300:]):
             assert maybe_huge_number(raw) is suspicious
+    for at in (3 << 20, (3 << 20) - 150):  # a 309-digit number from 150 bytes before a boundary
+        head = b'{"a":"' + b"x" * (at - 150 - 12) + b'","b":'
+        for digits, suspicious in ((309, True), (308, False)):
+            text = head + b"1" * digits + b',"c":"' + b"y" * (9 << 20) + b'"}'
+            assert maybe_huge_number(text) is suspicious
 
 
 def test_every_number_orjson_refuses_is_suspicious() -> None:
@@ -127,3 +134,35 @@ def test_utf8_and_kinds() -> None:
 def test_what_ijson_reads_and_orjson_refuses(text: bytes, lenient: bool) -> None:
     assert lenient_json(text) is lenient
     assert (bytes_defect(text) is not None) is lenient
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"events": [{"id": 1, "event": "call", "x": 1e999}]}',
+        b'{"events": [{"id": 1, "event": "call", "x": "\xff"}]}',
+        b'{"events": [{"id": 1, "event": "call", "x": 1}]}',
+    ],
+)
+def test_a_check_made_aside_says_what_the_check_here_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: bytes
+) -> None:
+    """`defect_aside` in a child process (`check_aside`) gives `unchecked_defect`'s verdict,
+    and the slim loader reports it exactly as when it checks the bytes itself."""
+    from tracetool.trace import checks
+    from tracetool.trace.slim import load_slim
+
+    path = tmp_path / "r.appmap.json"
+    path.write_bytes(body)
+    outcomes = []
+    for aside in ([], [True]):
+        monkeypatch.setattr(checks, "_ASIDE", aside)
+        monkeypatch.setattr(checks, "ASIDE_MIN", 0)
+        assert checks.defect_aside(body).verdict() == checks.unchecked_defect(body)
+        try:
+            doc = load_slim(path, extras=False, structs=True)
+            outcomes.append(("ok", len(doc.events)))
+        except TraceFormatError as exc:
+            outcomes.append(("error", str(exc)))
+    assert outcomes[0] == outcomes[1]
+    assert (outcomes[0][0] == "ok") == (body.endswith(b"1}]}"))

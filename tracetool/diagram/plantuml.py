@@ -189,6 +189,7 @@ def _batch_lines(
     pop, push = stack.pop, stack.append
     # `_Texts.request_label` and `.response_line` of plain function actions, inline
     labels, elapsed_texts, responses = texts.labels, texts.elapsed, texts.responses
+    heads = texts.heads
     markup = w.markup
     while stack:
         if len(lines) >= lines_per_chunk:
@@ -206,8 +207,11 @@ def _batch_lines(
             and action.former_name is None
             and action.former_result is None
         ):
-            # the bulk of every diagram, its texts memoized (`_Texts.function_lines`)
-            head, activation, deactivation, response = texts.function_lines(action, depth)
+            # the bulk of every diagram, its texts memoized (`_Texts.function_lines`, inline)
+            lines_of = heads.get((depth, id(action.caller), id(action.callee)))
+            if lines_of is None:
+                lines_of = texts.function_lines(action, depth)
+            head, activation, deactivation, response = lines_of
             name = action.name or ""
             key = (name, bool(action.static and markup))
             label = labels.get(key)
@@ -234,8 +238,10 @@ def _batch_lines(
                 found = responses.get(id(rv))
                 line = None if found is None or found[0] is not rv else found[2].get(response)
                 push(texts.response_line(response, rv) if line is None else line)
-            for child in reversed(action.children):
-                push((child, depth + 1, in_loop))
+            children = action.children
+            if children:  # (most function actions have none)
+                for child in reversed(children):
+                    push((child, depth + 1, in_loop))
             continue
         while len(indents) <= depth + 1:
             indents.append("  " * len(indents))

@@ -26,10 +26,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, Optional, Union
+from typing import Any, BinaryIO, Optional, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -89,16 +90,53 @@ def atomic_open(path: PathLike, *, fsync: bool = True) -> Iterator[BinaryIO]:
         raise
 
 
+# a streamed write hands what it wrote to the disk every this many bytes (`atomic_write_stream`)
+WRITEBACK_STEP = 8 << 20
+
+
 def atomic_write_stream(path: PathLike, chunks: Iterable[bytes], *, fsync: bool = True) -> None:
-    """Write the concatenated `chunks` to `path` atomically (streamed: no whole copy in memory)."""
+    """Write the concatenated `chunks` to `path` atomically (streamed: no whole copy in memory).
+
+    With `fsync`, the disk starts writing every `WRITEBACK_STEP` bytes as they come (Linux
+    `sync_file_range`, which does not wait), so the final fsync waits for the last ones only
+    instead of the whole file (a 100 MB diagram: a tenth of a second or more)."""
     with atomic_open(path, fsync=fsync) as handle:
+        written = started = 0
         for chunk in chunks:
+            # (when another chunk comes: a single payload is left to the fsync alone)
+            if fsync and written - started >= WRITEBACK_STEP:
+                handle.flush()
+                _start_writeback(handle.fileno(), started, written - started)
+                started = written
             handle.write(chunk)
+            written += len(chunk)
 
 
 def atomic_write_bytes(path: PathLike, payload: bytes, *, fsync: bool = True) -> None:
     """Write `payload` to `path` atomically: temp file beside it, fsync, rename."""
     atomic_write_stream(path, (payload,), fsync=fsync)
+
+
+_SYNC_FILE_RANGE: list[Any] = []  # libc's sync_file_range, or None where there is none
+
+
+def _start_writeback(fd: int, offset: int, length: int) -> None:
+    """Have the kernel start writing a range of `fd` to disk, without waiting for it."""
+    if not _SYNC_FILE_RANGE:
+        function = None
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                function = ctypes.CDLL(None, use_errno=True).sync_file_range
+                function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+                function.restype = ctypes.c_int
+            except (ImportError, OSError, AttributeError):  # (no ctypes, no glibc's)
+                function = None
+        _SYNC_FILE_RANGE.append(function)
+    function = _SYNC_FILE_RANGE[0]
+    if function is not None:
+        function(fd, offset, length, 2)  # SYNC_FILE_RANGE_WRITE (a failure: fsync still waits)
 
 
 def process_alive(pid: int) -> bool:
