@@ -30,6 +30,7 @@ where AppMap's regexes write `IS ?`.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import orjson
@@ -50,6 +51,10 @@ ALGORITHMS = (
     "sqlNormalized",
     "sqlTables",
 )
+
+
+_NAME = itertools.repeat("name")
+_STR_ONLY = frozenset((str,))
 
 
 def _class_of(co: CodeObject) -> CodeObject | None:
@@ -96,7 +101,9 @@ class Canonical:
         self.values: dict[str, list[Any]] = {name: [] for name in ALGORITHMS}
         # Results depend only on the code objects involved: do each once (a recording repeats
         # the same calls thousands of times).
-        self._functions: set[int] = set()
+        self.functions: set[int] = set()  # id(code object) of the functions seen
+        # id(code object) -> (id of its "class", id of its "package"), for `dependency`
+        self._sides: dict[int, tuple[str | None, str]] = {}
         self.pairs: set[tuple[int, int]] = set()
         self._params: set[tuple[Any, ...]] = set()
         self._sql: set[tuple[str, tuple[str, ...]]] = set()
@@ -106,13 +113,17 @@ class Canonical:
         params = node.call.get("parameters")
         if params:
             # Same function, same parameter names: the nested names are the same too.
-            key = (id(co), tuple([p.get("name") for p in params if isinstance(p, dict)]))
+            try:  # a list of objects (the format), names read without a Python-level step
+                names = tuple(map(dict.get, params, _NAME))
+            except TypeError:  # not a list of objects: skip what is not one
+                names = tuple([p.get("name") for p in params if isinstance(p, dict)])
+            key = (id(co), names)
             if key not in self._params:
                 self._params.add(key)
                 _names(params, v["parameters"])
-        if id(co) in self._functions:
+        if id(co) in self.functions:
             return
-        self._functions.add(id(co))
+        self.functions.add(id(co))
         cls = co.class_
         if cls is not None:
             v["classes"].append(cls.id)
@@ -129,12 +140,23 @@ class Canonical:
         if pair in self.pairs:
             return
         self.pairs.add(pair)
-        mine, theirs = _class_of(co), _class_of(parent_co)
-        if mine is not None and theirs is not None and mine.id != theirs.id:
-            self.values["classDependencies"].append({"caller": theirs.id, "callee": mine.id})
-        mine_p, theirs_p = _package_of(co), _package_of(parent_co)
-        if mine_p.id != theirs_p.id:
-            self.values["packageDependencies"].append({"caller": theirs_p.id, "callee": mine_p.id})
+        mine, mine_p = self._side(co)
+        theirs, theirs_p = self._side(parent_co)
+        if mine is not None and theirs is not None and mine != theirs:
+            self.values["classDependencies"].append({"caller": theirs, "callee": mine})
+        if mine_p != theirs_p:
+            self.values["packageDependencies"].append({"caller": theirs_p, "callee": mine_p})
+
+    def _side(self, co: CodeObject) -> tuple[str | None, str]:
+        """The ids of `co`'s "class" and "package" (`_class_of`, `_package_of`), once each."""
+        side = self._sides.get(id(co))
+        if side is None:
+            cls = _class_of(co)
+            side = self._sides[id(co)] = (
+                None if cls is None else cls.id,
+                _package_of(co).id,
+            )
+        return side
 
     def http_server(self, node: CallNode, route: str, status: int | None) -> None:
         message = node.call.get("message")
@@ -180,8 +202,13 @@ class Canonical:
         """Each algorithm's values, unique and sorted by compact JSON text."""
         out: dict[str, list[Any]] = {}
         for name in ALGORITHMS:
+            values = self.values[name]
+            if _STR_ONLY.issuperset(map(type, values)):
+                # equal strings, equal JSON texts: made unique first, each serialized once
+                out[name] = sorted(set(values), key=orjson.dumps)
+                continue
             seen: dict[bytes, Any] = {}
-            for value in self.values[name]:
+            for value in values:
                 seen.setdefault(orjson.dumps(value), value)
             out[name] = [seen[key] for key in sorted(seen)]
         return out

@@ -27,6 +27,7 @@ Pure: no I/O, so the indexer can run it in worker processes and tests can call i
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,10 +94,9 @@ def extract(doc: TraceDocument, source: str = "") -> Extract:
 def release_bound(bound: Bound) -> None:
     """Break the call tree's and the classMap's cycles, so reference counting frees the
     document at once (not a cyclic-GC pass over every event later)."""
-    for node in bound.nodes:
+    for node in bound.nodes:  # (children keep no link up: the tree is freed top down)
         node.parent = None
-        node.children = []
-    for co in list(bound.cmap):
+    for co in bound.cmap.objects():
         co.parent = None
         co.children = []
     bound.nodes.clear()
@@ -109,13 +109,15 @@ def extract_bound(doc: TraceDocument, source: str = "") -> tuple[Extract, Bound]
     tree with `release_bound`. The whole document is one batch of an `Extractor`."""
     apply_event_updates(doc)
     events = doc.events
-    tree = build_call_tree(events)
+    # (the roots only: the tree's index of calls by id is not needed once it is built)
+    roots = build_call_tree(events).roots
     extractor = Extractor(doc.class_map)
-    batch = extractor.add(tree.roots, any("http_server_request" in e for e in events))
+    batch = extractor.add(roots, any(map(_IS_REQUEST, events)))
     out = extractor.finish(doc, source, len(events), first_timestamp(events))
-    return out, Bound(
-        doc, events, batch.nodes, tree.roots, batch.cmap, batch.static, batch.code_objects
-    )
+    return out, Bound(doc, events, batch.nodes, roots, batch.cmap, batch.static, batch.code_objects)
+
+
+_IS_REQUEST = operator.methodcaller("__contains__", "http_server_request")
 
 
 def _sql_key(call: dict[str, Any]) -> tuple[str, str | None]:
@@ -142,16 +144,16 @@ class Extractor:
 
     def __init__(self, class_map: Any) -> None:
         self.cmap = ClassMap.from_json(class_map)
-        self.static = {id(o) for o in self.cmap}
+        self.static = set(map(id, self.cmap.objects()))
         self.doc = TraceDocument({})
         self.out = Extract(recording={})
         self.canonical = Canonical()
         self.has_http = False
         self.sql_cache: dict[tuple[str, str | None], tuple[Any, CodeObject]] = {}
         self.used: dict[int, CodeObject] = {}  # id(code object) -> code object with events
-        self.funcs: dict[str, list[Any]] = {}  # fqid -> [count, total, self, max]
-        # call key -> co, fqid, is log
-        self.fn_info: dict[tuple[Any, ...], tuple[CodeObject, str, bool]] = {}
+        self.funcs: dict[str, list[Any]] = {}  # fqid -> [count, total, self, max, open]
+        # call key -> co, fqid, is log, aggregate (`_function`)
+        self.fn_info: dict[tuple[Any, ...], tuple[CodeObject, str, bool, list[Any]]] = {}
         self.fts_routes: dict[str, None] = {}
         self.fts_sql: dict[str, None] = {}
         self.messages: dict[str, None] = {}
@@ -168,11 +170,10 @@ class Extractor:
         has_http = self.has_http
         cmap, canonical, out = self.cmap, self.canonical, self.out
         items = out.items
-        sql_cache, used, funcs, fn_info = self.sql_cache, self.used, self.funcs, self.fn_info
+        sql_cache, used, fn_info = self.sql_cache, self.used, self.fn_info
         fts_routes, fts_sql, messages = self.fts_routes, self.fts_sql, self.messages
         nodes: list[CallNode] = []  # pre-order, as `bind` lists them
         codes: dict[int, CodeObject] = {}  # id(node) -> code object, for exception stacks
-        active: dict[str, int] = {}  # fqid -> frames open (recursion)
         n_calls = 0
         self.n_roots += len(roots)
         for root in roots:
@@ -181,22 +182,24 @@ class Extractor:
                 self.elapsed_total += ms
 
         # Entries: (node, parent code object, request row, caller fqid, in_http, parent
-        # function's aggregate), or (None, fqid, ...) to close a function frame.
+        # function's aggregate), or (None, aggregate, ...) to close a function frame.
         stack: list[tuple[Any, ...]] = [
             (node, None, None, None, False, None) for node in reversed(roots)
         ]
         # Once per call: module attributes and bound methods looked up once.
-        kind_of, SQL, FUNCTION, HTTP_SERVER = ev.kind, ev.SQL, ev.FUNCTION, ev.HTTP_SERVER
+        SQL, FUNCTION = ev.SQL, ev.FUNCTION
+        HTTP_SERVER, HTTP_CLIENT = ev.HTTP_SERVER, ev.HTTP_CLIENT
         pairs, dependency = canonical.pairs, canonical.dependency
+        function_values, functions_seen = canonical.function, canonical.functions
         pop, push, visit = stack.pop, stack.append, nodes.append
+        agg: Any = None  # the call's function aggregate (`_function`), None for other calls
         while stack:
             node, parent_co, request, caller, in_http, parent_agg = pop()
             if node is None:
-                active[parent_co] -= 1
+                parent_co[4] -= 1
                 continue
             visit(node)
             call = node.call
-            kind = kind_of(call)
             ret = node.ret
             ms = None
             if ret is not None:
@@ -204,6 +207,18 @@ class Extractor:
                 if isinstance(elapsed, (int, float)):
                     ms = elapsed * 1000.0  # as `elapsed_ms`
             event_id = call.get("id")
+            # `ev.kind(call)`, inline; code objects met once per recording are marked used
+            # when first resolved (`fn_info`, `sql_cache` live as long as `used`).
+            if "http_server_request" in call:
+                kind = HTTP_SERVER
+            elif "http_client_request" in call:
+                kind = HTTP_CLIENT
+            elif "sql_query" in call:
+                kind = SQL
+            elif "method_id" in call or "defined_class" in call:
+                kind = FUNCTION
+            else:
+                kind = ""  # a message or other call: its own code object, no row
             if kind == SQL:
                 sql_key = _sql_key(call)
                 cached = sql_cache.get(sql_key)
@@ -214,8 +229,10 @@ class Extractor:
                         info,
                         cmap.child(database, "query", info.normalized),
                     )
+                    used[id(cached[1])] = cached[1]
                 info, co = cached
                 fqid = co.fqid
+                agg = None
             elif kind == FUNCTION:
                 # Resolving a function is a few dict lookups, but recordings repeat the same
                 # functions thousands of times.
@@ -228,14 +245,14 @@ class Extractor:
                 )
                 resolved = fn_info.get(key)
                 if resolved is None:
-                    fco = cmap.code_object_for(call)
-                    resolved = fn_info[key] = (fco, fco.fqid, is_log_call(call, fco))
-                co, fqid, is_log = resolved
+                    resolved = fn_info[key] = self._function(call)
+                co, fqid, is_log, agg = resolved
             else:
                 co = cmap.code_object_for(call)
                 fqid = co.fqid
+                used[id(co)] = co
+                agg = None
             codes[id(node)] = co
-            used[id(co)] = co
             in_http = in_http or kind == HTTP_SERVER
             counted = in_http or not has_http
             if counted and parent_co is not None and (id(co), id(parent_co)) not in pairs:
@@ -244,29 +261,23 @@ class Extractor:
             next_caller = caller
             if ms is not None and parent_agg is not None:
                 parent_agg[2] -= ms  # self time of the calling function excludes this call
-            agg = None
 
             if kind == FUNCTION:
                 n_calls += 1
                 next_caller = fqid
-                agg = funcs.get(fqid)
-                if agg is None:
-                    agg = funcs[fqid] = [0, 0.0, 0.0, 0.0]
-                    items[fqid] = function_row(co, call)
-                    cls = co.class_
-                    if cls is not None:
-                        items.setdefault(cls.fqid, plain_row("class", cls.id))
                 agg[0] += 1
                 if ms is not None:
-                    if not active.get(fqid):
+                    if not agg[4]:  # the outermost frame of a recursion counts
                         agg[1] += ms
                     agg[2] += ms
                     if ms > agg[3]:
                         agg[3] = ms
-                active[fqid] = active.get(fqid, 0) + 1
-                push((None, fqid, None, None, False, None))
-                if counted:
-                    canonical.function(node, co)
+                if node.children:  # a frame only its callees can see (recursion)
+                    agg[4] += 1
+                    push((None, agg, None, None, False, None))
+                # (a call without parameters of a function seen adds nothing: `function`)
+                if counted and (id(co) not in functions_seen or call.get("parameters")):
+                    function_values(node, co)
                 if is_log:
                     message = log_message(call)
                     if message is not None:
@@ -320,7 +331,7 @@ class Extractor:
                         request[7] += ms
                 if counted:
                     canonical.sql(info.normalized, tables)
-            elif kind == ev.HTTP_CLIENT:
+            elif kind == HTTP_CLIENT:
                 items.setdefault(
                     fqid, plain_row("external-route", co.name, ev.request_method(call))
                 )
@@ -340,9 +351,27 @@ class Extractor:
         self.n_calls += n_calls
         return Bound(self.doc, [], nodes, roots, cmap, self.static, codes)
 
+    def _function(self, call: dict[str, Any]) -> tuple[CodeObject, str, bool, list[Any]]:
+        """A function call's code object, fqid, whether it logs and its aggregate, when first
+        met with these fields (`add` keeps them by `function_call_key`); the function's row is
+        made then, from its first call."""
+        co = self.cmap.code_object_for(call)
+        self.used[id(co)] = co
+        fqid = co.fqid
+        agg = self.funcs.get(fqid)
+        if agg is None:
+            # [count, total, self, max, frames open (recursion)]
+            agg = self.funcs[fqid] = [0, 0.0, 0.0, 0.0, 0]
+            items = self.out.items
+            items[fqid] = function_row(co, call)
+            cls = co.class_
+            if cls is not None:
+                items.setdefault(cls.fqid, plain_row("class", cls.id))
+        return co, fqid, is_log_call(call, co), agg
+
     def release(self) -> None:
         """Break the classMap's cycles (as `release_bound` does for a whole recording)."""
-        for co in list(self.cmap):
+        for co in self.cmap.objects():
             co.parent = None
             co.children = []
 
@@ -352,7 +381,7 @@ class Extractor:
         out, funcs, items = self.out, self.funcs, self.out.items
         # Children timed longer than their caller (clock skew) must not make self time negative.
         out.functions = [
-            (f, n, total, max(own, 0.0), top) for f, (n, total, own, top) in funcs.items()
+            (f, n, total, max(own, 0.0), top) for f, (n, total, own, top, _) in funcs.items()
         ]
         out.canonical = self.canonical.result()
         out.class_map = bound_class_map(self.cmap, self.used)
@@ -360,7 +389,7 @@ class Extractor:
         md = doc.metadata
         row = metadata_row(md)
         name = doc.name or source
-        words = {word for fqid in funcs for word in code_words(fqid)}
+        words = set().union(*map(code_words, funcs))
         out.fts = (
             name,
             " ".join(row["labels"]),

@@ -72,6 +72,9 @@ DIGEST_HOOKS: dict[str, str] = {
 }
 # Calls held before finished call trees are extracted and freed (a streamed recording).
 HELD_CALLS = 10_000
+# After a recording this big was read whole and freed, the C heap's free pages go back to the
+# system (`_trim`): else a worker stays as big as the biggest recording it read, all run long.
+TRIM_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,23 @@ def _text(value: Any) -> str | None:
     return None if value is None or value is _FAILED else str(value)
 
 
+_malloc_trim: Any = None  # glibc's malloc_trim, False where there is none
+
+
+def _trim() -> None:
+    """Hand the C heap's free pages back to the system (glibc; elsewhere nothing)."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            import ctypes
+
+            _malloc_trim = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
 def _mb(n: int) -> str:
     return f"{n / 1e6:.0f} MB"
 
@@ -319,6 +339,8 @@ def process(task: Task, threshold: int | None = None) -> Result:
                 finally:
                     release_bound(bound)
                 del bound
+        if not streamed and after.st_size >= TRIM_BYTES:
+            _trim()
         if streamed and _changed(after, os.stat(task.path)):
             return Skipped(rel, "changed while being read (still being written?)")
     except (FileNotFoundError, NotFoundError):

@@ -25,6 +25,8 @@ from tracetool.trace.events import Event
 HTTP_ROOT = "HTTP server requests"
 DATABASE_ROOT = "Database"
 _NAMELESS_PARENTS = {"http", "database", "external-service"}
+# classMap fields kept as they are (`CodeObject.extra`)
+_EXTRA_KEYS = ("comment", "source", "sql", "database_type")
 
 
 class CodeObject:
@@ -173,25 +175,43 @@ class ClassMap:
         if not isinstance(data, list):
             return cmap
         cmap._by_fqid = None  # built when first asked for
+        # `child(parent, …)` inline: a classMap is hundreds of objects, read for every recording
+        made, roots, by_location = cmap._children, cmap.roots, cmap.by_location
         stack: list[tuple[Any, CodeObject | None]] = [(item, None) for item in reversed(data)]
+        pop, extend = stack.pop, stack.extend
         while stack:
-            item, parent = stack.pop()
+            item, parent = pop()
             if not isinstance(item, dict):
                 continue
-            obj = cmap.child(
-                parent,
-                str(item.get("type") or "package"),
-                str(item.get("name", "")),
-                location=item.get("location"),
-                static=bool(item.get("static", False)),
-                labels=_labels(item.get("labels")),
+            get = item.get
+            type_ = str(get("type") or "package")
+            name = str(get("name", ""))
+            location = get("location")
+            static = bool(get("static", False))
+            labels = _labels(get("labels"))
+            key = (
+                id(parent),
+                type_,
+                name if type_ != "function" else f"{name}\0{static}\0{location}",
             )
-            for key in ("comment", "source", "sql", "database_type"):
-                if key in item:
-                    obj.extra[key] = item[key]
-            children = item.get("children")
+            obj = made.get(key)
+            if obj is not None:
+                if labels:
+                    obj.labels = sorted(set(obj.labels) | set(labels))
+            else:
+                obj = CodeObject(
+                    type_, name, parent, location=location, static=static, labels=labels
+                )
+                made[key] = obj
+                (parent.children if parent is not None else roots).append(obj)
+                if type_ == "function" and location:
+                    by_location.setdefault(str(location), []).append(obj)
+            for extra in _EXTRA_KEYS:
+                if extra in item:
+                    obj.extra[extra] = item[extra]
+            children = get("children")
             if isinstance(children, list):
-                stack.extend((c, obj) for c in reversed(children))
+                extend([(c, obj) for c in reversed(children)])
         return cmap
 
     def child(
@@ -219,6 +239,10 @@ class ClassMap:
         if type == "function" and location:
             self.by_location.setdefault(str(location), []).append(obj)
         return obj
+
+    def objects(self) -> Iterable[CodeObject]:
+        """Every code object, in creation order (cheaper than iterating the tree)."""
+        return self._children.values()
 
     def __iter__(self) -> Iterator[CodeObject]:
         stack = list(reversed(self.roots))

@@ -14,6 +14,7 @@ writers, which `find_trace_files` does for every directory it walks).
 from __future__ import annotations
 
 import gc
+import itertools
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -229,7 +230,7 @@ def from_data(data: Any, source: str = "<memory>") -> TraceDocument:
     if warning is not None:
         doc.warnings.append(warning)
     events = data.get("events")
-    if events:
+    if events and not all(map(isinstance, events, itertools.repeat(dict))):
         kept = [e for e in events if isinstance(e, dict)]
         if len(kept) != len(events):
             doc.warnings.append(dropped_events_warning(len(events) - len(kept), source))
