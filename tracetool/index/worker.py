@@ -203,21 +203,13 @@ def _text(value: Any) -> str | None:
     return None if value is None or value is _FAILED else str(value)
 
 
-_malloc_trim: Any = None  # glibc's malloc_trim, False where there is none
-
-
 def _trim() -> None:
     """Hand the C heap's free pages back to the system (glibc; elsewhere nothing)."""
-    global _malloc_trim
-    if _malloc_trim is None:
-        try:
-            import ctypes
+    from tracetool.trace import libc
 
-            _malloc_trim = ctypes.CDLL(None).malloc_trim
-        except (OSError, AttributeError):
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
+    malloc_trim = libc.function("malloc_trim")
+    if malloc_trim is not None:
+        malloc_trim(0)
 
 
 def _mb(n: int) -> str:

@@ -26,11 +26,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Optional, Union
+from typing import BinaryIO, Optional, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -117,25 +116,16 @@ def atomic_write_bytes(path: PathLike, payload: bytes, *, fsync: bool = True) ->
     atomic_write_stream(path, (payload,), fsync=fsync)
 
 
-_SYNC_FILE_RANGE: list[Any] = []  # libc's sync_file_range, or None where there is none
-
-
 def _start_writeback(fd: int, offset: int, length: int) -> None:
     """Have the kernel start writing a range of `fd` to disk, without waiting for it."""
-    if not _SYNC_FILE_RANGE:
-        function = None
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes
+    from tracetool.trace import libc
 
-                function = ctypes.CDLL(None, use_errno=True).sync_file_range
-                function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
-                function.restype = ctypes.c_int
-            except (ImportError, OSError, AttributeError):  # (no ctypes, no glibc's)
-                function = None
-        _SYNC_FILE_RANGE.append(function)
-    function = _SYNC_FILE_RANGE[0]
+    function = libc.function("sync_file_range")
     if function is not None:
+        import ctypes
+
+        function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+        function.restype = ctypes.c_int
         function(fd, offset, length, 2)  # SYNC_FILE_RANGE_WRITE (a failure: fsync still waits)
 
 

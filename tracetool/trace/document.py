@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import gc
 import itertools
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -179,16 +178,12 @@ def reuse_freed_buffers() -> None:
     if _MALLOC_TUNED:
         return
     _MALLOC_TUNED.append(True)
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
+    from tracetool.trace import libc
 
-        mallopt = ctypes.CDLL(None).mallopt  # glibc's (musl has none: AttributeError)
+    mallopt = libc.function("mallopt")  # (glibc's: musl has none)
+    if mallopt is not None:
         mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: fixed, no longer raised and lowered
         mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD
-    except (OSError, AttributeError):
-        pass
 
 
 def recording_stem(path: Path | str) -> str:
