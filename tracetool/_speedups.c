@@ -43,6 +43,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h> /* (x86-64 always has it; elsewhere the word-at-a-time loops run) */
+#endif
 
 #define BAIL (-1)
 #define NOMEM (-2)
@@ -233,6 +236,19 @@ scan_string(const Src *src, Py_ssize_t pos, char *esc)
     Py_ssize_t n = src->n;
     pos++;
     for (;;) {
+#if defined(__SSE2__)
+        /* sixteen bytes at a time up to the first quote or backslash */
+        while (pos + 16 <= n) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + pos));
+            int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                                   _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+            if (m != 0) {
+                pos += __builtin_ctz((unsigned int)m);
+                break;
+            }
+            pos += 16;
+        }
+#endif
         /* eight bytes at a time up to the first quote or backslash */
         while (pos + 8 <= n) {
             uint64_t w;
@@ -260,6 +276,88 @@ static inline int
 is_number_byte(unsigned char c)
 {
     return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+/* The bytes of a 64-byte block at p that may change the state of `skip_container`: a bit per
+ * quote, backslash, brace or bracket ('[' | 0x20 is '{', ']' | 0x20 is '}', and no other byte
+ * is). */
+#if defined(__SSE2__)
+static inline uint64_t
+block_mask(const unsigned char *p)
+{
+    uint64_t mask = 0;
+    for (int i = 0; i < 4; i++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+        __m128i lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
+        __m128i hit = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                         _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+            _mm_or_si128(_mm_cmpeq_epi8(lower, _mm_set1_epi8('{')),
+                         _mm_cmpeq_epi8(lower, _mm_set1_epi8('}'))));
+        mask |= (uint64_t)(unsigned int)_mm_movemask_epi8(hit) << (16 * i);
+    }
+    return mask;
+}
+#endif
+
+/* Skip the object or array at pos (its opening byte), nested at `depth`: the position after
+ * it, or BAIL (unclosed, or nested past max_depth). Strings are skipped whole: a backslash in
+ * one escapes the byte after it; a backslash outside a string is no structure (passed over).
+ * The bytes are read 64 at a time where 64 remain, only the structural ones one by one. */
+static Py_ssize_t
+skip_container(const Src *src, Py_ssize_t pos, long depth)
+{
+    const unsigned char *s = src->s;
+    Py_ssize_t n = src->n;
+    long level = 0;
+    int in_string = 0;
+    Py_ssize_t escaped = -1; /* the byte a backslash in a string escapes */
+    Py_ssize_t at = pos;
+#define CONTAINER_STEP(i)                                                                         \
+    do {                                                                                          \
+        unsigned char c_ = s[(i)];                                                                \
+        if (in_string) {                                                                          \
+            if ((i) == escaped) {                                                                 \
+                break;                                                                            \
+            }                                                                                     \
+            if (c_ == '\\') {                                                                      \
+                escaped = (i) + 1;                                                                \
+            }                                                                                     \
+            else if (c_ == '"') {                                                                 \
+                in_string = 0;                                                                    \
+            }                                                                                     \
+        }                                                                                         \
+        else if (c_ == '"') {                                                                     \
+            in_string = 1;                                                                        \
+        }                                                                                         \
+        else if (c_ == '{' || c_ == '[') {                                                        \
+            level++;                                                                              \
+            if (depth + level - 1 > src->max_depth) {                                             \
+                return BAIL;                                                                      \
+            }                                                                                     \
+        }                                                                                         \
+        else if (c_ == '}' || c_ == ']') {                                                        \
+            if (--level == 0) {                                                                   \
+                return (i) + 1;                                                                   \
+            }                                                                                     \
+        }                                                                                         \
+    } while (0)
+#if defined(__SSE2__)
+    while (n - at >= 64) {
+        uint64_t mask = block_mask(s + at);
+        while (mask != 0) {
+            Py_ssize_t i = at + __builtin_ctzll(mask);
+            mask &= mask - 1;
+            CONTAINER_STEP(i);
+        }
+        at += 64;
+    }
+#endif
+    for (; at < n; at++) {
+        CONTAINER_STEP(at);
+    }
+#undef CONTAINER_STEP
+    return BAIL;
 }
 
 /* Skip the value at pos (no whitespace before it), nested at `depth` if a container: the
@@ -303,33 +401,8 @@ skip_value(const Src *src, Py_ssize_t pos, long depth, Tok *tok)
     if (depth > src->max_depth) {
         return BAIL;
     }
-    long level = 0;
-    Py_ssize_t at = pos;
-    while (at < n) {
-        c = s[at];
-        if (c == '"') {
-            char esc = 0;
-            at = scan_string(src, at, &esc);
-            if (at < 0) {
-                return BAIL;
-            }
-            continue;
-        }
-        if (c == '{' || c == '[') {
-            level++;
-            if (depth + level - 1 > src->max_depth) {
-                return BAIL;
-            }
-        }
-        else if (c == '}' || c == ']') {
-            level--;
-            if (level == 0) {
-                return tok->end = at + 1;
-            }
-        }
-        at++;
-    }
-    return BAIL;
+    Py_ssize_t after = skip_container(src, pos, depth);
+    return after < 0 ? BAIL : (tok->end = after);
 }
 
 static int
@@ -649,8 +722,9 @@ scan_object(const Src *src, Py_ssize_t pos, long depth, const char *const *names
             len = scratch->len;
         }
         int field = -1;
-        for (int i = 0; i < count; i++) {
-            if (strlen(names[i]) == len && memcmp(names[i], name, len) == 0) {
+        for (int i = 0; len > 0 && i < count; i++) {
+            if (names[i][0] == name[0] && strlen(names[i]) == len &&
+                memcmp(names[i], name, len) == 0) {
                 field = i;
                 break;
             }
@@ -711,6 +785,8 @@ typedef struct {
     Buf groups;  /* Group[] in order of creation */
     Buf scratch; /* decoded strings */
     Table threads, group_of, ids;
+    int ids_in_table;  /* whether `ids` holds the call ids; until then they rise as ints */
+    long long last_id; /* (the last, while they rise) */
     Slot *last_thread; /* (thread_slot) */
     Buf nodes;         /* Node[]: the classMap's items (class_items) */
     Table where;       /* location -> its first function node */
@@ -972,6 +1048,40 @@ thread_slot(State *st, const Tok *thread, int *rc)
     return slot;
 }
 
+/* 0 when a call's id (canonical, in st->keys) is not one of an earlier call, else BAIL (a call
+ * id used twice: `iter_pairs` pairs it). While the ids are ints that rise (the common case) a
+ * new one is the last plus; at the first that does not, the earlier ones go in `ids`. */
+static int
+new_call_id(State *st, const Call *call)
+{
+    const unsigned char *id = st->keys.p + call->id_off;
+    int rc;
+    if (!st->ids_in_table) {
+        long long v;
+        size_t count = st->calls.len / sizeof(Call);
+        if (call->id_len == 1 + sizeof(v) && id[0] == 'i') {
+            memcpy(&v, id + 1, sizeof(v));
+            if (count == 0 || v > st->last_id) {
+                st->last_id = v;
+                return 0;
+            }
+        }
+        st->ids_in_table = 1;
+        for (size_t i = 0; i < count; i++) {
+            const Call *earlier = (const Call *)st->calls.p + i;
+            if (table_get(&st->ids, st->keys.p + earlier->id_off, earlier->id_len, 1, 0, &rc) ==
+                NULL) {
+                return rc < 0 ? rc : BAIL;
+            }
+        }
+        id = st->keys.p + call->id_off; /* (unchanged: the table keeps its own copies) */
+    }
+    if (table_get(&st->ids, id, call->id_len, 1, 0, &rc) == NULL) {
+        return rc < 0 ? rc : BAIL;
+    }
+    return rc == 1 ? 0 : BAIL;
+}
+
 static int
 one_event(State *st, Py_ssize_t start, Py_ssize_t *pos_out)
 {
@@ -1021,11 +1131,8 @@ one_event(State *st, Py_ssize_t start, Py_ssize_t *pos_out)
             return rc;
         }
         call.id_len = st->keys.len - call.id_off;
-        if (table_get(&st->ids, st->keys.p + call.id_off, call.id_len, 1, 0, &rc) == NULL) {
-            return rc < 0 ? rc : BAIL;
-        }
-        if (rc != 1) {
-            return BAIL; /* a call id used twice: `iter_pairs` pairs it */
+        if ((rc = new_call_id(st, &call)) < 0) {
+            return rc;
         }
         call.key_off = st->keys.len;
         if ((rc = call_key(st, f, 3, &call)) < 0) {
