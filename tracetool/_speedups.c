@@ -788,6 +788,7 @@ typedef struct {
     int ids_in_table;  /* whether `ids` holds the call ids; until then they rise as ints */
     long long last_id; /* (the last, while they rise) */
     Slot *last_thread; /* (thread_slot) */
+    Tok last_thread_tok; /* (thread_slot: the text it was last met as) */
     Buf nodes;         /* Node[]: the classMap's items (class_items) */
     Table where;       /* location -> its first function node */
     int class_map_read;
@@ -1028,6 +1029,15 @@ seconds_of(const Src *src, const Tok *tok, double *add)
 static Slot *
 thread_slot(State *st, const Tok *thread, int *rc)
 {
+    const Tok *last = &st->last_thread_tok;
+    *rc = 0;
+    if (st->last_thread != NULL && thread->type == last->type &&
+        (thread->type == 0 ||
+         (thread->end - thread->start == last->end - last->start &&
+          memcmp(st->src.s + thread->start, st->src.s + last->start,
+                 (size_t)(thread->end - thread->start)) == 0))) {
+        return st->last_thread; /* (the same text, or missing again: the same thread) */
+    }
     size_t at = st->keys.len;
     *rc = canonical(&st->src, thread, ID_FIELD, &st->keys);
     if (*rc < 0) {
@@ -1044,6 +1054,7 @@ thread_slot(State *st, const Tok *thread, int *rc)
         slot = table_get(&st->threads, key, len, 1, -1, rc);
         st->last_thread = slot;
     }
+    st->last_thread_tok = *thread;
     st->keys.len = at; /* (the table keeps its own copy) */
     return slot;
 }
@@ -1094,7 +1105,13 @@ one_event(State *st, Py_ssize_t start, Py_ssize_t *pos_out)
     *pos_out = end;
     const Tok *kind = &f[F_EVENT];
     int is_call = 0, is_return = 0;
-    if (kind->type == 's') {
+    if (kind->type == 's' && !kind->esc) {
+        const unsigned char *text = st->src.s + kind->start;
+        Py_ssize_t len = kind->end - kind->start;
+        is_call = len == 6 && memcmp(text, "\"call\"", 6) == 0;
+        is_return = len == 8 && memcmp(text, "\"return\"", 8) == 0;
+    }
+    else if (kind->type == 's') {
         st->scratch.len = 0;
         if ((rc = decode_string(&st->src, kind, &st->scratch)) < 0) {
             return rc;
