@@ -1675,6 +1675,53 @@ key_of(State *st, const Call *call, PyObject *unset, PyObject *sql_tag, int *rc)
     return key;
 }
 
+/* The Python keys of the groups met so far, by their canonical bytes (`call_key`, which they are
+ * a function of): the same key is the same tuple from one recording to the next, its items'
+ * hashes kept. Module-wide (the GIL guards it), made again for another `unset`, and emptied
+ * past MOST_KEYS. */
+static Table key_cache;
+static PyObject *key_list;  /* the keys, at their index in key_cache */
+static PyObject *key_unset; /* the `unset` they were made with */
+#define MOST_KEYS 100000
+
+/* `key_of`, cached (a new reference). */
+static PyObject *
+cached_key(State *st, const Call *call, PyObject *unset, PyObject *sql_tag, int *rc)
+{
+    *rc = 0;
+    if (key_list == NULL || key_unset != unset || key_cache.count >= MOST_KEYS) {
+        table_free(&key_cache);
+        Py_CLEAR(key_list);
+        Py_INCREF(unset);
+        Py_XSETREF(key_unset, unset);
+        if ((key_list = PyList_New(0)) == NULL) {
+            return NULL;
+        }
+    }
+    const unsigned char *bytes = st->keys.p + call->key_off;
+    Slot *slot = table_get(&key_cache, bytes, call->key_len, 0, 0, rc);
+    if (slot != NULL && slot->value < PyList_GET_SIZE(key_list)) {
+        PyObject *key = PyList_GET_ITEM(key_list, slot->value);
+        Py_INCREF(key);
+        return key;
+    }
+    if (*rc < 0) {
+        return PyErr_NoMemory();
+    }
+    PyObject *key = key_of(st, call, unset, sql_tag, rc);
+    if (key == NULL) {
+        return NULL;
+    }
+    Py_ssize_t index = PyList_GET_SIZE(key_list);
+    if (PyList_Append(key_list, key) < 0) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    (void)table_get(&key_cache, bytes, call->key_len, 1, index, rc); /* (not kept: no matter) */
+    *rc = 0;
+    return key;
+}
+
 /* The result from a walked state: (sums, others, classmap span) (module doc); None when two
  * groups are one key in Python. */
 static PyObject *
@@ -1701,7 +1748,7 @@ result_of(State *st, const Py_ssize_t *class_map, PyObject *unset)
             }
         }
         else {
-            key = key_of(st, call, unset, sql_tag, &rc);
+            key = cached_key(st, call, unset, sql_tag, &rc);
         }
         if (key == NULL) {
             if (rc == BAIL) {
