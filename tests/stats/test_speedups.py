@@ -485,3 +485,47 @@ def test_index_sums_from_its_parse(corpus: Path, tmp_path: Path) -> None:
         assert found == (None if expected.startswith("refused") else expected), raw[:300]
         checked += 1
     assert checked > 400
+
+
+# Strings whose escapes the C skips by a 64-byte mask (`skip_container`) or 16 bytes at a time
+# (`scan_string`): backslash runs before a quote, escaped quotes and brackets, a string that
+# ends in a backslash
+_TRICKY = ["\\" * k + '"' for k in range(6)]
+_TRICKY += ['\\"}]', '{"a":"}"}', "]}[{", "\\", "\\\\\\", 'x\\"\\\\"', "\u00e9\\u0022"]
+
+
+@needs_c
+def test_escapes_at_every_block_offset(tmp_path: Path) -> None:
+    """A tricky string at every offset of a 64-byte block, in a skipped container and as a
+    skipped field: scanned, with the pure-Python sums; cut anywhere, never a crash."""
+    path = tmp_path / "r.trace.json"
+    for tricky in _TRICKY:
+        for pad in range(0, 140, 3):
+            text = orjson.dumps("p" * pad + tricky)
+            parameters = b'[{"value":' + text + b',"name":"}"},{"name":"x\\\\"}]'
+            raw = _recording(
+                _pair({"parameters": parameters, "message": text}, {"return_value": parameters})
+            )
+            assert _same(path, raw), raw
+        # truncated within and around the string (called directly: no simdjson gate)
+        for cut in range(len(raw) - 400, len(raw)):
+            found = FAST(raw[:cut], MAX_DEPTH, UNSET)
+            assert found is None or isinstance(found, tuple)
+
+
+@needs_c
+def test_call_ids_that_stop_rising(tmp_path: Path) -> None:
+    """Integer call ids that rise are checked without a table until one does not: a lower
+    new id is scanned, a repeated one (after rising, or a string and an int) declines."""
+    path = tmp_path / "r.trace.json"
+
+    def nested(ids: list[bytes]) -> bytes:
+        events = [_object(_call(0, id=number)) for number in ids]
+        events += [_object(_return(100 + i, 0, parent_id=b"null")) for i in range(len(ids))]
+        return _recording(events)
+
+    assert _same(path, nested([b"5", b"3", b"4", b"1"]))
+    assert _same(path, nested([b"-9223372036854775808", b"1", b"2"]))
+    assert _same(path, nested([b"1", b'"1"', b"2"]))
+    assert not _same(path, nested([b"1", b"2", b"3", b"2"]))
+    assert not _same(path, nested([b"1", b"7", b'"x"', b"7"]))

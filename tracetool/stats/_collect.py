@@ -62,12 +62,25 @@ class OverheadPartial:
     warnings: list[str] = field(default_factory=list)
 
     def add(self, sums: Iterable[tuple[Key, Any, float]]) -> None:
-        """Add one recording's sums: (key, calls, seconds)."""
+        """Add one recording's sums: (key, calls, seconds), a key possibly more than once."""
         get = self.sums.get
         for key, count, seconds in sums:
             entry = get(key)
             if entry is None:
                 self.sums[key] = [count, [seconds]]
+            else:
+                entry[0] += count
+                entry[1].append(seconds)
+        self.files += 1
+
+    def add_recording(self, sums: dict[Key, list[Any]]) -> None:
+        """`add` of `_file_overhead`'s sums (key -> [calls, seconds]), without a tuple each."""
+        mine = self.sums
+        get = mine.get
+        for key, (count, seconds) in sums.items():
+            entry = get(key)
+            if entry is None:
+                mine[key] = [count, [seconds]]
             else:
                 entry[0] += count
                 entry[1].append(seconds)
@@ -258,25 +271,24 @@ def named_sums(
     a function is named from when the classMap does not name it (the sample itself by default).
     Closes `recording` (the `Names.recording` of the file's classMap)."""
     sums: dict[Key, list[float]] = {}
+    get = sums.get
     try:
         for raw, entry in raw_sums.items():
-            count, seconds, call = entry[0], entry[1], entry[2]
             # (a `sql_query` that is not an object makes a 2-tuple: named like any other call)
-            key: Key
-            if len(entry) > 3 and entry[3] is not None:  # (named already, by `_scan`)
-                key = entry[3]
-            elif len(raw) == 5:  # a function call: named from its key, without reading it again
-                key = recording.plain_function(raw[1], raw[2], raw[3], call, head_of)[0]
-            elif raw[0] == _SQL and len(raw) == 3:
-                key = raw[1:]
-            else:
-                key = recording.function(dict_of(call))[0]
-            named = sums.get(key)
+            key: Any = entry[3] if len(entry) > 3 else None  # (named already, by `_scan`)
+            if key is None:
+                if len(raw) == 5:  # a function call: named from its key, not read again
+                    key = recording.plain_function(raw[1], raw[2], raw[3], entry[2], head_of)[0]
+                elif raw[0] == _SQL and len(raw) == 3:
+                    key = raw[1:]
+                else:
+                    key = recording.function(dict_of(entry[2]))[0]
+            named = get(key)
             if named is None:
-                sums[key] = [count, seconds]
+                sums[key] = [entry[0], entry[1]]
             else:
-                named[0] += count
-                named[1] += seconds
+                named[0] += entry[0]
+                named[1] += entry[1]
     finally:
         recording.close()
     return sums
@@ -297,7 +309,7 @@ def overhead_batch(paths: list[Path]) -> OverheadPartial:
             except TraceToolError as exc:
                 partial.warnings.append(f"skipped {exc}")
                 continue
-            partial.add((key, count, seconds) for key, (count, seconds) in sums.items())
+            partial.add_recording(sums)
     return partial
 
 
