@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import orjson
 import pytest
 
-from tracetool.errors import TraceFormatError
 from tracetool.trace.checks import (
     MAX_DEPTH,
     DepthScan,
@@ -134,35 +132,3 @@ def test_utf8_and_kinds() -> None:
 def test_what_ijson_reads_and_orjson_refuses(text: bytes, lenient: bool) -> None:
     assert lenient_json(text) is lenient
     assert (bytes_defect(text) is not None) is lenient
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        b'{"events": [{"id": 1, "event": "call", "x": 1e999}]}',
-        b'{"events": [{"id": 1, "event": "call", "x": "\xff"}]}',
-        b'{"events": [{"id": 1, "event": "call", "x": 1}]}',
-    ],
-)
-def test_a_check_made_aside_says_what_the_check_here_says(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: bytes
-) -> None:
-    """`defect_aside` in a child process (`check_aside`) gives `unchecked_defect`'s verdict,
-    and the slim loader reports it exactly as when it checks the bytes itself."""
-    from tracetool.trace import checks
-    from tracetool.trace.slim import load_slim
-
-    path = tmp_path / "r.appmap.json"
-    path.write_bytes(body)
-    outcomes = []
-    for aside in ([], [True]):
-        monkeypatch.setattr(checks, "_ASIDE", aside)
-        monkeypatch.setattr(checks, "ASIDE_MIN", 0)
-        assert checks.defect_aside(body).verdict() == checks.unchecked_defect(body)
-        try:
-            doc = load_slim(path, extras=False, structs=True)
-            outcomes.append(("ok", len(doc.events)))
-        except TraceFormatError as exc:
-            outcomes.append(("error", str(exc)))
-    assert outcomes[0] == outcomes[1]
-    assert (outcomes[0][0] == "ok") == (body.endswith(b"1}]}"))

@@ -80,12 +80,10 @@ def command(
     from tracetool.cli.common import is_one_shot
     from tracetool.cli.render import warn
     from tracetool.diagram import DiagramOptions, DiagramRequest, write_diagrams
-    from tracetool.trace.checks import check_aside
     from tracetool.trace.document import free_at_exit
 
     if is_one_shot():
         free_at_exit()  # the recordings' objects are freed by the exit, not one by one
-        check_aside()  # a recording's bytes checked on the second core while it is decoded
 
     if exclude:
         warn("--exclude is deprecated; use --filter '{\"hideName\": [...]}' instead")

@@ -11,9 +11,7 @@ one message on every path:
   can hold (`maybe_huge_number`, a cheap pre-filter). The strictest parser, orjson, is the
   referee: any path whose own parser fails (or that skips content unchecked) asks
   `bytes_defect(raw)` for the message, which checks UTF-8 first and then parses with orjson, so
-  the same defect reads the same whatever parser met it first. A one-shot command may have the
-  cheap checks (`unchecked_defect`) made in a child process while it decodes (`defect_aside`,
-  after `check_aside`); their verdict still comes before anything decoded is used.
+  the same defect reads the same whatever parser met it first.
 - **Document.** `document_defect(kinds)` is the top-level check (an object with `events`,
   `classMap` or `metadata`; `events`/`classMap` arrays, `metadata` an object, null meaning
   absent), given each top-level key's kind so that a path holding only raw bytes (`kind_of_raw`)
@@ -31,7 +29,6 @@ Stdlib only (the agent may import `tracetool.trace`); orjson is imported where i
 from __future__ import annotations
 
 import codecs
-import os
 import re
 import sys
 import threading
@@ -266,78 +263,6 @@ def unchecked_defect(raw: Any) -> Optional[str]:
     return defect
 
 
-# `defect_aside` may fork (`check_aside`); the smallest text worth a child process (the check
-# costs ~2 ms a megabyte, a fork of a small process ~1 ms)
-_ASIDE: list[bool] = []
-ASIDE_MIN = 8 << 20
-
-
-def check_aside() -> None:
-    """Let `defect_aside` check big texts in a child process, on another core, while the caller
-    decodes them: for a one-shot command (the process is the command's own). A child forked
-    early shares the text and the little else the process holds, so it costs ~1 ms and the
-    memory of the check itself (two 1 MB pieces)."""
-    if not _ASIDE:
-        _ASIDE.append(True)
-
-
-def defect_aside(raw: bytes) -> Aside:
-    """`unchecked_defect(raw)`, computed beside the caller when allowed (`check_aside`: only in
-    a process with one thread, on a platform that forks, for a text of `ASIDE_MIN` bytes or
-    more; else right here): ask `Aside.verdict()` once, before using what was decoded from
-    `raw` or reporting why decoding failed; `discard()` when giving up instead."""
-    if not (_ASIDE and len(raw) >= ASIDE_MIN and hasattr(os, "fork")) or (
-        threading.active_count() != 1
-    ):
-        return Aside(raw, unchecked_defect(raw))
-    read_end, write_end = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:  # (no process to spare: checked here)
-        os.close(read_end)
-        os.close(write_end)
-        return Aside(raw, unchecked_defect(raw))
-    if pid == 0:  # the child: the verdict down the pipe, then out without any cleanup
-        code = 1
-        try:
-            os.close(read_end)
-            defect = unchecked_defect(raw)
-            os.write(write_end, b"-" if defect is None else b"!" + defect.encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    return Aside(raw, None, pid, read_end)
-
-
-class Aside:
-    """The pending verdict of `defect_aside` (made in a child process when `pid` is set)."""
-
-    def __init__(self, raw: bytes, defect: Optional[str], pid: int = 0, pipe: int = -1) -> None:
-        self._raw, self._defect, self._pid, self._pipe = raw, defect, pid, pipe
-
-    def verdict(self) -> Optional[str]:
-        if not self._pid:
-            return self._defect
-        answer, status = self._collect()
-        if status != 0 or not answer:  # (the child failed: the check is made here)
-            return unchecked_defect(self._raw)
-        return None if answer == b"-" else answer[1:].decode()
-
-    def discard(self) -> None:
-        if self._pid:
-            self._collect()
-
-    def _collect(self) -> tuple[bytes, int]:
-        pid, self._pid = self._pid, 0
-        try:
-            with os.fdopen(self._pipe, "rb") as pipe:
-                answer = pipe.read()
-        finally:
-            _, status = os.waitpid(pid, 0)
-        return answer, status
-
-
 _ROOM = threading.Lock()
 
 
@@ -497,16 +422,13 @@ __all__ = [
     "DEPTH_MESSAGE",
     "DOCUMENT_KEYS",
     "MAX_DEPTH",
-    "Aside",
     "DepthScan",
     "bad_structure",
     "bytes_defect",
-    "check_aside",
     "clean_structure",
     "cleaned_warning",
     "depth_exceeded",
     "document_defect",
-    "defect_aside",
     "dropped_events_warning",
     "event_updates_warning",
     "field_defect",

@@ -39,7 +39,7 @@ import msgspec
 import orjson
 
 from tracetool.errors import TraceFormatError
-from tracetool.trace.checks import Aside, defect_aside
+from tracetool.trace.checks import unchecked_defect
 from tracetool.trace.document import (
     TraceDocument,
     dumps,
@@ -317,9 +317,10 @@ def parse_slim(
     structs: bool = False,
     checked: bool = False,
 ) -> SlimDocument:
-    # what msgspec skips unchecked (tracetool.trace.checks), checked while it decodes when a
-    # second core may (`defect_aside`): that verdict comes first, whatever decoding gives
-    aside = None if checked else defect_aside(data)
+    if not checked:
+        defect = unchecked_defect(data)  # what msgspec skips unchecked (tracetool.trace.checks)
+        if defect is not None:
+            raise TraceFormatError(f"{source}: {defect}")
     shape = _MinimalDoc if minimal else _StructDoc if structs else _Doc
     decoder = _decoder(shape)
     try:
@@ -332,15 +333,9 @@ def parse_slim(
                 if key not in _KNOWN:
                     obj[key] = msgspec.json.decode(value)  # type: ignore[literal-required]
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-        _refuse(aside, source)
         if shape is _StructDoc:  # (an event that is not an object, a null `event`…) as dicts
             return parse_slim(data, source, raw=raw, path=path, extras=extras, checked=True)
         return _fallback(path, data, source, raw)  # the full loader decides, in the shared words
-    except BaseException:
-        if aside is not None:
-            aside.discard()
-        raise
-    _refuse(aside, source)
     events = obj.get("events") if isinstance(obj, dict) else None
     if events is not None:
         # kept out of from_data's check that every event is a dict: structs (`minimal`), or
@@ -360,12 +355,6 @@ def parse_slim(
                 if key in slim.raw_updates:
                     update.raw = slim.raw_updates[key]
     return slim
-
-
-def _refuse(aside: Aside | None, source: str) -> None:
-    defect = None if aside is None else aside.verdict()
-    if defect is not None:
-        raise TraceFormatError(f"{source}: {defect}")
 
 
 def _fallback(path: Path | None, data: bytes, source: str, raw: bool) -> SlimDocument:
