@@ -122,10 +122,11 @@ def _start_writeback(fd: int, offset: int, length: int) -> None:
 
     function = libc.function("sync_file_range")
     if function is not None:
-        import ctypes
+        if function.argtypes is None:  # (once: 64-bit offsets must not pass as C ints)
+            import ctypes
 
-        function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
-        function.restype = ctypes.c_int
+            function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+            function.restype = ctypes.c_int
         function(fd, offset, length, 2)  # SYNC_FILE_RANGE_WRITE (a failure: fsync still waits)
 
 

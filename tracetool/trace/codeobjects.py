@@ -175,37 +175,21 @@ class ClassMap:
         if not isinstance(data, list):
             return cmap
         cmap._by_fqid = None  # built when first asked for
-        # `child(parent, …)` inline: a classMap is hundreds of objects, read for every recording
-        made, roots, by_location = cmap._children, cmap.roots, cmap.by_location
         stack: list[tuple[Any, CodeObject | None]] = [(item, None) for item in reversed(data)]
-        pop, extend = stack.pop, stack.extend
+        pop, extend, child = stack.pop, stack.extend, cmap.child
         while stack:
             item, parent = pop()
             if not isinstance(item, dict):
                 continue
             get = item.get
-            type_ = str(get("type") or "package")
-            name = str(get("name", ""))
-            location = get("location")
-            static = bool(get("static", False))
-            labels = _labels(get("labels"))
-            key = (
-                id(parent),
-                type_,
-                name if type_ != "function" else f"{name}\0{static}\0{location}",
+            obj = child(
+                parent,
+                str(get("type") or "package"),
+                str(get("name", "")),
+                location=get("location"),
+                static=bool(get("static", False)),
+                labels=_labels(get("labels")),
             )
-            obj = made.get(key)
-            if obj is not None:
-                if labels:
-                    obj.labels = sorted(set(obj.labels) | set(labels))
-            else:
-                obj = CodeObject(
-                    type_, name, parent, location=location, static=static, labels=labels
-                )
-                made[key] = obj
-                (parent.children if parent is not None else roots).append(obj)
-                if type_ == "function" and location:
-                    by_location.setdefault(str(location), []).append(obj)
             for extra in _EXTRA_KEYS:
                 if extra in item:
                     obj.extra[extra] = item[extra]
