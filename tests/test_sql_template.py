@@ -151,6 +151,7 @@ EDGE_CASES = [
     "SELECT * FROM t FETCH FIRST 5 ROWS ONLY",
     "SELECT * FROM t WHERE a = q'[it's]' AND b = 5",
     "SELECT * FROM t WHERE a = q'!x y!' AND b = 5",
+    "SELECT * FROM t WHERE a = q'!a' = 'b!' AND c = 1",  # one Oracle string
     "SELECT * FROM t WHERE a = '12' AND b = '12 ' AND c = 'é ü'",
 ]
 NOT_TEMPLATED = [
@@ -169,6 +170,15 @@ NOT_TEMPLATED = [
     "select 1; create table t (a int)",
     "SELECT v$session, 5 FROM t",
     "SELECT {fn NOW()}, 5",
+    # prefixed strings may end elsewhere than at the next quote (Oracle's q-quote: at `!'`)
+    "SELECT * FROM t WHERE a = q'!a' = 'b!' AND c = 1",
+    "SELECT * FROM t WHERE a = E'x y' AND b = 5",
+    "SELECT * FROM t WHERE a = U&'d a' AND b = 5",
+    "SELECT * FROM t WHERE a = :'x y' AND b = 5",
+    "SELECT * FROM t WHERE a = r\"x y\" AND b = 'c d'",
+    # triple quotes (BigQuery) end at the next triple quote
+    "SELECT '''a' 'x y' 'b''' FROM t WHERE c = 5",
+    'SELECT """a" \'x y\' "b""" FROM t WHERE c = 5',
 ]
 
 
@@ -188,7 +198,8 @@ def test_what_the_analysis_could_read_is_not_templated() -> None:
         template("SELECT $1, ?1, t.5, 1.5, 5x, (5)")
         == f"SELECT $1, ?1, t.5, 1.5, 5x, ({NUMBER_MARK})"
     )
-    assert template("SELECT E'x y', 'it''s', ''") == "SELECT E'x y', 'it''s', ''"
+    assert template("SELECT 'it''s', '', 'a b'") == f"SELECT 'it''s', '', {STRING_MARK}"
+    assert template('SELECT "t"."a" FROM "t"') == 'SELECT "t"."a" FROM "t"'
 
 
 _PUNCT = ["(", ")", ",", ".", "=", "*", ";", "<", ">", "<>", "+", "-", "/", "||", ":", "::", "?"]
@@ -203,7 +214,7 @@ def _statement(rng: random.Random, words: list[str]) -> str:
         elif roll < 0.55:
             parts.append(str(rng.randint(0, 999)))
         elif roll < 0.7:
-            parts.append("'" + rng.choice([*_CONTENTS[:-1], "ab", "from", "x_1"]) + "'")
+            parts.append("'" + rng.choice([*_CONTENTS[:-1], "ab", "from", "x_1", "!a", "b!"]) + "'")
         elif roll < 0.75:
             parts.append(f'"{rng.choice(words)}"')
         elif roll < 0.8:
