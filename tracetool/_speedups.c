@@ -1857,7 +1857,13 @@ nested_sums(PyObject *module, PyObject *args)
     return result;
 }
 
+/* _speedups_diagram.c: the walk of tracetool.diagram.builder.actions_of */
+PyObject *tt_diagram_actions(PyObject *self, PyObject *args);
+
 static PyMethodDef methods[] = {
+    {"diagram_actions", tt_diagram_actions, METH_VARARGS,
+     "diagram_actions(call_roots, cos, kept, order, digests_only, context) -> root actions\n"
+     "(tracetool/_speedups_diagram.c)."},
     {"nested_sums", nested_sums, METH_VARARGS,
      "nested_sums(raw, max_depth, unset, chains=None, namer=None) -> (sums, others, classmap span)\nor None (module doc)."},
     {NULL, NULL, 0, NULL}};

@@ -28,7 +28,8 @@ Contract (reference/appmap.md §3.3):
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,22 @@ DATABASE_ACTOR = "database:Database"
 _SPECIAL_TYPES = frozenset({"query", "route", "external-route"})
 _LEFT_OUT: tuple[Actor | None, bool, str, bool] = (None, False, "", False)  # `kept` leaves out
 ANONYMOUS = Actor("", "", 0)  # a call's lifeline in `Actors(named=False)`
+
+
+def _load_walk() -> Callable[..., list[Action]] | None:
+    """`actions_of`'s walk in C (`tracetool._speedups.diagram_actions`, optional: the same
+    actions as the Python loop, which stays the reference); None without it or with
+    TRACETOOL_NO_SPEEDUPS set."""
+    if os.environ.get("TRACETOOL_NO_SPEEDUPS", "") not in ("", "0"):
+        return None
+    try:
+        from tracetool import _speedups  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return getattr(_speedups, "diagram_actions", None)
+
+
+_WALK = _load_walk()
 
 
 @dataclass(frozen=True)
@@ -140,21 +157,43 @@ def actions_of(
 ) -> list[Action]:
     """The root actions of some call trees (their digests and loops not done yet: `finish`);
     every action made is also appended to `order` when given (parents before children)."""
+    get = field_getter(call_roots[0].call) if call_roots else dict.get
+    special = factory.special_call
+    if _WALK is not None and call_roots:  # the same walk in C (`tracetool/_speedups_diagram.c`)
+        mode = 0 if get is dict.get else 1 if get is getattr else 2
+        context = (
+            factory.callees,
+            factory.callee,
+            actors,
+            special,
+            factory.plain,
+            factory._template,
+            _return_key,
+            factory.digests,
+            dg.function_digest,
+            _merge_labels,
+            get,
+            mode,
+            Action,
+            _LEFT_OUT,
+        )
+        walked = _WALK(call_roots, cos, kept, order, digests_only, context)
+        if walked is not NotImplemented:
+            return walked
     made = order.append if order is not None else None
     roots: list[Action] = []
     stack: list[tuple[CallNode, Action | None]] = [(n, None) for n in reversed(call_roots)]
     # This loop runs once per call: bound methods and caches are looked up once, and the bulk
     # of every diagram — plain function calls — is made inline (`ActionFactory._plain_function`
-    # does the same for one action; both share its templates).
+    # does the same for one action; both share its templates). Calls whose code object may be
+    # a SQL or HTTP one are made by `ActionFactory.special_call`.
     pop, push = stack.pop, stack.append
-    make = factory.digest_action if digests_only else factory.action
     plain, template_of = factory.plain, factory._template
-    digests, sql_digests = factory.digests, factory.sql
+    digests = factory.digests
     # per code object (by id), once: its actor, whether its calls may be SQL or HTTP ones, name
     callees, callee_of = factory.callees, factory.callee
     new_function, bare = Action.function, Action.bare
     # `get(event, key)` without a Python-level call: dicts, or slim structs (`field_getter`)
-    get = field_getter(call_roots[0].call) if call_roots else dict.get
     while stack:
         node, parent = pop()
         co = cos[id(node)]
@@ -169,37 +208,10 @@ def actions_of(
         if actor is not None:
             call = node.call
             # (`callee[1]` is false for a code object no SQL or HTTP call binds to: `callee`)
-            if callee[1] and (query := get(call, "sql_query")).__class__ is dict:
-                # a SQL call (most of the others): `ActionFactory.action`'s query, inline
-                sql = query.get("normalized_sql") or query.get("sql")
-                if sql.__class__ is not str or not sql:  # (`dg.sql_text` decides)
-                    action = make(node, co, actor, None if parent is None else parent.callee)
-                else:
-                    skey = (sql, query.get("database_type"))
-                    digest = sql_digests.get(skey)
-                    if digest is None:
-                        digest = sql_digests[skey] = dg.sql_digest(sql, skey[1])
-                    if digests_only:
-                        action = bare(digest)
-                    else:
-                        action = Action(QUERY, digest)
-                        action.caller = None if parent is None else parent.callee
-                        action.callee = actor
-                        action.query = sql
-                        ret = node.ret
-                        if ret is not None:
-                            elapsed = get(ret, "elapsed")
-                            if isinstance(elapsed, (int, float)):
-                                action.elapsed = elapsed
-                        event_id = get(call, "id")
-                        if event_id is not None:
-                            action.event_ids = [event_id]
-            elif callee[1] and (
-                "sql_query" in call
-                or "http_server_request" in call
-                or "http_client_request" in call
-            ):
-                action = make(node, co, actor, None if parent is None else parent.callee)
+            if callee[1]:
+                action = special(
+                    node, co, actor, None if parent is None else parent.callee, get, digests_only
+                )
             elif digests_only:  # `_Factory.digest_action` of a plain function, inline
                 ret = node.ret
                 fkey = (id(co), bool(get(ret, "exceptions")) if ret else False)
@@ -231,7 +243,7 @@ def actions_of(
                 labels = template[3]
                 event_labels = get(call, "labels")
                 if event_labels and isinstance(event_labels, list):
-                    labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
+                    labels = _merge_labels(labels, event_labels)
                 elapsed = None if ret is None else get(ret, "elapsed")
                 event_id = get(call, "id")
                 action = new_function(
@@ -440,6 +452,45 @@ class ActionFactory:
         special = any_kind or co.type in _SPECIAL_TYPES
         return actors.actor_for(co), special, co.name, co.static
 
+    def special_call(
+        self,
+        node: CallNode,
+        co: CodeObject,
+        callee: Actor,
+        caller: Actor | None,
+        get: Callable[[Any, str], Any],
+        digests_only: bool,
+    ) -> Action:
+        """`actions_of`'s action of a call whose code object a SQL or HTTP call may bind to
+        (`callee`): `action` (or `digest_action`), with the usual SQL call made inline.
+        `get` reads an event's field (`field_getter`)."""
+        call = node.call
+        if (query := get(call, "sql_query")).__class__ is dict:
+            sql = query.get("normalized_sql") or query.get("sql")
+            if sql.__class__ is str and sql:  # (else `dg.sql_text` decides, in `action`)
+                skey = (sql, query.get("database_type"))
+                digest = self.sql.get(skey)
+                if digest is None:
+                    digest = self.sql[skey] = dg.sql_digest(sql, skey[1])
+                if digests_only:
+                    return Action.bare(digest)
+                action = Action(QUERY, digest)
+                action.caller = caller
+                action.callee = callee
+                action.query = sql
+                ret = node.ret
+                if ret is not None:
+                    elapsed = get(ret, "elapsed")
+                    if isinstance(elapsed, (int, float)):
+                        action.elapsed = elapsed
+                event_id = get(call, "id")
+                if event_id is not None:
+                    action.event_ids = [event_id]
+                return action
+        if digests_only:
+            return self.digest_action(node, co, callee, caller)
+        return self.action(node, co, callee, caller)
+
     def action(self, node: CallNode, co: CodeObject, callee: Actor, caller: Actor | None) -> Action:
         call, ret = node.call, node.ret
         if (
@@ -525,7 +576,7 @@ class ActionFactory:
         labels = template[3]
         event_labels = call.get("labels")
         if isinstance(event_labels, list) and event_labels:
-            labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
+            labels = _merge_labels(labels, event_labels)
         a.labels = labels
         return a
 
@@ -564,7 +615,7 @@ class ActionFactory:
         labels = self._labels(co)
         event_labels = call.get("labels")
         if isinstance(event_labels, list) and event_labels:
-            labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
+            labels = _merge_labels(labels, event_labels)
         a.labels = labels
         return a
 
@@ -588,6 +639,11 @@ class ActionFactory:
         if found is False:
             found = self.returns[key] = dg.return_value(ret)
         return found  # type: ignore[return-value]
+
+
+def _merge_labels(labels: list[str] | None, event_labels: list[Any]) -> list[str]:
+    """A call's labels: its code object's (`labels`) and its event's, sorted, once each."""
+    return sorted(set(labels or ()) | {str(x) for x in event_labels})
 
 
 def _return_key(ret: dict[str, Any]) -> Any:

@@ -1,0 +1,304 @@
+"""The C walk of the sequence diagram (`tracetool._speedups.diagram_actions`, used by
+`tracetool.diagram.builder.actions_of`) makes exactly the diagrams of the pure-Python loop:
+every recording of the shared corpus, generated ones, and recordings with odd or mutated
+events, as structs and as dicts, filtered, expanded, digests only and streamed."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.conftest import corpus_recordings, make_corpus
+from tracetool.diagram import builder
+from tracetool.diagram.builder import DiagramOptions, build_diagram, root_digests
+from tracetool.diagram.service import json_stream, render_bytes
+from tracetool.diagram.streamed import stream_diagram
+from tracetool.errors import TraceToolError
+from tracetool.filters import FilterState, bind
+from tracetool.trace.document import from_data
+from tracetool.trace.slim import load_slim
+
+try:
+    from tracetool import _speedups  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - a build without a compiler
+    _speedups = None
+
+needs_c = pytest.mark.skipif(
+    _speedups is None or builder._WALK is None, reason="tracetool._speedups is not built"
+)
+
+CASES: list[tuple[DiagramOptions, FilterState | None]] = [
+    (DiagramOptions(), None),
+    (DiagramOptions(loops=False, expand=("package:app",), exclude=("package:lib",)), None),
+    (DiagramOptions(client_routes=True), FilterState(hide_name=("class:app/User",))),
+    (DiagramOptions(), FilterState(hide_external=True, limit_root_events=False)),
+]
+
+
+def _diagrams(path: Path) -> list[Any]:
+    """Everything the walk decides, for one recording: rendered diagrams of its events as
+    structs (options, filters) and as dicts, root digests, a streamed diagram; an error by its
+    type (a malformed recording fails in the same place either way)."""
+    out: list[Any] = []
+    for structs in (True, False):
+        try:
+            doc = load_slim(path, extras=False, structs=structs)
+            for options, state in CASES if structs else CASES[:1]:
+                diagram = build_diagram(doc, options, state)
+                out.append(render_bytes(diagram, "json"))
+                out.append(render_bytes(diagram, "plantuml"))
+            out.append(root_digests(bind(doc, sql_names=False)))
+        except Exception as exc:
+            out.append(
+                f"{type(exc).__name__}: {exc}" if isinstance(exc, TraceToolError) else type(exc)
+            )
+    try:
+        streamed = stream_diagram(path, DiagramOptions(), threshold=0)
+        if streamed is not None:
+            out.append(b"".join(json_stream(streamed.actors, streamed.batches())))
+    except Exception as exc:
+        out.append(type(exc))
+    return out
+
+
+def _same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    walked: list[bool] = []
+    walk = builder._WALK
+    assert walk is not None
+
+    def spy(*args: Any) -> Any:
+        result = walk(*args)
+        walked.append(result is not NotImplemented)
+        return result
+
+    with monkeypatch.context() as m:
+        m.setattr(builder, "_WALK", spy)
+        fast = _diagrams(path)
+    assert all(walked), path  # (never declined)
+    with monkeypatch.context() as m:
+        m.setattr(builder, "_WALK", None)
+        reference = _diagrams(path)
+    assert fast == reference, path
+
+
+@needs_c
+def test_shared_corpus(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    recordings = corpus_recordings()
+    assert recordings
+    for path in recordings:
+        _same(path, monkeypatch)
+
+
+@needs_c
+def test_generated_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for path in make_corpus(tmp_path, 6, 3.0, 11, "--ext", ".appmap.json"):
+        _same(path, monkeypatch)
+
+
+# ---------------------------------------------------------------- odd and mutated events
+
+CLASS_MAP = [
+    {
+        "type": "package",
+        "name": "app",
+        "children": [
+            {
+                "type": "class",
+                "name": "User",
+                "children": [
+                    {"type": "function", "name": "save", "location": "app/user.rb:3",
+                     "static": False, "labels": ["persist"]},
+                    {"type": "function", "name": "find", "location": "app/user.rb:9",
+                     "static": True},
+                ],
+            }
+        ],
+    },
+    {"type": "package", "name": "lib", "children": [
+        {"type": "class", "name": "Util", "children": [
+            {"type": "function", "name": "run", "location": "lib/util.rb:1", "static": True}]}]},
+]  # fmt: skip
+
+SAVE = {"defined_class": "User", "method_id": "save", "path": "app/user.rb", "lineno": 3}
+FIND = {"defined_class": "User", "method_id": "find", "path": "app/user.rb", "lineno": 9}
+RUN = {"defined_class": "Util", "method_id": "run", "path": "lib/util.rb", "lineno": 1}
+UNKNOWN = {"defined_class": "Other", "method_id": "go", "path": "x/other.rb", "lineno": 4}
+REQUEST = {"request_method": "GET", "path_info": "/users/1", "normalized_path_info": "/users/:id"}
+
+CALL_VALUES: dict[str, list[Any]] = {
+    "labels": [None, [], ["b", "a", "b"], [1, None], "label", {"a": 1}],
+    "id": [None, "seven", 3.5, True],
+    "sql_query": [
+        {"sql": "SELECT * FROM users WHERE id = 1", "database_type": "sqlite"},
+        {"normalized_sql": "SELECT ?", "sql": "SELECT 2"},
+        {"sql": ""},
+        {"sql": 5},
+        {"sql": "SELECT 1 ..."},
+        None,
+    ],
+    "http_server_request": [REQUEST, {}, None],
+    "http_client_request": [{"request_method": "POST", "url": "http://svc:81/x"}, None],
+    "static": [True, False, None, "yes"],
+}
+RETURN_VALUES: dict[str, list[Any]] = {
+    "return_value": [
+        None,
+        {},
+        {"class": "User"},
+        {"class": "builtins.str", "value": "x"},
+        {"class": "Hash", "properties": [{"name": "a", "class": "Int"}, "odd", {"name": None}]},
+        {"class": "Hash", "properties": "not a list"},
+        {"properties": []},
+    ],
+    "elapsed": [None, 0, 1.25, True, "slow", [1]],
+    "exceptions": [None, [], [{"class": "Boom"}], "boom"],
+    "http_server_response": [{"status_code": 200}, {"status": 404}, None],
+    "http_client_response": [{"status_code": 201}, None],
+}
+
+
+def _events(rng: random.Random, count: int) -> list[Any]:
+    """`count` calls over 1-3 threads, nested at random, with random odd values."""
+    events: list[Any] = []
+    open_calls: dict[int, list[int]] = {1: [], 2: [], 3: []}
+    next_id = 1
+    while count or any(open_calls.values()):
+        thread = rng.choice([1, 1, 1, 2, 3])
+        stack = open_calls[thread]
+        if count and (not stack or rng.random() < 0.55):
+            call: dict[str, Any] = {"id": next_id, "event": "call", "thread_id": thread}
+            call.update(rng.choice([SAVE, SAVE, FIND, RUN, UNKNOWN, {}]))
+            for key, values in CALL_VALUES.items():
+                if rng.random() < 0.12:
+                    call[key] = rng.choice(values)
+            events.append(call)
+            stack.append(next_id)
+            next_id += 1
+            count -= 1
+        elif stack:
+            parent = stack.pop()
+            ret: dict[str, Any] = {"id": next_id, "event": "return", "thread_id": thread}
+            if rng.random() < 0.9:
+                ret["parent_id"] = parent
+            ret["elapsed"] = 0.5
+            for key, values in RETURN_VALUES.items():
+                if rng.random() < 0.2:
+                    ret[key] = rng.choice(values)
+            if rng.random() < 0.05:
+                continue  # a call that never returns
+            events.append(ret)
+            next_id += 1
+    return events
+
+
+def _write(path: Path, events: list[Any], **extra: Any) -> Path:
+    doc = {"version": "1.12", "metadata": {}, "classMap": CLASS_MAP, "events": events, **extra}
+    path.write_bytes(orjson.dumps(doc))
+    return path
+
+
+@needs_c
+def test_random_recordings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(18)
+    for n in range(60):
+        events = _events(rng, rng.randint(1, 60))
+        extra: dict[str, Any] = {}
+        if n % 7 == 3 and events:  # an eventUpdates entry replacing a return
+            last = next(e for e in reversed(events) if e["event"] == "return")
+            extra["eventUpdates"] = {str(last["id"]): {**last, "return_value": {"class": "X"}}}
+        _same(_write(tmp_path / f"r{n}.appmap.json", events, **extra), monkeypatch)
+
+
+def _mutations(rng: random.Random, events: list[Any]) -> Iterator[list[Any]]:
+    """Copies of `events` with one event changed: a field dropped, set to an odd value, or the
+    event replaced by something that is not one."""
+    odd = [None, 0, "", [], {}, "x", 1.5, -1, {"class": None}]
+    for _ in range(12):
+        copy = [dict(e) for e in events]
+        event = rng.choice(copy)
+        action = rng.random()
+        if action < 0.3 and len(event) > 1:
+            del event[rng.choice([k for k in event if k != "event"] or ["id"])]
+        elif action < 0.9:
+            event[rng.choice(list(event))] = rng.choice(odd)
+        else:
+            copy[copy.index(event)] = rng.choice(["text", 5, None, []])
+        yield copy
+
+
+@needs_c
+def test_mutated_recordings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(7)
+    for n in range(8):
+        events = _events(rng, 25)
+        for k, mutated in enumerate(_mutations(rng, events)):
+            _same(_write(tmp_path / f"m{n}_{k}.appmap.json", mutated), monkeypatch)
+
+
+class _Event(Mapping[str, Any]):
+    """An event that is neither a dict nor a struct: read through its `get` (`field_getter`'s
+    generic reader)."""
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self._fields = fields
+
+    def __getitem__(self, key: str) -> Any:
+        return self._fields[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+
+@needs_c
+def test_events_read_through_get(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(3)
+    events = _events(rng, 40)
+    data = {"version": "1.12", "metadata": {}, "classMap": CLASS_MAP, "events": events}
+
+    def rendered() -> list[bytes]:
+        doc = from_data(orjson.loads(orjson.dumps(data)), "<mapping>")
+        doc.data["events"] = [_Event(e) for e in doc.events]
+        diagram = build_diagram(doc, DiagramOptions())
+        return [render_bytes(diagram, "json"), render_bytes(diagram, "plantuml")]
+
+    fast = rendered()
+    monkeypatch.setattr(builder, "_WALK", None)
+    assert fast == rendered()
+
+
+@needs_c
+def test_declines_an_action_class_it_does_not_know(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A class without the slots (or with other ones) is declined: the Python loop runs."""
+
+    class Plain:
+        pass
+
+    assert _speedups.diagram_actions([], {}, None, None, False, _context(Plain)) is NotImplemented
+
+
+def _context(action_class: Any) -> tuple[Any, ...]:
+    factory = builder.ActionFactory()
+    return (
+        factory.callees,
+        factory.callee,
+        None,
+        factory.special_call,
+        factory.plain,
+        factory._template,
+        builder._return_key,
+        factory.digests,
+        None,
+        builder._merge_labels,
+        dict.get,
+        0,
+        action_class,
+        builder._LEFT_OUT,
+    )
