@@ -658,3 +658,285 @@ error:
     Py_DECREF(roots);
     return NULL;
 }
+
+
+/* ------------------------------------------------------------------ the call tree */
+
+/* call_tree(events, roots, nodes, stacks, CallNode, get, mode) -> None: what
+ * `tracetool.trace.tree.CallTreeBuilder.add(events)` does to a builder's `roots`, `nodes` and
+ * `stacks` (a builder without `created`), event for event; `get` and `mode` as in
+ * `diagram_actions`. NotImplemented (nothing done) when CallNode is not a class whose slots
+ * this file knows how to fill. */
+
+enum { N_OPEN, N_CALL, N_CHILDREN, N_PARENT, N_RET, N_NODE_SLOTS };
+static const char *const node_slot_names[N_NODE_SLOTS] = {"_open", "call", "children",
+                                                            "parent", "ret"};
+static PyTypeObject *node_type = NULL;
+static Py_ssize_t node_offsets[N_NODE_SLOTS];
+static PyObject *s_event, *s_thread_id, *s_parent_id, *s_return, *s_open, *s_parent;
+
+#define NODE_SLOT(obj, i) (*(PyObject **)((char *)(obj) + node_offsets[i]))
+
+/* `node.<slot>` (new ref), in place for nodes of the known class */
+static PyObject *
+node_get(PyObject *node, int i, PyObject *name)
+{
+    if (Py_TYPE(node) == node_type) {
+        PyObject *value = NODE_SLOT(node, i);
+        if (value != NULL)
+            return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(node, name);
+}
+
+static int
+node_set(PyObject *node, int i, PyObject *name, PyObject *value)
+{
+    if (Py_TYPE(node) != node_type)
+        return PyObject_SetAttr(node, name, value);
+    PyObject *old = NODE_SLOT(node, i);
+    NODE_SLOT(node, i) = Py_NewRef(value);
+    Py_XDECREF(old);
+    return 0;
+}
+
+static int
+learn_node_type(PyObject *type)
+{
+    if ((PyTypeObject *)type == node_type)
+        return 0;
+    if (!PyType_Check(type))
+        return 1;
+    PyTypeObject *t = (PyTypeObject *)type;
+    Py_ssize_t found[N_NODE_SLOTS];
+    for (int i = 0; i < N_NODE_SLOTS; i++) {
+        PyObject *d = PyObject_GetAttrString(type, node_slot_names[i]);
+        if (d == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                return -1;
+            PyErr_Clear();
+            return 1;
+        }
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyDescrObject *)d)->d_type == t &&
+                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+                 !(((PyMemberDescrObject *)d)->d_member->flags & READONLY);
+        if (ok) {
+            found[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+            ok = found[i] >= (Py_ssize_t)sizeof(PyObject) &&
+                 found[i] + (Py_ssize_t)sizeof(PyObject *) <= t->tp_basicsize;
+        }
+        Py_DECREF(d);
+        if (!ok)
+            return 1;
+    }
+    if (t->tp_alloc == NULL || t->tp_itemsize != 0)
+        return 1;
+    memcpy(node_offsets, found, sizeof(node_offsets));
+    Py_INCREF(type);
+    Py_XSETREF(node_type, t);
+    return 0;
+}
+
+static int
+intern_tree_names(void)
+{
+    if (s_parent != NULL)
+        return 0;
+#define INTERN(var, text)                                   \
+    if ((var = PyUnicode_InternFromString(text)) == NULL) \
+        return -1;
+    INTERN(s_event, "event")
+    INTERN(s_thread_id, "thread_id")
+    INTERN(s_parent_id, "parent_id")
+    INTERN(s_return, "return")
+    INTERN(s_open, "_open")
+    INTERN(s_parent, "parent") /* last: the "done" mark */
+#undef INTERN
+    return 0;
+}
+
+/* A call event: its node, under the innermost open call of its thread (or a root). */
+static int
+tree_call(const Getter *g, PyObject *event, PyObject *roots, PyObject *nodes, PyObject *stacks)
+{
+    int rc = -1;
+    PyObject *node = NULL, *children = NULL, *event_id = NULL;
+    PyObject *thread = get_field(g, event, s_thread_id);
+    if (thread == NULL)
+        return -1;
+    PyObject *stack = PyDict_GetItemWithError(stacks, thread); /* (borrowed: stacks holds it) */
+    if (stack == NULL) {
+        if (PyErr_Occurred() || (stack = PyList_New(0)) == NULL)
+            goto done;
+        int failed = PyDict_SetItem(stacks, thread, stack);
+        Py_DECREF(stack);
+        if (failed < 0)
+            goto done;
+    }
+    if (!PyList_Check(stack)) {
+        PyErr_SetString(PyExc_TypeError, "call_tree: a thread's stack is not a list");
+        goto done;
+    }
+    Py_ssize_t depth = PyList_GET_SIZE(stack);
+    PyObject *parent = depth ? PyList_GET_ITEM(stack, depth - 1) : Py_None;
+    Py_INCREF(parent);
+    if ((children = PyList_New(0)) == NULL || (node = node_type->tp_alloc(node_type, 0)) == NULL) {
+        Py_DECREF(parent);
+        goto done;
+    }
+    NODE_SLOT(node, N_CALL) = Py_NewRef(event);
+    NODE_SLOT(node, N_RET) = Py_NewRef(Py_None);
+    NODE_SLOT(node, N_PARENT) = parent; /* (the reference taken above) */
+    NODE_SLOT(node, N_CHILDREN) = Py_NewRef(children);
+    NODE_SLOT(node, N_OPEN) = Py_NewRef(Py_True);
+    if (parent != Py_None) {
+        PyObject *siblings = node_get(parent, N_CHILDREN, s_children);
+        int failed = siblings == NULL || append_to(siblings, node) < 0;
+        Py_XDECREF(siblings);
+        if (failed)
+            goto done;
+    }
+    else if (PyList_Append(roots, node) < 0)
+        goto done;
+    if (PyList_Append(stack, node) < 0)
+        goto done;
+    if ((event_id = get_field(g, event, s_id)) == NULL || PyDict_SetItem(nodes, event_id, node) < 0)
+        goto done;
+    rc = 0;
+done:
+    Py_DECREF(thread);
+    Py_XDECREF(node);
+    Py_XDECREF(children);
+    Py_XDECREF(event_id);
+    return rc;
+}
+
+/* A return event: the return of its call (by parent_id, else its thread's innermost open
+ * call), closing that call and every call opened inside it. */
+static int
+tree_return(const Getter *g, PyObject *event, PyObject *nodes, PyObject *stacks)
+{
+    int rc = -1;
+    PyObject *target = NULL, *stack = NULL, *key = NULL;
+    PyObject *parent_id = get_field(g, event, s_parent_id);
+    if (parent_id == NULL)
+        return -1;
+    if (parent_id == Py_None) {
+        if ((key = get_field(g, event, s_thread_id)) == NULL)
+            goto done;
+    }
+    else {
+        target = PyDict_GetItemWithError(nodes, parent_id);
+        if (target == NULL) {
+            rc = PyErr_Occurred() ? -1 : 0;
+            goto done;
+        }
+        Py_INCREF(target);
+        PyObject *call = node_get(target, N_CALL, s_call);
+        if (call == NULL)
+            goto done;
+        key = get_field(g, call, s_thread_id);
+        Py_DECREF(call);
+        if (key == NULL)
+            goto done;
+    }
+    stack = PyDict_GetItemWithError(stacks, key); /* `stacks.get(...) or []` */
+    if (stack == NULL && PyErr_Occurred())
+        goto done;
+    Py_XINCREF(stack);
+    if (stack != NULL) {
+        int truth = PyObject_IsTrue(stack);
+        if (truth < 0)
+            goto done;
+        if (!truth)
+            Py_CLEAR(stack);
+    }
+    if (stack != NULL && !PyList_Check(stack)) {
+        PyErr_SetString(PyExc_TypeError, "call_tree: a thread's stack is not a list");
+        goto done;
+    }
+    if (target == NULL) {
+        if (stack == NULL) {
+            rc = 0;
+            goto done;
+        }
+        target = Py_NewRef(PyList_GET_ITEM(stack, PyList_GET_SIZE(stack) - 1));
+    }
+    PyObject *ret = node_get(target, N_RET, s_ret);
+    if (ret == NULL)
+        goto done;
+    int unset = ret == Py_None;
+    Py_DECREF(ret);
+    if (unset && node_set(target, N_RET, s_ret, event) < 0)
+        goto done;
+    PyObject *open = node_get(target, N_OPEN, s_open);
+    if (open == NULL)
+        goto done;
+    int is_open = PyObject_IsTrue(open);
+    Py_DECREF(open);
+    if (is_open < 0)
+        goto done;
+    if (is_open && stack != NULL) {
+        while (PyList_GET_SIZE(stack)) {
+            Py_ssize_t n = PyList_GET_SIZE(stack);
+            PyObject *popped = Py_NewRef(PyList_GET_ITEM(stack, n - 1));
+            if (PyList_SetSlice(stack, n - 1, n, NULL) < 0 ||
+                node_set(popped, N_OPEN, s_open, Py_False) < 0) {
+                Py_DECREF(popped);
+                goto done;
+            }
+            Py_DECREF(popped);
+            if (popped == target)
+                break;
+        }
+    }
+    rc = 0;
+done:
+    Py_DECREF(parent_id);
+    Py_XDECREF(target);
+    Py_XDECREF(stack);
+    Py_XDECREF(key);
+    return rc;
+}
+
+PyObject *
+tt_call_tree(PyObject *self, PyObject *args)
+{
+    PyObject *events, *roots, *nodes, *stacks, *type, *mode;
+    Getter g;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOO:call_tree", &PyList_Type, &events, &PyList_Type,
+                          &roots, &PyDict_Type, &nodes, &PyDict_Type, &stacks, &type, &g.get,
+                          &mode))
+        return NULL;
+    if (intern_names() < 0 || intern_tree_names() < 0)
+        return NULL;
+    g.mode = (int)PyLong_AsLong(mode);
+    if (g.mode == -1 && PyErr_Occurred())
+        return NULL;
+    int learned = learn_node_type(type);
+    if (learned < 0)
+        return NULL;
+    if (learned > 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    /* (as `add` reads its first event: a None there reads as no events at all) */
+    if (PyList_GET_SIZE(events) && PyList_GET_ITEM(events, 0) == Py_None)
+        Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+        PyObject *event = Py_NewRef(PyList_GET_ITEM(events, i));
+        PyObject *kind = get_field(&g, event, s_event);
+        int rc = kind == NULL ? -1 : PyObject_RichCompareBool(kind, s_call, Py_EQ);
+        if (rc > 0)
+            rc = tree_call(&g, event, roots, nodes, stacks);
+        else if (rc == 0) {
+            rc = PyObject_RichCompareBool(kind, s_return, Py_EQ);
+            if (rc > 0)
+                rc = tree_return(&g, event, nodes, stacks);
+        }
+        Py_XDECREF(kind);
+        Py_DECREF(event);
+        if (rc < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+

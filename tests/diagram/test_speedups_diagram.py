@@ -19,9 +19,10 @@ from tracetool.diagram.builder import DiagramOptions, build_diagram, root_digest
 from tracetool.diagram.service import json_stream, render_bytes
 from tracetool.diagram.streamed import stream_diagram
 from tracetool.errors import TraceToolError
-from tracetool.filters import FilterState, bind
+from tracetool.filters import FilterState, apply, bind
 from tracetool.trace.document import from_data
 from tracetool.trace.slim import load_slim
+from tracetool.trace.tree import CallNode, CallTree, CallTreeBuilder, field_getter
 
 try:
     from tracetool import _speedups  # type: ignore[attr-defined]
@@ -29,7 +30,8 @@ except ImportError:  # pragma: no cover - a build without a compiler
     _speedups = None
 
 needs_c = pytest.mark.skipif(
-    _speedups is None or builder._WALK is None, reason="tracetool._speedups is not built"
+    _speedups is None or builder._WALK is None or apply._CALL_TREE is None,
+    reason="tracetool._speedups is not built",
 )
 
 CASES: list[tuple[DiagramOptions, FilterState | None]] = [
@@ -82,6 +84,7 @@ def _same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert all(walked), path  # (never declined)
     with monkeypatch.context() as m:
         m.setattr(builder, "_WALK", None)
+        m.setattr(apply, "_CALL_TREE", None)
         reference = _diagrams(path)
     assert fast == reference, path
 
@@ -271,6 +274,7 @@ def test_events_read_through_get(monkeypatch: pytest.MonkeyPatch) -> None:
 
     fast = rendered()
     monkeypatch.setattr(builder, "_WALK", None)
+    monkeypatch.setattr(apply, "_CALL_TREE", None)
     assert fast == rendered()
 
 
@@ -302,3 +306,73 @@ def _context(action_class: Any) -> tuple[Any, ...]:
         action_class,
         builder._LEFT_OUT,
     )
+
+
+# ---------------------------------------------------------------- the call tree
+
+
+def _shape(tree: CallTree, events: list[Any]) -> list[Any]:
+    """A tree as plain data: per node in pre-order, its call and return (by position in
+    `events`), parent and children (by pre-order number) and whether it is still open."""
+    order = list(tree)
+    number = {id(n): i for i, n in enumerate(order)}
+    where = {id(e): i for i, e in enumerate(events)}
+    return [
+        (
+            where[id(n.call)],
+            None if n.ret is None else where[id(n.ret)],
+            None if n.parent is None else number[id(n.parent)],
+            [number[id(c)] for c in n.children],
+            n._open,
+        )
+        for n in order
+    ] + [sorted(map(repr, tree.nodes)), [number[id(r)] for r in tree.roots]]
+
+
+def _trees(events: list[Any]) -> tuple[Any, Any]:
+    def python() -> Any:
+        builder = CallTreeBuilder()
+        try:
+            builder.add(events)
+        except Exception as exc:
+            return type(exc)
+        return _shape(builder.tree(), events)
+
+    def c() -> Any:
+        try:
+            tree = apply.call_tree(events)
+        except Exception as exc:
+            return type(exc)
+        return _shape(tree, events)
+
+    return c(), python()
+
+
+@needs_c
+def test_call_trees(tmp_path: Path) -> None:
+    """Random and mutated events, as dicts and as structs: the same tree node for node
+    (returns by parent_id or by thread, calls never returned, returns of unknown calls,
+    odd ids and threads)."""
+    rng = random.Random(5)
+    as_structs = 0
+    for n in range(40):
+        events = _events(rng, rng.randint(1, 50))
+        for mutated in [events, *_mutations(rng, events)]:
+            for _ in range(rng.randint(0, 3)):  # returns naming other calls
+                if mutated and isinstance(mutated[-1], dict):
+                    odd = rng.choice([1, 2, 3, "1", None, 2.0, True])
+                    mutated.append({"event": "return", "thread_id": 1, "parent_id": odd})
+            fast, reference = _trees(mutated)
+            assert fast == reference
+        path = _write(tmp_path / f"t{n}.appmap.json", events)
+        structs = load_slim(path, structs=True).events
+        as_structs += field_getter(structs[0]) is getattr
+        fast, reference = _trees(structs)
+        assert fast == reference
+    assert as_structs  # (odd values make the others dicts)
+
+
+@needs_c
+def test_call_tree_declines_a_node_class_it_does_not_know() -> None:
+    assert _speedups.call_tree([], [], {}, {}, object, dict.get, 0) is NotImplemented
+    assert CallNode.__slots__  # (the class it knows)

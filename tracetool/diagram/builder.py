@@ -28,11 +28,11 @@ Contract (reference/appmap.md §3.3):
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tracetool import accel
 from tracetool.diagram import digests as dg
 from tracetool.diagram.loops import fold
 from tracetool.diagram.model import (
@@ -58,20 +58,8 @@ _LEFT_OUT: tuple[Actor | None, bool, str, bool] = (None, False, "", False)  # `k
 ANONYMOUS = Actor("", "", 0)  # a call's lifeline in `Actors(named=False)`
 
 
-def _load_walk() -> Callable[..., list[Action]] | None:
-    """`actions_of`'s walk in C (`tracetool._speedups.diagram_actions`, optional: the same
-    actions as the Python loop, which stays the reference); None without it or with
-    TRACETOOL_NO_SPEEDUPS set."""
-    if os.environ.get("TRACETOOL_NO_SPEEDUPS", "") not in ("", "0"):
-        return None
-    try:
-        from tracetool import _speedups  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return getattr(_speedups, "diagram_actions", None)
-
-
-_WALK = _load_walk()
+# `actions_of`'s loop in C (tracetool/_speedups_diagram.c), or None
+_WALK: Callable[..., Any] | None = accel.function("diagram_actions")
 
 
 @dataclass(frozen=True)

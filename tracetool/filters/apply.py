@@ -8,13 +8,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tracetool import accel
 from tracetool.errors import UsageError
 from tracetool.filters.state import ROOT_EVENT_LABELS, FilterState
 from tracetool.trace.codeobjects import DATABASE_ROOT, ClassMap, CodeObject
 from tracetool.trace.document import TraceDocument, gc_paused
 from tracetool.trace.slim import MinimalEvent, SlimCall, SlimReturn
 from tracetool.trace.stream import UNSET, EventHead
-from tracetool.trace.tree import CallNode, build_call_tree, field_getter, preorder
+from tracetool.trace.tree import CallNode, CallTree, CallTreeBuilder, field_getter, preorder
 
 _MEDIA_EXTENSIONS = frozenset(
     "aac avi bmp css flv gif htm html ico jpeg jpg js json jsonld mid midi mjs mov mp3 mp4 mpeg "
@@ -134,11 +135,28 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
             events = [
                 u if isinstance(u := updates.get(str(e.get("id"))), _UPDATES) else e for e in events
             ]
-        tree = build_call_tree(events)
+        tree = call_tree(events)
         cmap = ClassMap.from_json(doc.class_map)
         static = {id(o) for o in cmap}
         nodes, code_objects = bind_roots(tree.roots, cmap, BindState(cmap, sql_names))
     return Bound(doc, events, nodes, tree.roots, cmap, static, code_objects)
+
+
+# `CallTreeBuilder.add` in C (tracetool/_speedups_diagram.c), or None
+_CALL_TREE = accel.function("call_tree")
+
+
+def call_tree(events: list[Any]) -> CallTree:
+    """`build_call_tree(events)`, built in C when the accelerator is there."""
+    builder = CallTreeBuilder()
+    if _CALL_TREE is not None and events:
+        get = field_getter(events[0])
+        mode = 0 if get is dict.get else 1 if get is getattr else 2
+        done = _CALL_TREE(events, builder.roots, builder.nodes, builder.stacks, CallNode, get, mode)
+        if done is not NotImplemented:
+            return builder.tree()
+    builder.add(events)
+    return builder.tree()
 
 
 class BindState:
