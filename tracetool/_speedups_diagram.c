@@ -140,6 +140,7 @@ action_slot(PyObject *action, int i, PyObject *name)
 static PyObject *s_call, *s_ret, *s_children, *s_return_value, *s_exceptions, *s_properties,
     *s_class, *s_labels, *s_elapsed, *s_id, *s_callee, *s_append;
 static PyObject *empty_str, *function_type, *zero;
+static PyObject *s_sql_query, *s_normalized_sql, *s_sql, *s_database_type;
 
 static int
 intern_names(void)
@@ -160,6 +161,10 @@ intern_names(void)
     INTERN(s_id, "id")
     INTERN(s_callee, "callee")
     INTERN(s_append, "append")
+    INTERN(s_sql_query, "sql_query")
+    INTERN(s_normalized_sql, "normalized_sql")
+    INTERN(s_sql, "sql")
+    INTERN(s_database_type, "database_type")
 #undef INTERN
     if ((empty_str = PyUnicode_FromStringAndSize("", 0)) == NULL)
         return -1;
@@ -317,7 +322,7 @@ new_bare(PyObject *digest)
 
 typedef struct {
     PyObject *callees, *callee_of, *actors, *special, *plain, *template_of, *return_key,
-        *digests, *function_digest, *merge_labels, *left_out;
+        *digests, *function_digest, *merge_labels, *left_out, *sql_digests, *sql_digest;
     Getter get;
     PyObject *digests_only; /* Py_True or Py_False */
 } Context;
@@ -473,6 +478,121 @@ digest_action(const Context *c, PyObject *node, PyObject *co, PyObject *co_id)
     return action;
 }
 
+/* A new action of `action_type` as `Action(node_type, digest)` makes it. */
+static PyObject *
+new_action(long type, PyObject *digest)
+{
+    PyObject *kind = PyLong_FromLong(type);
+    PyObject *children = kind == NULL ? NULL : PyList_New(0);
+    PyObject *event_ids = children == NULL ? NULL : PyList_New(0);
+    PyObject *a = event_ids == NULL ? NULL : action_type->tp_alloc(action_type, 0);
+    if (a != NULL) {
+        for (int i = 0; i < N_SLOTS; i++)
+            set_slot(a, i, Py_None);
+        set_slot(a, S_NODE_TYPE, kind);
+        set_slot(a, S_DIGEST, digest);
+        set_slot(a, S_SUBTREE_DIGEST, empty_str);
+        set_slot(a, S_STATIC, Py_False);
+        set_slot(a, S_CHILDREN, children);
+        set_slot(a, S_EVENT_IDS, event_ids);
+        set_slot(a, S_COUNT, zero);
+    }
+    Py_XDECREF(kind);
+    Py_XDECREF(children);
+    Py_XDECREF(event_ids);
+    return a;
+}
+
+/* `ActionFactory.special_call`'s SQL call made inline (new ref), or Py_None (a new reference)
+ * when the call is not that case (the caller then calls `special_call`). */
+static PyObject *
+sql_action(const Context *c, PyObject *node, PyObject *call, PyObject *actor, PyObject *caller)
+{
+    PyObject *query = get_field(&c->get, call, s_sql_query);
+    if (query == NULL)
+        return NULL;
+    PyObject *sql = NULL, *db = NULL, *skey = NULL, *digest = NULL, *action = NULL,
+             *ret = NULL, *elapsed = NULL, *event_id = NULL;
+    if (!PyDict_CheckExact(query)) {
+        action = Py_NewRef(Py_None);
+        goto done;
+    }
+    sql = PyDict_GetItemWithError(query, s_normalized_sql);
+    if (sql == NULL && PyErr_Occurred())
+        goto done;
+    Py_XINCREF(sql);
+    int truth = sql == NULL ? 0 : PyObject_IsTrue(sql);
+    if (truth < 0)
+        goto done;
+    if (!truth) {
+        Py_XDECREF(sql);
+        sql = PyDict_GetItemWithError(query, s_sql);
+        if (sql == NULL && PyErr_Occurred())
+            goto done;
+        Py_XINCREF(sql);
+    }
+    if (sql == NULL || !PyUnicode_CheckExact(sql) || PyUnicode_GET_LENGTH(sql) == 0) {
+        action = Py_NewRef(Py_None);
+        goto done;
+    }
+    db = PyDict_GetItemWithError(query, s_database_type);
+    if (db == NULL && PyErr_Occurred())
+        goto done;
+    db = Py_NewRef(db == NULL ? Py_None : db);
+    if ((skey = PyTuple_Pack(2, sql, db)) == NULL)
+        goto done;
+    digest = PyDict_GetItemWithError(c->sql_digests, skey);
+    if (digest != NULL)
+        Py_INCREF(digest);
+    else {
+        if (PyErr_Occurred())
+            goto done;
+        digest = PyObject_CallFunctionObjArgs(c->sql_digest, sql, db, NULL);
+        if (digest == NULL || PyDict_SetItem(c->sql_digests, skey, digest) < 0)
+            goto done;
+    }
+    if (c->digests_only == Py_True) {
+        action = new_bare(digest);
+        goto done;
+    }
+    if ((action = new_action(6 /* model.QUERY */, digest)) == NULL)
+        goto done;
+    set_slot(action, S_CALLER, caller);
+    set_slot(action, S_CALLEE, actor);
+    set_slot(action, S_QUERY, sql);
+    if ((ret = PyObject_GetAttr(node, s_ret)) == NULL)
+        goto failed;
+    if (ret != Py_None) {
+        if ((elapsed = get_field(&c->get, ret, s_elapsed)) == NULL)
+            goto failed;
+        if (PyLong_Check(elapsed) || PyFloat_Check(elapsed))
+            set_slot(action, S_ELAPSED, elapsed);
+    }
+    if ((event_id = get_field(&c->get, call, s_id)) == NULL)
+        goto failed;
+    if (event_id != Py_None) {
+        PyObject *ids = PyList_New(1);
+        if (ids == NULL)
+            goto failed;
+        PyList_SET_ITEM(ids, 0, Py_NewRef(event_id));
+        set_slot(action, S_EVENT_IDS, ids);
+        Py_DECREF(ids);
+    }
+    goto done;
+failed:
+    Py_CLEAR(action);
+done:
+    Py_DECREF(query);
+    Py_XDECREF(sql);
+    Py_XDECREF(db);
+    Py_XDECREF(skey);
+    Py_XDECREF(digest);
+    Py_XDECREF(ret);
+    Py_XDECREF(elapsed);
+    Py_XDECREF(event_id);
+    return action;
+}
+
 /* The callee tuple of a call's code object (new ref), from `callees` or made by `callee_of`. */
 static PyObject *
 callee_for(const Context *c, PyObject *co, PyObject *co_id)
@@ -537,16 +657,34 @@ action_of(const Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyO
     int special = PyObject_IsTrue(PyTuple_GET_ITEM(callee, 1));
     if (special < 0)
         goto done;
-    if (!special && c->digests_only == Py_True) {
+    if (special && c->digests_only == Py_True) {
+        caller = Py_NewRef(Py_None); /* (unused: a bare action has none) */
+        action = sql_action(c, node, call, actor, caller);
+        if (action == Py_None) {
+            Py_DECREF(action);
+            Py_CLEAR(caller);
+            caller = parent == NULL ? Py_NewRef(Py_None) : action_slot(parent, S_CALLEE, s_callee);
+            action = caller == NULL ? NULL
+                                    : PyObject_CallFunctionObjArgs(c->special, node, co, actor,
+                                                                   caller, c->get.get,
+                                                                   c->digests_only, NULL);
+        }
+    }
+    else if (!special && c->digests_only == Py_True) {
         action = digest_action(c, node, co, co_id);
     }
     else {
         caller = parent == NULL ? Py_NewRef(Py_None) : action_slot(parent, S_CALLEE, s_callee);
         if (caller == NULL)
             goto done;
-        if (special)
-            action = PyObject_CallFunctionObjArgs(c->special, node, co, actor, caller,
-                                                  c->get.get, c->digests_only, NULL);
+        if (special) {
+            action = sql_action(c, node, call, actor, caller);
+            if (action == Py_None) {
+                Py_DECREF(action);
+                action = PyObject_CallFunctionObjArgs(c->special, node, co, actor, caller,
+                                                      c->get.get, c->digests_only, NULL);
+            }
+        }
         else
             action = plain_action(c, node, call, co, co_id, callee, caller);
     }
@@ -574,11 +712,11 @@ tt_diagram_actions(PyObject *self, PyObject *args)
         return NULL;
     Context c;
     PyObject *mode, *type;
-    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOO:diagram_actions context", &PyDict_Type,
+    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!O:diagram_actions context", &PyDict_Type,
                           &c.callees, &c.callee_of, &c.actors, &c.special, &PyDict_Type,
                           &c.plain, &c.template_of, &c.return_key, &PyDict_Type, &c.digests,
                           &c.function_digest, &c.merge_labels, &c.get.get, &mode, &type,
-                          &c.left_out))
+                          &c.left_out, &PyDict_Type, &c.sql_digests, &c.sql_digest))
         return NULL;
     c.get.mode = (int)PyLong_AsLong(mode);
     if (c.get.mode == -1 && PyErr_Occurred())

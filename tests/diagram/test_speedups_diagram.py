@@ -305,6 +305,8 @@ def _context(action_class: Any) -> tuple[Any, ...]:
         0,
         action_class,
         builder._LEFT_OUT,
+        factory.sql,
+        None,
     )
 
 

@@ -164,6 +164,8 @@ def actions_of(
             mode,
             Action,
             _LEFT_OUT,
+            factory.sql,
+            dg.sql_digest,
         )
         walked = _WALK(call_roots, cos, kept, order, digests_only, context)
         if walked is not NotImplemented:
@@ -425,6 +427,7 @@ class ActionFactory:
         # function calls by flat keys (`_return_key` spelled out for the usual return values)
         self.callees: dict[int, tuple[Actor | None, bool, str, bool]] = {}
         self.plain: dict[tuple[Any, ...], tuple[str, Any, Any, list[str] | None]] = {}
+        self.rpcs: dict[tuple[Any, ...], tuple[str, str, Any]] = {}  # `_rpc`
 
     @staticmethod
     def callee(
@@ -526,19 +529,46 @@ class ActionFactory:
             a.caller = caller
             a.query = sql
         elif "http_server_request" in call and ret_dict.get("http_server_response"):
-            a = Action(SERVER_RPC, dg.digest(dg.stable_properties(call, ret, co.id)))
-            a.route = dg.appmap_route(call) or ""
-            a.status = dg.response_status(ret, "http_server_response")
+            digest, a_route, status = self._rpc(SERVER_RPC, call, ret_dict, co)
+            a = Action(SERVER_RPC, digest)
+            a.route = a_route
+            a.status = status
         elif "http_client_request" in call and ret_dict.get("http_client_response"):
-            props = self._http_props(call, ret, co)
-            a = Action(CLIENT_RPC, dg.digest(props))
+            digest, a_route, status = self._rpc(CLIENT_RPC, call, ret_dict, co)
+            a = Action(CLIENT_RPC, digest)
             a.caller = caller
-            a.route = props["route"]
-            a.status = dg.response_status(ret, "http_client_response")
+            a.route = a_route
+            a.status = status
         else:
             a = self._function(call, ret, co)
             a.caller = caller
         return a
+
+    def _rpc(
+        self, kind: int, call: dict[str, Any], ret: dict[str, Any], co: CodeObject
+    ) -> tuple[str, str, Any]:
+        """(digest, route, status) of an HTTP server request (`kind` SERVER_RPC) or client
+        request (CLIENT_RPC) whose return has its response; cached by the fields they are made
+        of when those are plain values (strings, integers, null: equal keys, equal results)."""
+        key = _rpc_key(kind, call, ret, self.client_routes)
+        found = None if key is None else self.rpcs.get(key)
+        if found is None:
+            if kind == SERVER_RPC:
+                found = (
+                    dg.digest(dg.stable_properties(call, ret, co.id)),
+                    dg.appmap_route(call) or "",
+                    dg.response_status(ret, "http_server_response"),
+                )
+            else:
+                props = self._http_props(call, ret, co)
+                found = (
+                    dg.digest(props),
+                    props["route"],
+                    dg.response_status(ret, "http_client_response"),
+                )
+            if key is not None:
+                self.rpcs[key] = found
+        return found
 
     def _sql_digest(self, call: dict[str, Any], sql: str) -> str:
         q = call.get("sql_query")
@@ -627,6 +657,45 @@ class ActionFactory:
         if found is False:
             found = self.returns[key] = dg.return_value(ret)
         return found  # type: ignore[return-value]
+
+
+# what `ActionFactory._rpc`'s results are made of: (event key, its fields read)
+_RPC_FIELDS = (
+    (True, "http_server_request", ("request_method", "normalized_path_info", "path_info")),
+    (True, "http_client_request", ("request_method", "url")),
+    (False, "http_server_response", ("status", "status_code")),
+    (False, "http_client_response", ("status", "status_code")),
+)
+
+
+def _rpc_key(
+    kind: int, call: dict[str, Any], ret: dict[str, Any], client_routes: bool
+) -> tuple[Any, ...] | None:
+    """The key of `ActionFactory._rpc`'s cache: every field `digests.stable_properties`,
+    `appmap_route`, `response_status` and `_http_props` read of these events, and whether each
+    request is there (`in`); None when one is not a string, an integer or null (a list path,
+    `true` as a status...: not cached, since `1 == True` would share an entry)."""
+    key: list[Any] = [kind, client_routes]
+    for on_call, name, fields in _RPC_FIELDS:
+        if on_call:
+            key.append(name in call)
+            value = call.get(name)
+        else:
+            value = ret.get(name)
+        if value.__class__ is dict:
+            for field in fields:
+                item = value.get(field)
+                if item is not None and item.__class__ is not str and item.__class__ is not int:
+                    return None
+                key.append(item)
+        elif isinstance(value, dict):
+            return None
+        else:  # (read as no object)
+            key.append(_NO_OBJECT)
+    return tuple(key)
+
+
+_NO_OBJECT = ("\0",)  # `_rpc_key`'s mark of a field that is not an object
 
 
 def _merge_labels(labels: list[str] | None, event_labels: list[Any]) -> list[str]:
