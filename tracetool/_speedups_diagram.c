@@ -135,6 +135,16 @@ action_slot(PyObject *action, int i, PyObject *name)
     return PyObject_GetAttr(action, name);
 }
 
+/* CallNode's slots (`tracetool.trace.tree`), learned as Action's are */
+enum { N_OPEN, N_CALL, N_CHILDREN, N_PARENT, N_RET, N_NODE_SLOTS };
+static const char *const node_slot_names[N_NODE_SLOTS] = {"_open", "call", "children",
+                                                            "parent", "ret"};
+static PyTypeObject *node_type = NULL;
+static Py_ssize_t node_offsets[N_NODE_SLOTS];
+static PyObject *node_get(PyObject *node, int i, PyObject *name);
+static int learn_node_type(PyObject *type);
+static int intern_tree_names(void);
+
 /* ------------------------------------------------------------------ names and constants */
 
 static PyObject *s_call, *s_ret, *s_children, *s_return_value, *s_exceptions, *s_properties,
@@ -323,6 +333,8 @@ new_bare(PyObject *digest)
 typedef struct {
     PyObject *callees, *callee_of, *actors, *special, *plain, *template_of, *return_key,
         *digests, *function_digest, *merge_labels, *left_out, *sql_digests, *sql_digest;
+    PyObject *in_nodes, *in_cos; /* the pre-order nodes and their code objects, or NULL */
+    Py_ssize_t visited;          /* nodes walked so far (their pre-order number) */
     Getter get;
     PyObject *digests_only; /* Py_True or Py_False */
 } Context;
@@ -376,7 +388,7 @@ static PyObject *
 plain_action(const Context *c, PyObject *node, PyObject *call, PyObject *co, PyObject *co_id,
              PyObject *callee, PyObject *caller)
 {
-    PyObject *ret = PyObject_GetAttr(node, s_ret);
+    PyObject *ret = node_get(node, N_RET, s_ret);
     if (ret == NULL)
         return NULL;
     PyObject *action = NULL, *template = NULL, *labels = NULL, *event_labels = NULL,
@@ -445,7 +457,7 @@ done:
 static PyObject *
 digest_action(const Context *c, PyObject *node, PyObject *co, PyObject *co_id)
 {
-    PyObject *ret = PyObject_GetAttr(node, s_ret);
+    PyObject *ret = node_get(node, N_RET, s_ret);
     if (ret == NULL)
         return NULL;
     int raises = PyObject_IsTrue(ret);
@@ -560,7 +572,7 @@ sql_action(const Context *c, PyObject *node, PyObject *call, PyObject *actor, Py
     set_slot(action, S_CALLER, caller);
     set_slot(action, S_CALLEE, actor);
     set_slot(action, S_QUERY, sql);
-    if ((ret = PyObject_GetAttr(node, s_ret)) == NULL)
+    if ((ret = node_get(node, N_RET, s_ret)) == NULL)
         goto failed;
     if (ret != Py_None) {
         if ((elapsed = get_field(&c->get, ret, s_elapsed)) == NULL)
@@ -617,24 +629,34 @@ callee_for(const Context *c, PyObject *co, PyObject *co_id)
 /* One call's action (new ref), or NULL with an error; `*made` is 0 when the call has no
  * lifeline (left out: its children move up). */
 static PyObject *
-action_of(const Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject *kept,
+action_of(Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject *kept,
           int *made)
 {
     *made = 0;
     PyObject *action = NULL, *co_id = NULL, *callee = NULL, *call = NULL, *caller = NULL;
-    PyObject *node_id = PyLong_FromVoidPtr(node);
-    if (node_id == NULL)
-        return NULL;
-    PyObject *co = PyDict_GetItemWithError(cos, node_id); /* (borrowed: cos holds it) */
-    if (co == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetObject(PyExc_KeyError, node_id);
-        goto done;
+    PyObject *node_id = NULL, *co = NULL;
+    Py_ssize_t at = c->visited++;
+    if (c->in_nodes != NULL && at < PyList_GET_SIZE(c->in_nodes) &&
+        at < PyList_GET_SIZE(c->in_cos) && PyList_GET_ITEM(c->in_nodes, at) == node)
+        co = Py_NewRef(PyList_GET_ITEM(c->in_cos, at)); /* (`cos[id(node)]`, read in order) */
+    else {
+        if ((node_id = PyLong_FromVoidPtr(node)) == NULL)
+            return NULL;
+        co = PyDict_GetItemWithError(cos, node_id); /* (borrowed: cos holds it) */
+        if (co == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, node_id);
+            goto done;
+        }
+        Py_INCREF(co);
     }
-    Py_INCREF(co);
     int included = 1;
-    if (kept != Py_None && (included = PySequence_Contains(kept, node_id)) < 0)
-        goto done;
+    if (kept != Py_None) {
+        if (node_id == NULL && (node_id = PyLong_FromVoidPtr(node)) == NULL)
+            goto done;
+        if ((included = PySequence_Contains(kept, node_id)) < 0)
+            goto done;
+    }
     if (included) {
         if ((co_id = PyLong_FromVoidPtr(co)) == NULL)
             goto done;
@@ -652,7 +674,7 @@ action_of(const Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyO
         action = Py_NewRef(Py_None);
         goto done;
     }
-    if ((call = PyObject_GetAttr(node, s_call)) == NULL)
+    if ((call = node_get(node, N_CALL, s_call)) == NULL)
         goto done;
     int special = PyObject_IsTrue(PyTuple_GET_ITEM(callee, 1));
     if (special < 0)
@@ -691,7 +713,7 @@ action_of(const Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyO
     if (action != NULL)
         *made = 1;
 done:
-    Py_DECREF(node_id);
+    Py_XDECREF(node_id);
     Py_XDECREF(co);
     Py_XDECREF(co_id);
     Py_XDECREF(callee);
@@ -711,12 +733,27 @@ tt_diagram_actions(PyObject *self, PyObject *args)
     if (intern_names() < 0)
         return NULL;
     Context c;
-    PyObject *mode, *type;
-    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!O:diagram_actions context", &PyDict_Type,
-                          &c.callees, &c.callee_of, &c.actors, &c.special, &PyDict_Type,
-                          &c.plain, &c.template_of, &c.return_key, &PyDict_Type, &c.digests,
-                          &c.function_digest, &c.merge_labels, &c.get.get, &mode, &type,
-                          &c.left_out, &PyDict_Type, &c.sql_digests, &c.sql_digest))
+    PyObject *mode, *type, *call_node, *in_order;
+    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOO:diagram_actions context",
+                          &PyDict_Type, &c.callees, &c.callee_of, &c.actors, &c.special,
+                          &PyDict_Type, &c.plain, &c.template_of, &c.return_key, &PyDict_Type,
+                          &c.digests, &c.function_digest, &c.merge_labels, &c.get.get, &mode,
+                          &type, &c.left_out, &PyDict_Type, &c.sql_digests, &c.sql_digest,
+                          &call_node, &in_order))
+        return NULL;
+    c.in_nodes = c.in_cos = NULL;
+    c.visited = 0;
+    if (in_order != Py_None) {
+        if (!PyTuple_Check(in_order) || PyTuple_GET_SIZE(in_order) != 2 ||
+            !PyList_Check(PyTuple_GET_ITEM(in_order, 0)) ||
+            !PyList_Check(PyTuple_GET_ITEM(in_order, 1))) {
+            PyErr_SetString(PyExc_TypeError, "diagram_actions: in_order is not two lists");
+            return NULL;
+        }
+        c.in_nodes = PyTuple_GET_ITEM(in_order, 0);
+        c.in_cos = PyTuple_GET_ITEM(in_order, 1);
+    }
+    if (intern_tree_names() < 0 || learn_node_type(call_node) < 0)
         return NULL;
     c.get.mode = (int)PyLong_AsLong(mode);
     if (c.get.mode == -1 && PyErr_Occurred())
@@ -770,7 +807,7 @@ tt_diagram_actions(PyObject *self, PyObject *args)
             action = item.parent;
             item.parent = NULL;
         }
-        PyObject *children = PyObject_GetAttr(item.node, s_children);
+        PyObject *children = node_get(item.node, N_CHILDREN, s_children);
         Py_DECREF(item.node);
         Py_XDECREF(item.parent);
         int failed = children == NULL;
@@ -806,11 +843,6 @@ error:
  * `diagram_actions`. NotImplemented (nothing done) when CallNode is not a class whose slots
  * this file knows how to fill. */
 
-enum { N_OPEN, N_CALL, N_CHILDREN, N_PARENT, N_RET, N_NODE_SLOTS };
-static const char *const node_slot_names[N_NODE_SLOTS] = {"_open", "call", "children",
-                                                            "parent", "ret"};
-static PyTypeObject *node_type = NULL;
-static Py_ssize_t node_offsets[N_NODE_SLOTS];
 static PyObject *s_event, *s_thread_id, *s_parent_id, *s_return, *s_open, *s_parent;
 
 #define NODE_SLOT(obj, i) (*(PyObject **)((char *)(obj) + node_offsets[i]))

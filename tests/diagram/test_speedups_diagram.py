@@ -307,6 +307,8 @@ def _context(action_class: Any) -> tuple[Any, ...]:
         builder._LEFT_OUT,
         factory.sql,
         None,
+        CallNode,
+        None,
     )
 
 

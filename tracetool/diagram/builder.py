@@ -106,6 +106,7 @@ def release(bound: Bound) -> None:
     bound.nodes.clear()
     bound.roots.clear()
     bound.code_objects.clear()
+    bound.node_code_objects = None
 
 
 def build_from_bound(
@@ -123,7 +124,10 @@ def _build(
     actors = Actors(included_code_objects(bound.cmap.roots, live, options), not digests_only)
     factory = ActionFactory(options.client_routes)
     order: list[Action] = []
-    roots = actions_of(bound.roots, bound.code_objects, actors, factory, kept, digests_only, order)
+    in_order = None if bound.node_code_objects is None else (bound.nodes, bound.node_code_objects)
+    roots = actions_of(
+        bound.roots, bound.code_objects, actors, factory, kept, digests_only, order, in_order
+    )
     finish(roots, options, order)
     return Diagram(actors.sorted(), roots)
 
@@ -142,9 +146,12 @@ def actions_of(
     kept: set[int] | None = None,
     digests_only: bool = False,
     order: list[Action] | None = None,
+    in_order: tuple[list[CallNode], list[CodeObject]] | None = None,
 ) -> list[Action]:
     """The root actions of some call trees (their digests and loops not done yet: `finish`);
-    every action made is also appended to `order` when given (parents before children)."""
+    every action made is also appended to `order` when given (parents before children).
+    `in_order`: the nodes of the trees in pre-order and their code objects (`cos` as two
+    parallel lists, `Bound.node_code_objects`), when the caller has them."""
     get = field_getter(call_roots[0].call) if call_roots else dict.get
     special = factory.special_call
     if _WALK is not None and call_roots:  # the same walk in C (`tracetool/_speedups_diagram.c`)
@@ -166,6 +173,8 @@ def actions_of(
             _LEFT_OUT,
             factory.sql,
             dg.sql_digest,
+            CallNode,
+            in_order,
         )
         walked = _WALK(call_roots, cos, kept, order, digests_only, context)
         if walked is not NotImplemented:

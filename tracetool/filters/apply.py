@@ -114,6 +114,9 @@ class Bound:
     cmap: ClassMap
     static: set[int]  # ids of code objects that came from the document's classMap
     code_objects: dict[int, CodeObject]  # id(node) -> code object
+    # the same, as a list parallel to `nodes` (when `bind` made it): walks in pre-order read it
+    # in order instead of looking each node up
+    node_code_objects: list[CodeObject] | None = None
 
 
 # what an eventUpdates entry that replaces its event is: an object (a dict, or the struct of a
@@ -138,8 +141,9 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
         tree = call_tree(events)
         cmap = ClassMap.from_json(doc.class_map)
         static = {id(o) for o in cmap}
-        nodes, code_objects = bind_roots(tree.roots, cmap, BindState(cmap, sql_names))
-    return Bound(doc, events, nodes, tree.roots, cmap, static, code_objects)
+        nodes, cos = bind_nodes(tree.roots, cmap, BindState(cmap, sql_names))
+        code_objects = dict(zip(map(id, nodes), cos))
+    return Bound(doc, events, nodes, tree.roots, cmap, static, code_objects, cos)
 
 
 # `CallTreeBuilder.add` in C (tracetool/_speedups_diagram.c), or None
@@ -177,10 +181,20 @@ def bind_roots(
 ) -> tuple[list[CallNode], dict[int, CodeObject]]:
     """The nodes below `roots` in pre-order (`nodes`, when the caller has them) and the code
     object of each (`id(node)` -> it)."""
+    nodes, cos = bind_nodes(roots, cmap, state, nodes)
+    return nodes, dict(zip(map(id, nodes), cos))
+
+
+def bind_nodes(
+    roots: list[CallNode],
+    cmap: ClassMap,
+    state: BindState,
+    nodes: list[CallNode] | None = None,
+) -> tuple[list[CallNode], list[CodeObject]]:
+    """`bind_roots` with the code objects as a list parallel to the nodes."""
     if nodes is None:
         nodes = preorder(roots)
-    cos = bind_calls([n.call for n in nodes], cmap, state)
-    return nodes, dict(zip(map(id, nodes), cos))
+    return nodes, bind_calls([n.call for n in nodes], cmap, state)
 
 
 def bind_calls(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeObject]:
