@@ -1110,3 +1110,144 @@ tt_call_tree(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+
+/* ------------------------------------------------------------------ subtree digests */
+
+/* subtree_digests(order, leaves, inner, leaf_digest, inner_digest, fold, Action) -> None:
+ * `tracetool.diagram.builder._subtree_digests`' loop over `order` (parents first, walked
+ * backwards): a leaf's subtree digest from `leaves` by its digest (`leaf_digest(digest)` when
+ * missing), an inner action's from `inner` by (its digest, its children's subtree digests...)
+ * (`inner_digest(key)` when missing); then, with `fold` (not None), its children folded when two
+ * of them have equal subtree digests (`loops.fold` returns them unchanged otherwise). */
+
+static PyObject *s_digest, *s_subtree_digest;
+
+static int
+set_action_slot(PyObject *action, int i, PyObject *name, PyObject *value)
+{
+    if (Py_TYPE(action) != action_type)
+        return PyObject_SetAttr(action, name, value);
+    set_slot(action, i, value);
+    return 0;
+}
+
+/* Whether two items of `digests` (a tuple of strings, from index 1) are equal: 1, 0, -1. */
+static int
+has_equal(PyObject *key)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(key);
+    if (n > 34)
+        return 1; /* (many children: `fold` tells) */
+    for (Py_ssize_t i = 1; i < n; i++)
+        for (Py_ssize_t j = i + 1; j < n; j++) {
+            int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, i), PyTuple_GET_ITEM(key, j),
+                                              Py_EQ);
+            if (eq != 0)
+                return eq;
+        }
+    return 0;
+}
+
+static int
+subtree_of(PyObject *a, PyObject *leaves, PyObject *inner, PyObject *leaf_digest,
+           PyObject *inner_digest, PyObject *fold)
+{
+    int rc = -1;
+    PyObject *children = action_slot(a, S_CHILDREN, s_children);
+    PyObject *own = NULL, *key = NULL, *found = NULL;
+    if (children == NULL)
+        return -1;
+    if ((own = action_slot(a, S_DIGEST, s_digest)) == NULL)
+        goto done;
+    int has_children = PyObject_IsTrue(children);
+    if (has_children < 0)
+        goto done;
+    if (!has_children) {
+        found = PyDict_GetItemWithError(leaves, own);
+        if (found != NULL)
+            Py_INCREF(found);
+        else if (PyErr_Occurred() || (found = PyObject_CallOneArg(leaf_digest, own)) == NULL ||
+                 PyDict_SetItem(leaves, own, found) < 0)
+            goto done;
+        rc = set_action_slot(a, S_SUBTREE_DIGEST, s_subtree_digest, found);
+        goto done;
+    }
+    PyObject *seq = PySequence_Fast(children, "children must be a sequence");
+    if (seq == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    key = PyTuple_New(n + 1);
+    if (key == NULL) {
+        Py_DECREF(seq);
+        goto done;
+    }
+    PyTuple_SET_ITEM(key, 0, Py_NewRef(own));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *digest =
+            action_slot(PySequence_Fast_ITEMS(seq)[i], S_SUBTREE_DIGEST, s_subtree_digest);
+        if (digest == NULL) {
+            Py_DECREF(seq);
+            goto done;
+        }
+        PyTuple_SET_ITEM(key, i + 1, digest);
+    }
+    Py_DECREF(seq);
+    found = PyDict_GetItemWithError(inner, key);
+    if (found != NULL)
+        Py_INCREF(found);
+    else if (PyErr_Occurred() || (found = PyObject_CallOneArg(inner_digest, key)) == NULL ||
+             PyDict_SetItem(inner, key, found) < 0)
+        goto done;
+    if (set_action_slot(a, S_SUBTREE_DIGEST, s_subtree_digest, found) < 0)
+        goto done;
+    if (fold != Py_None && n >= 2) {
+        int equal = has_equal(key);
+        if (equal < 0)
+            goto done;
+        if (equal) {
+            PyObject *folded = PyObject_CallOneArg(fold, children);
+            if (folded == NULL)
+                goto done;
+            int failed = set_action_slot(a, S_CHILDREN, s_children, folded);
+            Py_DECREF(folded);
+            if (failed < 0)
+                goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_DECREF(children);
+    Py_XDECREF(own);
+    Py_XDECREF(key);
+    Py_XDECREF(found);
+    return rc;
+}
+
+PyObject *
+tt_subtree_digests(PyObject *self, PyObject *args)
+{
+    PyObject *order, *leaves, *inner, *leaf_digest, *inner_digest, *fold, *type;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOO:subtree_digests", &PyList_Type, &order, &PyDict_Type,
+                          &leaves, &PyDict_Type, &inner, &leaf_digest, &inner_digest, &fold,
+                          &type))
+        return NULL;
+    if (intern_names() < 0)
+        return NULL;
+    if (s_subtree_digest == NULL) {
+        if ((s_digest = PyUnicode_InternFromString("digest")) == NULL ||
+            (s_subtree_digest = PyUnicode_InternFromString("subtree_digest")) == NULL)
+            return NULL;
+    }
+    if (learn_action_type(type) < 0) /* (declined: every slot read and set by name) */
+        return NULL;
+    for (Py_ssize_t i = PyList_GET_SIZE(order); i-- > 0;) {
+        if (i >= PyList_GET_SIZE(order)) /* (`fold` may not shrink it: it does not) */
+            continue;
+        PyObject *a = Py_NewRef(PyList_GET_ITEM(order, i));
+        int rc = subtree_of(a, leaves, inner, leaf_digest, inner_digest, fold);
+        Py_DECREF(a);
+        if (rc < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}

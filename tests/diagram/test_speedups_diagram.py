@@ -1,5 +1,6 @@
-"""The C walk of the sequence diagram (`tracetool._speedups.diagram_actions`, used by
-`tracetool.diagram.builder.actions_of`) makes exactly the diagrams of the pure-Python loop:
+"""The C accelerator of the sequence diagram (tracetool/_speedups_diagram.c: the call tree of
+`tracetool.filters.apply.call_tree`, the walk of `tracetool.diagram.builder.actions_of`, the
+subtree digests of `_subtree_digests`) makes exactly the diagrams of the pure-Python code:
 every recording of the shared corpus, generated ones, and recordings with odd or mutated
 events, as structs and as dicts, filtered, expanded, digests only and streamed."""
 
@@ -30,7 +31,10 @@ except ImportError:  # pragma: no cover - a build without a compiler
     _speedups = None
 
 needs_c = pytest.mark.skipif(
-    _speedups is None or builder._WALK is None or apply._CALL_TREE is None,
+    _speedups is None
+    or builder._WALK is None
+    or builder._SUBTREES is None
+    or apply._CALL_TREE is None,
     reason="tracetool._speedups is not built",
 )
 
@@ -84,6 +88,7 @@ def _same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert all(walked), path  # (never declined)
     with monkeypatch.context() as m:
         m.setattr(builder, "_WALK", None)
+        m.setattr(builder, "_SUBTREES", None)
         m.setattr(apply, "_CALL_TREE", None)
         reference = _diagrams(path)
     assert fast == reference, path
@@ -274,6 +279,7 @@ def test_events_read_through_get(monkeypatch: pytest.MonkeyPatch) -> None:
 
     fast = rendered()
     monkeypatch.setattr(builder, "_WALK", None)
+    monkeypatch.setattr(builder, "_SUBTREES", None)
     monkeypatch.setattr(apply, "_CALL_TREE", None)
     assert fast == rendered()
 
@@ -380,3 +386,47 @@ def test_call_trees(tmp_path: Path) -> None:
 def test_call_tree_declines_a_node_class_it_does_not_know() -> None:
     assert _speedups.call_tree([], [], {}, {}, object, dict.get, 0) is NotImplemented
     assert CallNode.__slots__  # (the class it knows)
+
+
+@needs_c
+def test_loops_and_nodes_out_of_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs of repeated calls (folded into loops, nested, up to windows of 5) and a walk given
+    nodes that are not its pre-order (read by id instead): the Python code's diagram."""
+    rng = random.Random(11)
+    events: list[Any] = []
+    n = 0
+
+    def call(fields: dict[str, Any], inner: int) -> None:
+        nonlocal n
+        n += 1
+        me = n
+        events.append({"id": me, "event": "call", "thread_id": 1, **fields})
+        for _ in range(inner):
+            call(rng.choice([SAVE, FIND, RUN]), rng.choice([0, 0, 1, 2]))
+        n += 1
+        events.append({"id": n, "event": "return", "thread_id": 1, "parent_id": me})
+
+    for _ in range(30):
+        call(SAVE, rng.randint(0, 40))
+    data = {"version": "1.12", "metadata": {}, "classMap": CLASS_MAP, "events": events}
+
+    def rendered(shuffle: bool) -> list[bytes]:
+        doc = from_data(orjson.loads(orjson.dumps(data)), "<loops>")
+        bound = bind(doc)
+        if shuffle and bound.node_code_objects is not None:
+            pairs = list(zip(bound.nodes, bound.node_code_objects))
+            random.Random(2).shuffle(pairs)
+            bound.nodes[:] = [p[0] for p in pairs]
+            bound.node_code_objects[:] = [p[1] for p in pairs]
+        out = []
+        for options in (DiagramOptions(), DiagramOptions(loops=False)):
+            diagram = builder.build_from_bound(bound, options)
+            out += [render_bytes(diagram, "json"), render_bytes(diagram, "plantuml")]
+        return out
+
+    fast, shuffled = rendered(False), rendered(True)
+    monkeypatch.setattr(builder, "_WALK", None)
+    monkeypatch.setattr(builder, "_SUBTREES", None)
+    monkeypatch.setattr(apply, "_CALL_TREE", None)
+    assert fast == shuffled == rendered(False)
+    assert b'"nodeType": 1' in fast[0]  # (loops were folded)

@@ -60,6 +60,7 @@ ANONYMOUS = Actor("", "", 0)  # a call's lifeline in `Actors(named=False)`
 
 # `actions_of`'s loop in C (tracetool/_speedups_diagram.c), or None
 _WALK: Callable[..., Any] | None = accel.function("diagram_actions")
+_SUBTREES: Callable[..., Any] | None = accel.function("subtree_digests")  # `_subtree_digests`
 
 
 @dataclass(frozen=True)
@@ -742,22 +743,36 @@ def _subtree_digests(
         order = parents_first(roots)
     # Inner subtrees repeat too (most of a big recording's): they are hashed once per
     # (digest, child subtree digests), a tuple of strings whose hashes Python has cached.
-    sha256 = hashlib.sha256
     leaves: dict[str, str] = {}
     inner: dict[tuple[str, ...], str] = {}
+    if _SUBTREES is not None:  # the same loop in C (`tracetool/_speedups_diagram.c`)
+        _SUBTREES(
+            order, leaves, inner, _leaf_digest, _inner_digest, fold if loops else None, Action
+        )
+        return
     for action in reversed(order):
         children = action.children
         if not children:
             own = action.digest
             found = leaves.get(own)
             if found is None:
-                found = leaves[own] = sha256(own.encode()).hexdigest()
+                found = leaves[own] = _leaf_digest(own)
             action.subtree_digest = found
         else:
             key = (action.digest, *[c.subtree_digest for c in children])
             found = inner.get(key)
             if found is None:
-                found = inner[key] = sha256("\n".join(key).encode()).hexdigest()
+                found = inner[key] = _inner_digest(key)
             action.subtree_digest = found
             if loops and len(children) >= 2:
                 action.children = fold(children)
+
+
+def _leaf_digest(own: str) -> str:
+    """The subtree digest of an action without children (`digests.subtree_digest`)."""
+    return hashlib.sha256(own.encode()).hexdigest()
+
+
+def _inner_digest(key: tuple[str, ...]) -> str:
+    """The subtree digest of (an action's digest, its children's subtree digests...)."""
+    return hashlib.sha256("\n".join(key).encode()).hexdigest()
