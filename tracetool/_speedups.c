@@ -1860,6 +1860,7 @@ nested_sums(PyObject *module, PyObject *args)
 /* _speedups_diagram.c: the walk of tracetool.diagram.builder.actions_of */
 PyObject *tt_diagram_actions(PyObject *self, PyObject *args);
 PyObject *tt_call_tree(PyObject *self, PyObject *args);
+PyObject *tt_uml_lines(PyObject *self, PyObject *args);
 PyObject *tt_subtree_digests(PyObject *self, PyObject *args);
 
 static PyMethodDef methods[] = {
@@ -1869,6 +1870,8 @@ static PyMethodDef methods[] = {
     {"call_tree", tt_call_tree, METH_VARARGS,
      "call_tree(events, roots, nodes, stacks, CallNode, get, mode) -> None\n"
      "(tracetool/_speedups_diagram.c)."},
+    {"uml_lines", tt_uml_lines, METH_VARARGS,
+     "uml_lines(stack, lines, memo, limit, Action) -> None (tracetool/_speedups_diagram.c)."},
     {"subtree_digests", tt_subtree_digests, METH_VARARGS,
      "subtree_digests(order, leaves, inner, leaf_digest, inner_digest, fold, Action) -> None\n"
      "(tracetool/_speedups_diagram.c)."},

@@ -1251,3 +1251,205 @@ tt_subtree_digests(PyObject *self, PyObject *args)
     }
     Py_RETURN_NONE;
 }
+
+/* ------------------------------------------------------------------ PlantUML lines */
+
+/* uml_lines(stack, lines, memo, limit, Action) -> None: `tracetool.diagram.plantuml._batch_lines`'
+ * loop for the items it makes of memoized texts only, until the stack is empty, `lines` holds
+ * `limit` lines, or the next item needs Python (left on the stack): a closing line (a str) is
+ * emitted; a plain function action (no diff marks) whose head lines (`_Texts.heads`), label
+ * (`labels`), elapsed text (`elapsed`) and response line (`responses`) are all memoized
+ * already, and whose name needs no note, emits its lines, pushes its closing lines and its
+ * children; an elapsed time's text not memoized yet is `elapsed_text(elapsed)` (which memoizes it).
+ * memo is (heads, labels, elapsed, elapsed_text, responses, markup, notes, note_limit). */
+
+static int
+uml_function(PyObject *stack, PyObject *lines, PyObject *item, PyObject *heads, PyObject *labels,
+             PyObject *elapsed_texts, PyObject *elapsed_text, PyObject *responses, int markup,
+             int notes, Py_ssize_t note_limit)
+{
+    /* 1: done, 0: needs Python (nothing emitted), -1: error */
+    PyObject *action = PyTuple_GET_ITEM(item, 0), *depth = PyTuple_GET_ITEM(item, 1);
+    PyObject *in_loop = PyTuple_GET_ITEM(item, 2);
+    if (Py_TYPE(action) != action_type)
+        return 0;
+    PyObject *node_type = SLOT(action, S_NODE_TYPE), *caller = SLOT(action, S_CALLER);
+    PyObject *callee = SLOT(action, S_CALLEE), *name = SLOT(action, S_NAME);
+    PyObject *is_static = SLOT(action, S_STATIC), *elapsed = SLOT(action, S_ELAPSED);
+    PyObject *rv = SLOT(action, S_RETURN_VALUE), *children = SLOT(action, S_CHILDREN);
+    if (node_type == NULL || caller == NULL || callee == NULL || name == NULL ||
+        is_static == NULL || elapsed == NULL || rv == NULL || children == NULL ||
+        SLOT(action, S_DIFF_MODE) != Py_None || SLOT(action, S_FORMER_NAME) != Py_None ||
+        SLOT(action, S_FORMER_RESULT) != Py_None || !PyLong_CheckExact(node_type) ||
+        !PyList_CheckExact(children))
+        return 0;
+    int overflow;
+    if (PyLong_AsLongAndOverflow(node_type, &overflow) != 3 || overflow)
+        return 0;
+    int rc = -1;
+    PyObject *key = NULL, *head_key = NULL, *label = NULL, *text = NULL, *rv_id = NULL;
+    PyObject *caller_id = PyLong_FromVoidPtr(caller), *callee_id = PyLong_FromVoidPtr(callee);
+    if (caller_id == NULL || callee_id == NULL)
+        goto done;
+    head_key = PyTuple_Pack(3, depth, caller_id, callee_id);
+    if (head_key == NULL)
+        goto done;
+    PyObject *lines_of = PyDict_GetItemWithError(heads, head_key);
+    if (lines_of == NULL || !PyTuple_CheckExact(lines_of) || PyTuple_GET_SIZE(lines_of) != 4) {
+        rc = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    PyObject *shown_name = name;
+    int truth = PyObject_IsTrue(name);
+    if (truth < 0)
+        goto done;
+    if (!truth)
+        shown_name = empty_str; /* `action.name or ""` */
+    if (!PyUnicode_Check(shown_name)) {
+        rc = 0;
+        goto done;
+    }
+    if (notes && PyUnicode_GET_LENGTH(shown_name) > note_limit) {
+        rc = 0; /* (a note: Python writes it) */
+        goto done;
+    }
+    int underline = PyObject_IsTrue(is_static);
+    if (underline < 0)
+        goto done;
+    key = PyTuple_Pack(2, shown_name, underline && markup ? Py_True : Py_False);
+    if (key == NULL)
+        goto done;
+    PyObject *memo_label = PyDict_GetItemWithError(labels, key); /* (borrowed) */
+    if (memo_label == NULL) {
+        rc = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    int has_elapsed = PyObject_IsTrue(elapsed);
+    if (has_elapsed < 0)
+        goto done;
+    PyObject *response_line = NULL;
+    if (rv != Py_None) {
+        if ((rv_id = PyLong_FromVoidPtr(rv)) == NULL)
+            goto done;
+        PyObject *found = PyDict_GetItemWithError(responses, rv_id);
+        if (found == NULL && PyErr_Occurred())
+            goto done;
+        if (found != NULL && PyTuple_CheckExact(found) && PyTuple_GET_SIZE(found) == 3 &&
+            PyTuple_GET_ITEM(found, 0) == rv && PyDict_CheckExact(PyTuple_GET_ITEM(found, 2))) {
+            response_line = PyDict_GetItemWithError(PyTuple_GET_ITEM(found, 2),
+                                                    PyTuple_GET_ITEM(lines_of, 3));
+            if (response_line == NULL && PyErr_Occurred())
+                goto done;
+        }
+        if (response_line == NULL) {
+            rc = 0;
+            goto done;
+        }
+    }
+    /* everything is memoized: the lines */
+    PyObject *head = PyTuple_GET_ITEM(lines_of, 0), *activation = PyTuple_GET_ITEM(lines_of, 1);
+    label = Py_NewRef(memo_label);
+    if (has_elapsed) { /* its text memoized, or made (and memoized) by `elapsed_text` */
+        PyObject *shown = PyDict_GetItemWithError(elapsed_texts, elapsed);
+        if (shown != NULL)
+            Py_INCREF(shown);
+        else if (PyErr_Occurred() || (shown = PyObject_CallOneArg(elapsed_text, elapsed)) == NULL)
+            goto done;
+        PyObject *joined = PyUnicode_Concat(label, shown);
+        Py_DECREF(shown);
+        Py_SETREF(label, joined);
+        if (label == NULL)
+            goto done;
+    }
+    if ((text = PyUnicode_Concat(head, label)) == NULL || PyList_Append(lines, text) < 0)
+        goto done;
+    if (rv != Py_None) {
+        int active = PyObject_IsTrue(activation);
+        if (active < 0)
+            goto done;
+        if (active && (PyList_Append(lines, activation) < 0 ||
+                       PyList_Append(stack, PyTuple_GET_ITEM(lines_of, 2)) < 0))
+            goto done;
+        if (PyList_Append(stack, response_line) < 0)
+            goto done;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(children);
+    if (n) {
+        PyObject *one = PyLong_FromLong(1);
+        PyObject *deeper = one == NULL ? NULL : PyNumber_Add(depth, one);
+        Py_XDECREF(one);
+        if (deeper == NULL)
+            goto done;
+        for (Py_ssize_t i = n; i-- > 0 && i < PyList_GET_SIZE(children);) {
+            PyObject *pushed = PyTuple_Pack(3, PyList_GET_ITEM(children, i), deeper, in_loop);
+            if (pushed == NULL || PyList_Append(stack, pushed) < 0) {
+                Py_XDECREF(pushed);
+                Py_DECREF(deeper);
+                goto done;
+            }
+            Py_DECREF(pushed);
+        }
+        Py_DECREF(deeper);
+    }
+    rc = 1;
+done:
+    Py_XDECREF(caller_id);
+    Py_XDECREF(callee_id);
+    Py_XDECREF(head_key);
+    Py_XDECREF(key);
+    Py_XDECREF(label);
+    Py_XDECREF(text);
+    Py_XDECREF(rv_id);
+    return rc;
+}
+
+PyObject *
+tt_uml_lines(PyObject *self, PyObject *args)
+{
+    PyObject *stack, *lines, *memo, *type;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "O!O!O!nO:uml_lines", &PyList_Type, &stack, &PyList_Type, &lines,
+                          &PyTuple_Type, &memo, &limit, &type))
+        return NULL;
+    PyObject *heads, *labels, *elapsed_texts, *elapsed_text, *responses;
+    int markup, notes;
+    Py_ssize_t note_limit;
+    if (!PyArg_ParseTuple(memo, "O!O!O!OO!ppn:uml_lines memo", &PyDict_Type, &heads,
+                          &PyDict_Type, &labels, &PyDict_Type, &elapsed_texts, &elapsed_text,
+                          &PyDict_Type, &responses, &markup, &notes, &note_limit))
+        return NULL;
+    if (intern_names() < 0)
+        return NULL;
+    int learned = learn_action_type(type);
+    if (learned < 0)
+        return NULL;
+    if (learned > 0)
+        Py_RETURN_NONE; /* (every item left to Python) */
+    while (PyList_GET_SIZE(stack) && PyList_GET_SIZE(lines) < limit) {
+        Py_ssize_t top = PyList_GET_SIZE(stack) - 1;
+        PyObject *item = Py_NewRef(PyList_GET_ITEM(stack, top));
+        int rc;
+        if (PyUnicode_Check(item)) {
+            rc = PyList_SetSlice(stack, top, top + 1, NULL);
+            if (rc == 0)
+                rc = PyList_Append(lines, item) < 0 ? -1 : 1;
+        }
+        else if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 3) {
+            rc = PyList_SetSlice(stack, top, top + 1, NULL);
+            if (rc == 0) {
+                rc = uml_function(stack, lines, item, heads, labels, elapsed_texts, elapsed_text,
+                                  responses, markup, notes, note_limit);
+                if (rc == 0 && PyList_Append(stack, item) < 0) /* (back, for Python) */
+                    rc = -1;
+            }
+        }
+        else
+            rc = 0;
+        Py_DECREF(item);
+        if (rc < 0)
+            return NULL;
+        if (rc == 0)
+            break;
+    }
+    Py_RETURN_NONE;
+}

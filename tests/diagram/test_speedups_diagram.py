@@ -1,6 +1,6 @@
 """The C accelerator of the sequence diagram (tracetool/_speedups_diagram.c: the call tree of
 `tracetool.filters.apply.call_tree`, the walk of `tracetool.diagram.builder.actions_of`, the
-subtree digests of `_subtree_digests`) makes exactly the diagrams of the pure-Python code:
+subtree digests of `_subtree_digests`, PlantUML lines of `plantuml._batch_lines`) makes exactly the diagrams of the pure-Python code:
 every recording of the shared corpus, generated ones, and recordings with odd or mutated
 events, as structs and as dicts, filtered, expanded, digests only and streamed."""
 
@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from tests.conftest import corpus_recordings, make_corpus
-from tracetool.diagram import builder
+from tracetool.diagram import builder, plantuml
 from tracetool.diagram.builder import DiagramOptions, build_diagram, root_digests
 from tracetool.diagram.service import json_stream, render_bytes
 from tracetool.diagram.streamed import stream_diagram
@@ -34,7 +34,8 @@ needs_c = pytest.mark.skipif(
     _speedups is None
     or builder._WALK is None
     or builder._SUBTREES is None
-    or apply._CALL_TREE is None,
+    or apply._CALL_TREE is None
+    or plantuml._UML_LINES is None,
     reason="tracetool._speedups is not built",
 )
 
@@ -90,6 +91,7 @@ def _same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         m.setattr(builder, "_WALK", None)
         m.setattr(builder, "_SUBTREES", None)
         m.setattr(apply, "_CALL_TREE", None)
+        m.setattr(plantuml, "_UML_LINES", None)
         reference = _diagrams(path)
     assert fast == reference, path
 
@@ -281,6 +283,7 @@ def test_events_read_through_get(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(builder, "_WALK", None)
     monkeypatch.setattr(builder, "_SUBTREES", None)
     monkeypatch.setattr(apply, "_CALL_TREE", None)
+    monkeypatch.setattr(plantuml, "_UML_LINES", None)
     assert fast == rendered()
 
 
@@ -428,5 +431,33 @@ def test_loops_and_nodes_out_of_order(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(builder, "_WALK", None)
     monkeypatch.setattr(builder, "_SUBTREES", None)
     monkeypatch.setattr(apply, "_CALL_TREE", None)
+    monkeypatch.setattr(plantuml, "_UML_LINES", None)
     assert fast == shuffled == rendered(False)
     assert b'"nodeType": 1' in fast[0]  # (loops were folded)
+
+
+@needs_c
+def test_plantuml_options_and_small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PlantUML without markup or notes, in chunks of a few lines (the C stops at each), of
+    names long enough for notes and elapsed times of every kind: the Python lines."""
+    rng = random.Random(9)
+    events = _events(rng, 300)
+    long_name = {"defined_class": "User", "method_id": "x" * 70, "path": "app/user.rb",
+                 "lineno": 3}  # fmt: skip
+    for event in events[::7]:
+        if event["event"] == "call":
+            event.update(long_name)
+    data = {"version": "1.12", "metadata": {}, "classMap": CLASS_MAP, "events": events}
+    diagram = build_diagram(from_data(data, "<uml>"), DiagramOptions())
+
+    def rendered() -> list[str]:
+        return [
+            "\x00".join(plantuml.chunks(diagram, markup=markup, notes=notes, lines_per_chunk=n))
+            for markup in (True, False)
+            for notes in (True, False)
+            for n in (1, 3, 8192)
+        ]
+
+    fast = rendered()
+    monkeypatch.setattr(plantuml, "_UML_LINES", None)
+    assert fast == rendered()
