@@ -1860,6 +1860,7 @@ nested_sums(PyObject *module, PyObject *args)
 /* _speedups_diagram.c: the walk of tracetool.diagram.builder.actions_of */
 PyObject *tt_diagram_actions(PyObject *self, PyObject *args);
 PyObject *tt_call_tree(PyObject *self, PyObject *args);
+PyObject *tt_preorder_calls(PyObject *self, PyObject *args);
 PyObject *tt_uml_lines(PyObject *self, PyObject *args);
 PyObject *tt_subtree_digests(PyObject *self, PyObject *args);
 
@@ -1870,6 +1871,8 @@ static PyMethodDef methods[] = {
     {"call_tree", tt_call_tree, METH_VARARGS,
      "call_tree(events, roots, nodes, stacks, CallNode, get, mode) -> None\n"
      "(tracetool/_speedups_diagram.c)."},
+    {"preorder_calls", tt_preorder_calls, METH_VARARGS,
+     "preorder_calls(roots, CallNode) -> (nodes, calls) (tracetool/_speedups_diagram.c)."},
     {"uml_lines", tt_uml_lines, METH_VARARGS,
      "uml_lines(stack, lines, memo, limit, Action) -> None (tracetool/_speedups_diagram.c)."},
     {"subtree_digests", tt_subtree_digests, METH_VARARGS,

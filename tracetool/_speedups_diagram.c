@@ -1453,3 +1453,56 @@ tt_uml_lines(PyObject *self, PyObject *args)
     }
     Py_RETURN_NONE;
 }
+
+/* ------------------------------------------------------------------ pre-order */
+
+/* preorder_calls(roots, CallNode) -> (nodes, calls): `tracetool.trace.tree.preorder(roots)` and
+ * the call event of each node (`[n.call for n in nodes]`), in one walk. */
+PyObject *
+tt_preorder_calls(PyObject *self, PyObject *args)
+{
+    PyObject *roots, *type;
+    if (!PyArg_ParseTuple(args, "O!O:preorder_calls", &PyList_Type, &roots, &type))
+        return NULL;
+    if (intern_names() < 0 || intern_tree_names() < 0 || learn_node_type(type) < 0)
+        return NULL;
+    PyObject *nodes = PyList_New(0), *calls = PyList_New(0);
+    Stack stack = {NULL, 0, 0};
+    if (nodes == NULL || calls == NULL)
+        goto error;
+    for (Py_ssize_t i = PyList_GET_SIZE(roots); i-- > 0;)
+        if (push(&stack, PyList_GET_ITEM(roots, i), NULL) < 0)
+            goto error;
+    while (stack.size) {
+        PyObject *node = stack.items[--stack.size].node; /* (our reference) */
+        PyObject *call = node_get(node, N_CALL, s_call);
+        PyObject *children = call == NULL ? NULL : node_get(node, N_CHILDREN, s_children);
+        int failed = children == NULL || PyList_Append(nodes, node) < 0 ||
+                     PyList_Append(calls, call) < 0;
+        if (!failed) {
+            PyObject *seq = PySequence_Fast(children, "children must be a sequence");
+            failed = seq == NULL;
+            if (seq != NULL) {
+                PyObject **kids = PySequence_Fast_ITEMS(seq);
+                for (Py_ssize_t i = PySequence_Fast_GET_SIZE(seq); i-- > 0 && !failed;)
+                    failed = push(&stack, kids[i], NULL) < 0;
+                Py_DECREF(seq);
+            }
+        }
+        Py_DECREF(node);
+        Py_XDECREF(call);
+        Py_XDECREF(children);
+        if (failed)
+            goto error;
+    }
+    free(stack.items);
+    PyObject *out = PyTuple_Pack(2, nodes, calls);
+    Py_DECREF(nodes);
+    Py_DECREF(calls);
+    return out;
+error:
+    clear_stack(&stack);
+    Py_XDECREF(nodes);
+    Py_XDECREF(calls);
+    return NULL;
+}

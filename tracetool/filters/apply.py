@@ -148,6 +148,8 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
 
 # `CallTreeBuilder.add` in C (tracetool/_speedups_diagram.c), or None
 _CALL_TREE = accel.function("call_tree")
+# `preorder(roots)` and each node's call, in C, or None
+_PREORDER_CALLS = accel.function("preorder_calls")
 
 
 def call_tree(events: list[Any]) -> CallTree:
@@ -192,6 +194,9 @@ def bind_nodes(
     nodes: list[CallNode] | None = None,
 ) -> tuple[list[CallNode], list[CodeObject]]:
     """`bind_roots` with the code objects as a list parallel to the nodes."""
+    if nodes is None and _PREORDER_CALLS is not None and roots.__class__ is list:
+        nodes, calls = _PREORDER_CALLS(roots, CallNode)  # (the same walk, in C)
+        return nodes, bind_calls(calls, cmap, state)
     if nodes is None:
         nodes = preorder(roots)
     return nodes, bind_calls([n.call for n in nodes], cmap, state)
