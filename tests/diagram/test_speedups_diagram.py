@@ -23,7 +23,7 @@ from tracetool.errors import TraceToolError
 from tracetool.filters import FilterState, apply, bind
 from tracetool.trace.document import from_data
 from tracetool.trace.slim import load_slim
-from tracetool.trace.tree import CallNode, CallTree, CallTreeBuilder, field_getter
+from tracetool.trace.tree import CallNode, CallTree, CallTreeBuilder, field_getter, preorder
 
 try:
     from tracetool import _speedups  # type: ignore[attr-defined]
@@ -35,7 +35,8 @@ needs_c = pytest.mark.skipif(
     or builder._WALK is None
     or builder._SUBTREES is None
     or apply._CALL_TREE is None
-    or plantuml._UML_LINES is None,
+    or plantuml._UML_LINES is None
+    or apply._PREORDER_CALLS is None,
     reason="tracetool._speedups is not built",
 )
 
@@ -91,6 +92,7 @@ def _same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         m.setattr(builder, "_WALK", None)
         m.setattr(builder, "_SUBTREES", None)
         m.setattr(apply, "_CALL_TREE", None)
+        m.setattr(apply, "_PREORDER_CALLS", None)
         m.setattr(plantuml, "_UML_LINES", None)
         reference = _diagrams(path)
     assert fast == reference, path
@@ -356,6 +358,8 @@ def _trees(events: list[Any]) -> tuple[Any, Any]:
             tree = apply.call_tree(events)
         except Exception as exc:
             return type(exc)
+        nodes, calls = _speedups.preorder_calls(tree.roots, CallNode)
+        assert nodes == preorder(tree.roots) and calls == [n.call for n in nodes]
         return _shape(tree, events)
 
     return c(), python()
