@@ -1261,7 +1261,9 @@ tt_subtree_digests(PyObject *self, PyObject *args)
  * (`labels`), elapsed text (`elapsed`) and response line (`responses`) are all memoized
  * already, and whose name needs no note, emits its lines, pushes its closing lines and its
  * children; an elapsed time's text not memoized yet is `elapsed_text(elapsed)` (which memoizes it).
- * memo is (heads, labels, elapsed, elapsed_text, responses, markup, notes, note_limit). */
+ * A query action (no diff marks) whose alias, label and note texts are memoized is written
+ * likewise. memo is (heads, labels, elapsed, elapsed_text, responses, markup, notes,
+ * note_limit, indents, aliases, notes memo). */
 
 static int
 uml_function(PyObject *stack, PyObject *lines, PyObject *item, PyObject *heads, PyObject *labels,
@@ -1403,6 +1405,147 @@ done:
     return rc;
 }
 
+static PyObject *s_name, *s_note_right, *s_end_note, *s_colon, *s_arrow_both, *s_arrow_out,
+    *s_arrow_in;
+
+/* A query action without diff marks whose alias, label and note texts are memoized (the
+ * general branch of `_batch_lines` for it): 1 done, 0 needs Python (nothing emitted), -1. */
+static int
+uml_query(PyObject *stack, PyObject *lines, PyObject *item, PyObject *labels,
+          PyObject *elapsed_texts, PyObject *elapsed_text, int notes, Py_ssize_t note_limit,
+          PyObject *indents, PyObject *aliases, PyObject *notes_memo)
+{
+    PyObject *action = PyTuple_GET_ITEM(item, 0), *depth = PyTuple_GET_ITEM(item, 1);
+    PyObject *in_loop = PyTuple_GET_ITEM(item, 2);
+    PyObject *caller = SLOT(action, S_CALLER), *callee = SLOT(action, S_CALLEE);
+    PyObject *query = SLOT(action, S_QUERY), *elapsed = SLOT(action, S_ELAPSED);
+    PyObject *children = SLOT(action, S_CHILDREN);
+    if (caller == NULL || callee == NULL || query == NULL || elapsed == NULL ||
+        children == NULL || SLOT(action, S_DIFF_MODE) != Py_None ||
+        SLOT(action, S_FORMER_NAME) != Py_None || !PyList_CheckExact(children) ||
+        !PyLong_CheckExact(depth))
+        return 0;
+    Py_ssize_t level = PyLong_AsSsize_t(depth);
+    if (level == -1 && PyErr_Occurred())
+        return -1;
+    if (level < 0 || PyList_GET_SIZE(indents) <= level + 1)
+        return 0; /* (Python grows `indents`) */
+    int rc = -1;
+    PyObject *name = NULL, *alias0 = NULL, *alias1 = NULL, *key = NULL, *label = NULL,
+             *text = NULL;
+    int truth = PyObject_IsTrue(query);
+    if (truth < 0)
+        return -1;
+    name = Py_NewRef(truth ? query : empty_str); /* `display_name` */
+    if (!PyUnicode_Check(name)) {
+        rc = 0;
+        goto done;
+    }
+    int has_caller = PyObject_IsTrue(caller), has_callee = PyObject_IsTrue(callee);
+    if (has_caller < 0 || has_callee < 0)
+        goto done;
+    PyObject *ends[2] = {caller, callee};
+    PyObject **aliased[2] = {&alias0, &alias1};
+    int present[2] = {has_caller, has_callee};
+    for (int i = 0; i < 2; i++) {
+        if (!present[i]) {
+            *aliased[i] = Py_NewRef(empty_str);
+            continue;
+        }
+        PyObject *actor_name = PyObject_GetAttr(ends[i], s_name);
+        if (actor_name == NULL)
+            goto done;
+        PyObject *found = PyDict_GetItemWithError(aliases, actor_name);
+        Py_DECREF(actor_name);
+        if (found == NULL) {
+            rc = PyErr_Occurred() ? -1 : 0;
+            goto done;
+        }
+        *aliased[i] = Py_NewRef(found);
+    }
+    if ((key = PyTuple_Pack(2, name, Py_False)) == NULL)
+        goto done;
+    PyObject *memo_label = PyDict_GetItemWithError(labels, key);
+    if (memo_label == NULL) {
+        rc = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    PyObject *note = NULL;
+    int with_note = notes && PyUnicode_GET_LENGTH(name) > note_limit;
+    if (with_note) {
+        note = PyDict_GetItemWithError(notes_memo, name);
+        if (note == NULL) {
+            rc = PyErr_Occurred() ? -1 : 0;
+            goto done;
+        }
+    }
+    int has_elapsed = PyObject_IsTrue(elapsed);
+    if (has_elapsed < 0)
+        goto done;
+    label = Py_NewRef(memo_label);
+    if (has_elapsed) {
+        PyObject *shown = PyDict_GetItemWithError(elapsed_texts, elapsed);
+        if (shown != NULL)
+            Py_INCREF(shown);
+        else if (PyErr_Occurred() || (shown = PyObject_CallOneArg(elapsed_text, elapsed)) == NULL)
+            goto done;
+        PyObject *joined = PyUnicode_Concat(label, shown);
+        Py_DECREF(shown);
+        Py_SETREF(label, joined);
+        if (label == NULL)
+            goto done;
+    }
+    PyObject *indent = PyList_GET_ITEM(indents, level);
+    PyObject *arrow = has_caller && has_callee ? s_arrow_both : has_caller ? s_arrow_out : s_arrow_in;
+    PyObject *parts[6] = {indent, alias0, arrow, alias1, s_colon, label};
+    PyObject *joined_parts = PyTuple_New(6);
+    if (joined_parts == NULL)
+        goto done;
+    for (int i = 0; i < 6; i++)
+        PyTuple_SET_ITEM(joined_parts, i, Py_NewRef(parts[i]));
+    text = PyUnicode_Join(empty_str, joined_parts);
+    Py_DECREF(joined_parts);
+    if (text == NULL || PyList_Append(lines, text) < 0)
+        goto done;
+    if (with_note) {
+        PyObject *open = PyUnicode_Concat(indent, s_note_right);
+        PyObject *close = open == NULL ? NULL : PyUnicode_Concat(indent, s_end_note);
+        int failed = close == NULL || PyList_Append(lines, open) < 0 ||
+                     PyList_Append(lines, note) < 0 || PyList_Append(lines, close) < 0;
+        Py_XDECREF(open);
+        Py_XDECREF(close);
+        if (failed)
+            goto done;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(children);
+    if (n) {
+        PyObject *one = PyLong_FromLong(1);
+        PyObject *deeper = one == NULL ? NULL : PyNumber_Add(depth, one);
+        Py_XDECREF(one);
+        if (deeper == NULL)
+            goto done;
+        for (Py_ssize_t i = n; i-- > 0 && i < PyList_GET_SIZE(children);) {
+            PyObject *pushed = PyTuple_Pack(3, PyList_GET_ITEM(children, i), deeper, in_loop);
+            if (pushed == NULL || PyList_Append(stack, pushed) < 0) {
+                Py_XDECREF(pushed);
+                Py_DECREF(deeper);
+                goto done;
+            }
+            Py_DECREF(pushed);
+        }
+        Py_DECREF(deeper);
+    }
+    rc = 1;
+done:
+    Py_XDECREF(name);
+    Py_XDECREF(alias0);
+    Py_XDECREF(alias1);
+    Py_XDECREF(key);
+    Py_XDECREF(label);
+    Py_XDECREF(text);
+    return rc;
+}
+
 PyObject *
 tt_uml_lines(PyObject *self, PyObject *args)
 {
@@ -1411,15 +1554,27 @@ tt_uml_lines(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!O!nO:uml_lines", &PyList_Type, &stack, &PyList_Type, &lines,
                           &PyTuple_Type, &memo, &limit, &type))
         return NULL;
-    PyObject *heads, *labels, *elapsed_texts, *elapsed_text, *responses;
+    PyObject *heads, *labels, *elapsed_texts, *elapsed_text, *responses, *indents, *aliases,
+        *notes_memo;
     int markup, notes;
     Py_ssize_t note_limit;
-    if (!PyArg_ParseTuple(memo, "O!O!O!OO!ppn:uml_lines memo", &PyDict_Type, &heads,
+    if (!PyArg_ParseTuple(memo, "O!O!O!OO!ppnO!O!O!:uml_lines memo", &PyDict_Type, &heads,
                           &PyDict_Type, &labels, &PyDict_Type, &elapsed_texts, &elapsed_text,
-                          &PyDict_Type, &responses, &markup, &notes, &note_limit))
+                          &PyDict_Type, &responses, &markup, &notes, &note_limit, &PyList_Type,
+                          &indents, &PyDict_Type, &aliases, &PyDict_Type, &notes_memo))
         return NULL;
     if (intern_names() < 0)
         return NULL;
+    if (s_arrow_in == NULL) {
+        if ((s_name = PyUnicode_InternFromString("name")) == NULL ||
+            (s_note_right = PyUnicode_InternFromString("Note right")) == NULL ||
+            (s_end_note = PyUnicode_InternFromString("End note")) == NULL ||
+            (s_colon = PyUnicode_InternFromString(": ")) == NULL ||
+            (s_arrow_both = PyUnicode_InternFromString("->")) == NULL ||
+            (s_arrow_out = PyUnicode_InternFromString("->]")) == NULL ||
+            (s_arrow_in = PyUnicode_InternFromString("[->")) == NULL)
+            return NULL;
+    }
     int learned = learn_action_type(type);
     if (learned < 0)
         return NULL;
@@ -1437,8 +1592,20 @@ tt_uml_lines(PyObject *self, PyObject *args)
         else if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 3) {
             rc = PyList_SetSlice(stack, top, top + 1, NULL);
             if (rc == 0) {
-                rc = uml_function(stack, lines, item, heads, labels, elapsed_texts, elapsed_text,
-                                  responses, markup, notes, note_limit);
+                PyObject *action = PyTuple_GET_ITEM(item, 0);
+                PyObject *kind = Py_TYPE(action) == action_type ? SLOT(action, S_NODE_TYPE) : NULL;
+                int overflow = 0;
+                long type = kind != NULL && PyLong_CheckExact(kind)
+                                ? PyLong_AsLongAndOverflow(kind, &overflow)
+                                : 0;
+                if (overflow)
+                    type = 0;
+                if (type == 6 /* QUERY */)
+                    rc = uml_query(stack, lines, item, labels, elapsed_texts, elapsed_text, notes,
+                                   note_limit, indents, aliases, notes_memo);
+                else
+                    rc = uml_function(stack, lines, item, heads, labels, elapsed_texts,
+                                      elapsed_text, responses, markup, notes, note_limit);
                 if (rc == 0 && PyList_Append(stack, item) < 0) /* (back, for Python) */
                     rc = -1;
             }

@@ -147,6 +147,7 @@ CALL_VALUES: dict[str, list[Any]] = {
     "id": [None, "seven", 3.5, True],
     "sql_query": [
         {"sql": "SELECT * FROM users WHERE id = 1", "database_type": "sqlite"},
+        {"sql": "SELECT users.id, users.name, users.email FROM users WHERE users.id = 1"},
         {"normalized_sql": "SELECT ?", "sql": "SELECT 2"},
         {"sql": ""},
         {"sql": 5},

@@ -193,7 +193,19 @@ def _batch_lines(
     heads = texts.heads
     markup = w.markup
     fast = _UML_LINES
-    memo = (heads, labels, elapsed_texts, texts.elapsed_text, responses, markup, notes, LIMIT)
+    memo = (
+        heads,
+        labels,
+        elapsed_texts,
+        texts.elapsed_text,
+        responses,
+        markup,
+        notes,
+        LIMIT,
+        indents,
+        texts.aliases,
+        texts.notes,
+    )
     while stack:
         if len(lines) >= lines_per_chunk:
             yield "\n" + "\n".join(lines)
