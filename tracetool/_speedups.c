@@ -1857,7 +1857,27 @@ nested_sums(PyObject *module, PyObject *args)
     return result;
 }
 
+/* _speedups_diagram.c: the walk of tracetool.diagram.builder.actions_of */
+PyObject *tt_diagram_actions(PyObject *self, PyObject *args);
+PyObject *tt_call_tree(PyObject *self, PyObject *args);
+PyObject *tt_preorder_calls(PyObject *self, PyObject *args);
+PyObject *tt_uml_lines(PyObject *self, PyObject *args);
+PyObject *tt_subtree_digests(PyObject *self, PyObject *args);
+
 static PyMethodDef methods[] = {
+    {"diagram_actions", tt_diagram_actions, METH_VARARGS,
+     "diagram_actions(call_roots, cos, kept, order, digests_only, context) -> root actions\n"
+     "(tracetool/_speedups_diagram.c)."},
+    {"call_tree", tt_call_tree, METH_VARARGS,
+     "call_tree(events, roots, nodes, stacks, CallNode, get, mode) -> None\n"
+     "(tracetool/_speedups_diagram.c)."},
+    {"preorder_calls", tt_preorder_calls, METH_VARARGS,
+     "preorder_calls(roots, CallNode) -> (nodes, calls) (tracetool/_speedups_diagram.c)."},
+    {"uml_lines", tt_uml_lines, METH_VARARGS,
+     "uml_lines(stack, lines, memo, limit, Action) -> None (tracetool/_speedups_diagram.c)."},
+    {"subtree_digests", tt_subtree_digests, METH_VARARGS,
+     "subtree_digests(order, leaves, inner, leaf_digest, inner_digest, fold, Action) -> None\n"
+     "(tracetool/_speedups_diagram.c)."},
     {"nested_sums", nested_sums, METH_VARARGS,
      "nested_sums(raw, max_depth, unset, chains=None, namer=None) -> (sums, others, classmap span)\nor None (module doc)."},
     {NULL, NULL, 0, NULL}};
