@@ -33,6 +33,7 @@ from typing import Any
 
 from tracetool import route_model, sql
 from tracetool.filters import Bound
+from tracetool.filters.apply import call_tree
 from tracetool.index.canonical import Canonical, bound_class_map
 from tracetool.index.rows import (
     MAX_FTS_FIELD,
@@ -48,7 +49,7 @@ from tracetool.index.rows import (
     plain_row,
     route_template,
 )
-from tracetool.trace import ClassMap, TraceDocument, build_call_tree
+from tracetool.trace import ClassMap, TraceDocument
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import DATABASE_ROOT, CodeObject
 from tracetool.trace.normalize import apply_event_updates
@@ -102,6 +103,7 @@ def release_bound(bound: Bound) -> None:
     bound.nodes.clear()
     bound.roots.clear()
     bound.code_objects.clear()
+    bound.node_code_objects = None
 
 
 def extract_bound(doc: TraceDocument, source: str = "") -> tuple[Extract, Bound]:
@@ -110,11 +112,20 @@ def extract_bound(doc: TraceDocument, source: str = "") -> tuple[Extract, Bound]
     apply_event_updates(doc)
     events = doc.events
     # (the roots only: the tree's index of calls by id is not needed once it is built)
-    roots = build_call_tree(events).roots
+    roots = call_tree(events).roots  # built in C when the accelerator is there
     extractor = Extractor(doc.class_map)
     batch = extractor.add(roots, any(map(_IS_REQUEST, events)))
     out = extractor.finish(doc, source, len(events), first_timestamp(events))
-    return out, Bound(doc, events, batch.nodes, roots, batch.cmap, batch.static, batch.code_objects)
+    return out, Bound(
+        doc,
+        events,
+        batch.nodes,
+        roots,
+        batch.cmap,
+        batch.static,
+        batch.code_objects,
+        batch.node_code_objects,
+    )
 
 
 _IS_REQUEST = operator.methodcaller("__contains__", "http_server_request")
@@ -174,6 +185,7 @@ class Extractor:
         fts_routes, fts_sql, messages = self.fts_routes, self.fts_sql, self.messages
         nodes: list[CallNode] = []  # pre-order, as `bind` lists them
         codes: dict[int, CodeObject] = {}  # id(node) -> code object, for exception stacks
+        in_order: list[CodeObject] = []  # the same, parallel to `nodes` (the digests read it)
         n_calls = 0
         self.n_roots += len(roots)
         for root in roots:
@@ -191,7 +203,7 @@ class Extractor:
         HTTP_SERVER, HTTP_CLIENT = ev.HTTP_SERVER, ev.HTTP_CLIENT
         pairs, dependency = canonical.pairs, canonical.dependency
         function_values, functions_seen = canonical.function, canonical.functions
-        pop, push, visit = stack.pop, stack.append, nodes.append
+        pop, push, visit, visited = stack.pop, stack.append, nodes.append, in_order.append
         agg: Any = None  # the call's function aggregate (`_function`), None for other calls
         while stack:
             node, parent_co, request, caller, in_http, parent_agg = pop()
@@ -253,6 +265,7 @@ class Extractor:
                 used[id(co)] = co
                 agg = None
             codes[id(node)] = co
+            visited(co)
             in_http = in_http or kind == HTTP_SERVER
             counted = in_http or not has_http
             if counted and parent_co is not None and (id(co), id(parent_co)) not in pairs:
@@ -349,7 +362,7 @@ class Extractor:
                 push((child, co, request, next_caller, in_http, agg))
 
         self.n_calls += n_calls
-        return Bound(self.doc, [], nodes, roots, cmap, self.static, codes)
+        return Bound(self.doc, [], nodes, roots, cmap, self.static, codes, in_order)
 
     def _function(self, call: dict[str, Any]) -> tuple[CodeObject, str, bool, list[Any]]:
         """A function call's code object, fqid, whether it logs and its aggregate, when first
