@@ -19,6 +19,7 @@ from tracetool.errors import TraceToolError
 from tracetool.stats import _collect, _scan, directory_stats
 from tracetool.stats._names import process_names
 from tracetool.trace.checks import MAX_DEPTH
+from tracetool.trace.extract import is_recording
 from tracetool.trace.stream import UNSET
 
 try:
@@ -52,6 +53,22 @@ def _overhead(path: Path, raw: bytes, fast: Any) -> str:
 def _scanned(raw: bytes) -> Optional[Any]:
     names = process_names()
     return _scan.scanned_sums(raw, _collect._other_key, names.event_function, names.chain_names)
+
+
+def _strict(raw: bytes) -> Any:
+    """The C's answer validating the bytes itself (as `scanned_sums` calls it for stats)."""
+    return FAST(raw, MAX_DEPTH, UNSET, None, None, True)
+
+
+def _as_simdjson(raw: bytes) -> bool:
+    """Whether the strict scan took the bytes; it takes only what simdjson accepts (the check
+    it replaces), with the answer of the scan that trusts the bytes."""
+    found = _strict(raw)
+    if found is None:
+        return False
+    assert is_recording(raw) is True, raw[:300]
+    assert found == FAST(raw, MAX_DEPTH, UNSET), raw[:300]
+    return True
 
 
 def _same(path: Path, raw: bytes) -> bool:
@@ -102,7 +119,11 @@ def test_random_recordings(tmp_path: Path) -> None:
     path = tmp_path / "r.trace.json"
     taken = 0
     for _ in range(1500):
-        taken += _same(path, orjson.dumps(_document(rng)))
+        raw = orjson.dumps(_document(rng))
+        taken += _same(path, raw)
+        # (the strict scan declines none of these that simdjson and the plain scan take)
+        plain = is_recording(raw) is True and FAST(raw, MAX_DEPTH, UNSET) is not None
+        assert _as_simdjson(raw) == plain
     assert 100 < taken < 1500
 
 
@@ -347,6 +368,7 @@ def test_mutated_bytes(tmp_path: Path) -> None:
         for raw in _mutations(rng, base):
             found = FAST(raw, MAX_DEPTH, UNSET)
             assert found is None or isinstance(found, tuple)
+            _as_simdjson(raw)
             _same(path, raw)
 
 
@@ -362,8 +384,9 @@ def test_any_bytes_never_crash() -> None:
         else:
             raw = b'{"events":[' + b"".join(rng.choice(tokens) for _ in range(rng.randrange(80)))
         for depth in (-1, 0, 3, MAX_DEPTH):
-            found = FAST(raw, depth, UNSET)
-            assert found is None or isinstance(found, tuple)
+            for strict in (False, True):
+                found = FAST(raw, depth, UNSET, None, None, strict)
+                assert found is None or isinstance(found, tuple)
     with pytest.raises(TypeError):
         FAST("not bytes", MAX_DEPTH, UNSET)
 
@@ -511,6 +534,7 @@ def test_escapes_at_every_block_offset(tmp_path: Path) -> None:
         for cut in range(len(raw) - 400, len(raw)):
             found = FAST(raw[:cut], MAX_DEPTH, UNSET)
             assert found is None or isinstance(found, tuple)
+            assert _strict(raw[:cut]) is None
 
 
 @needs_c
@@ -529,3 +553,221 @@ def test_call_ids_that_stop_rising(tmp_path: Path) -> None:
     assert _same(path, nested([b"1", b'"1"', b"2"]))
     assert not _same(path, nested([b"1", b"2", b"3", b"2"]))
     assert not _same(path, nested([b"1", b"7", b'"x"', b"7"]))
+
+
+# -- the strict scan's validation (what simdjson checked before it) -------------------------
+
+# JSON texts simdjson refuses (or the strict scan, tighter), each tried as every kind of value
+# the scan reads or skips
+_REFUSED = [
+    b'"\xff"',
+    b'"\x80"',
+    b'"\xc0\x80"',
+    b'"\xc1\xbf"',
+    b'"\xe0\x80\x80"',
+    b'"\xed\xa0\x80"',
+    b'"\xed\xbf\xbf"',
+    b'"\xf0\x80\x80\x80"',
+    b'"\xf4\x90\x80\x80"',
+    b'"\xf5\x80\x80\x80"',
+    b'"\xe2\x82"',
+    b'"\xe2\x82x"',
+    b'"\xc3"',
+    b'"a\x01b"',
+    b'"\x00"',
+    b'"\t"',
+    b'"\n"',
+    b'"\x1f"',
+    b'"\\ud800"',
+    b'"\\udc00"',
+    b'"\\ud800\\u0041"',
+    b'"\\ud800\\ud800"',
+    b'"\\udbff"',
+    b'"\\x"',
+    b'"\\u12g4"',
+    b'"\\u12"',
+    b'"\\\'"',
+    b'"\\a"',
+    b'"\\0"',
+    b"18446744073709551616",
+    b"99999999999999999999",
+    b"-9223372036854775809",
+    b"100000000000000000000",
+    b"1e400",
+    b"-1e400",
+    b"1.5e999999",
+    b"1" + b"0" * 400 + b".0",
+    b"01",
+    b"-01",
+    b"00",
+    b"1.",
+    b"1.e5",
+    b".5",
+    b"-",
+    b"-a",
+    b"1e",
+    b"1e+",
+    b"1E-",
+    b"+1",
+    b"0x10",
+    b"1.2.3",
+    b"1-2",
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"tru",
+    b"nul",
+    b"falsey",
+    b"True",
+    b"'x'",
+    b"[1,]",
+    b"[,1]",
+    b"[,]",
+    b"[1 2]",
+    b"[true false]",
+    b'{"a":1,}',
+    b'{,"a":1}',
+    b'{"a" 1}',
+    b'{"a":}',
+    b'{"a"}',
+    b"{1:2}",
+    b"{a:1}",
+    b'{"a":1 "b":2}',
+    b'{"a":1;"b":2}',
+    b"[}",
+    b"{]",
+    b'[{"a":1]}',
+    b"[1]]",
+    b"[[1]",
+    b"[\x0b1]",
+    b"[\x0c1]",
+    b"[\xc2\xa01]",
+    b'["\xe2\x80\xa8" 1]',
+    b"[1]x",
+    b"[" * (MAX_DEPTH + 2) + b"]" * (MAX_DEPTH + 2),
+]
+# valid texts the strict scan takes (simdjson does too)
+_TAKEN = [
+    b'"\\ud83d\\ude00"',
+    b'"\\uD83D\\uDE00\\u0041"',
+    '"caf\u00e9 \u20ac \U0001f600 \u07ff \uffff \U0010ffff"'.encode(),
+    b'"\\"\\\\\\/\\b\\f\\n\\r\\t"',
+    b'"\x7f"',
+    b"0",
+    b"-0",
+    b"-0.0",
+    b"0.5",
+    b"1e-05",
+    b"1E+2",
+    b"2.5e-3",
+    b"1e300",
+    b"-1.5e-300",
+    b"9223372036854775807",
+    b"-9223372036854775808",
+    b"18446744073709551615",
+    b"0.1000000000000000055511151231257827",
+    b"[]",
+    b"{}",
+    b' [ 1 , [ ] , { } , { "a" : [ null , true , false ] } ] ',
+    b'{"a":{"b":[{"c":"}]\\"["}]}}',
+]
+
+
+def _placements(value: bytes) -> list[bytes]:
+    """Recordings holding the value where the scan reads it (a key field, the seconds, a SQL
+    query, an HTTP request), where it skips it (a field it does not read, a nested container,
+    the metadata, the classMap, an event it does not pair) and as a key."""
+    plain = _pair({}, {})
+    nested = b'[{"name":"p","value":' + value + b"}]"
+    return [
+        _recording(_pair({"defined_class": value}, {})),
+        _recording(_pair({"method_id": value}, {})),
+        _recording(_pair({}, {"elapsed_instrumentation": value})),
+        _recording(_pair({"id": value}, {})),
+        _recording(_pair({"sql_query": b'{"sql":' + value + b"}"}, {})),
+        _recording(_pair({"http_server_request": b'{"path_info":' + value + b"}"}, {})),
+        _recording(_pair({"message": value}, {})),
+        _recording(_pair({"parameters": nested}, {"return_value": nested})),
+        _recording(_pair({"parameters": b"[" + value + b"]"}, {})),
+        _recording(plain, b'"metadata":{"x":' + value + b"},"),
+        _recording(plain, b'"other":' + value + b","),
+        _recording([*plain, b'{"event":"other","x":' + value + b"}"]),
+        _recording(
+            plain, b'"classMap":[{"name":"a","type":"function","x":' + value + b"}],"
+        ).replace(b'"classMap":' + _CLASS_MAP + b",", b""),
+        _recording(plain).replace(b'"location":"p.rb:1"', b'"location":"p.rb:1","x":' + value),
+        _recording(plain).replace(
+            b'"children":[{"name":"a"', b'"children":[' + value + b',{"name":"a"'
+        ),
+        _recording(plain).replace(b'"version":"1.12"', b'"version":' + value),
+    ]
+
+
+@needs_c
+def test_strict_scan_refuses_what_simdjson_refuses(tmp_path: Path) -> None:
+    """Invalid UTF-8, control characters, bad escapes, lone surrogates, numbers past 64 bits or
+    a double, grammar errors and nesting past the limit, wherever they are (skipped containers
+    too): the strict scan declines (and stats gives the pure-Python answer); the same
+    recordings with a valid value are taken, with the answer of the scan that trusts them."""
+    path = tmp_path / "r.trace.json"
+    for value in _REFUSED:
+        for raw in _placements(value):
+            assert _strict(raw) is None, raw
+            if value in (b'"\\udbff"', b"-1e400"):  # (stats' answer, through `scanned_sums`)
+                _same(path, raw)
+    for value in _TAKEN:
+        taken = 0
+        for raw in _placements(value):
+            taken += _as_simdjson(raw)
+        assert taken >= 6, value
+    for raw in (_recording(_pair({}, {})), _recording(_pair({"sql_query": _SQL[0]}, {}))):
+        assert _as_simdjson(raw)
+        for document in (
+            raw.replace(b'"events":', b'"evs":'),
+            raw.replace(b'"events":[', b'"events":{"x":[').replace(b"]}", b"]}}"),
+            raw + b"\x00",
+            raw + b"}",
+            raw[:-1],
+            b"\xef\xbb\xbf" + raw,
+            b"[" + raw + b"]",
+        ):
+            assert _strict(document) is None, document
+
+
+@needs_c
+def test_strict_scan_mutations(tmp_path: Path) -> None:
+    """Bytes flipped, inserted or cut anywhere in recordings whose skipped containers hold
+    strings, numbers and escapes: the strict scan takes only what simdjson accepts, with the
+    answer of the scan that trusts the bytes."""
+    rng = random.Random(1188)
+    special = b'"\\{}[],:0123456789-+.eEu tfnrl\x00\x01\x1f\x7f\x80\xbf\xc0\xc3\xe2\xed\xf0\xf4\xff'
+    extras = [b"\\ud83d\\ude00", b"\\u00e9", "é€😀".encode(), b"1e-05", b"-0.5", b"true"]
+    bases = [
+        _recording(
+            _pair(
+                {
+                    "parameters": b'[{"name":"a\\"b","value":"x\\u0041\xc3\xa9","n":[1,-2.5e-3,null]}]'
+                },
+                {"return_value": b'{"class":"S","value":"\\ud83d\\ude00 \xe2\x82\xac"}'},
+            )
+        )
+    ]
+    bases += [orjson.dumps(_document(rng)) for _ in range(10)]
+    taken = 0
+    for base in bases:
+        _as_simdjson(base)
+        for _ in range(400):
+            raw = bytearray(base)
+            for _ in range(rng.randrange(1, 3)):
+                at = rng.randrange(len(raw) + 1)
+                choice = rng.random()
+                if choice < 0.4:
+                    raw[at:at] = bytes([rng.choice(special)])
+                elif choice < 0.6 and at < len(raw):
+                    raw[at] = rng.choice(special)
+                elif choice < 0.8:
+                    raw[at:at] = rng.choice(extras)
+                else:
+                    del raw[at : at + rng.randrange(1, 6)]
+            taken += _as_simdjson(bytes(raw))
+    assert taken > 100
