@@ -41,12 +41,17 @@
  * a time; rising integer call ids need no table; a group's Python key is made once per process
  * (`cached_key`). Without SSE2 the same loops run a byte (or a word) at a time.
  *
+ * Beside it, for the Python loops around it: `add_named` adds a recording's named sums to a
+ * stats batch (`OverheadPartial.add_named`), `tree_links` and `trees_holding` nest dict events
+ * as `tracetool.trace.tree.tree_links` does for `inspect` (their own sections below).
+ *
  * Memory safety: every read is bounds-checked against the buffer length, on any bytes, even
  * though only validated input is passed. Stable, documented C API only.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -2101,6 +2106,16 @@ result_of(State *st, const Py_ssize_t *class_map, PyObject *unset)
             entry = Py_BuildValue("[Ld(nn)N]", group->calls, group->seconds, call->start,
                                   call->end, chain);
         }
+        else if (call->tag == TAG_SQL) {
+            /* named by (sql, database type): `_collect.named_sums`'s key of a raw SQL key */
+            PyObject *name = PyTuple_GetSlice(key, 1, 3);
+            if (name == NULL) {
+                Py_DECREF(key);
+                goto error;
+            }
+            entry = Py_BuildValue("[Ld(nn)N]", group->calls, group->seconds, call->start,
+                                  call->end, name);
+        }
         else {
             entry = Py_BuildValue("[Ld(nn)]", group->calls, group->seconds, call->start,
                                   call->end);
@@ -2188,10 +2203,507 @@ nested_sums(PyObject *module, PyObject *args)
     return result;
 }
 
+/* ------------------------------------------------------------------ call-tree links
+ *
+ * `tree_links(events)`: `tracetool.trace.tree.tree_links` of a list of dict events, the same
+ * list of ints (the position of each event's tree root, of the call a return names, or -1),
+ * for `inspect`'s choice of the call trees holding a match. Call ids and threads are keys of
+ * real dicts, so they are equal, hashed and refused (an unhashable one: TypeError) as there.
+ * None when an event is not a dict (the caller then runs the Python function). And
+ * `trees_holding(events, calls)`, which keeps the events of the trees holding some calls. */
+
+typedef struct {
+    Py_ssize_t pos, root;
+    Py_ssize_t thread; /* its stack (index in `stacks`) */
+    int open;
+} Link;
+
+typedef struct {
+    Py_ssize_t *items; /* Link indices */
+    Py_ssize_t len, cap;
+} Stack;
+
+static int
+stack_push(Stack *st, Py_ssize_t value)
+{
+    if (st->len == st->cap) {
+        Py_ssize_t cap = st->cap ? st->cap * 2 : 16;
+        Py_ssize_t *items = PyMem_Realloc(st->items, (size_t)cap * sizeof(Py_ssize_t));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        st->items = items;
+        st->cap = cap;
+    }
+    st->items[st->len++] = value;
+    return 0;
+}
+
+/* The index (in *stacks) of the stack of `thread` in `threads`, added when new; -1 with an
+ * exception. `add` 0: -2 when it has none. */
+static Py_ssize_t
+stack_of(PyObject *threads, PyObject *thread, Buf *stacks, int add)
+{
+    PyObject *found = PyDict_GetItemWithError(threads, thread);
+    if (found != NULL) {
+        return PyLong_AsSsize_t(found);
+    }
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    if (!add) {
+        return -2;
+    }
+    Py_ssize_t index = (Py_ssize_t)(stacks->len / sizeof(Stack));
+    Stack empty = {NULL, 0, 0};
+    PyObject *boxed = PyLong_FromSsize_t(index);
+    if (boxed == NULL) {
+        return -1;
+    }
+    int rc = PyDict_SetItem(threads, thread, boxed);
+    Py_DECREF(boxed);
+    if (rc < 0) {
+        return -1;
+    }
+    if (buf_put(stacks, &empty, sizeof(empty)) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return index;
+}
+
+/* The links of a list of dicts into `out` (a PyMem array of its length): 0; 1 when an event
+ * is not a dict; -1 with an exception. */
+static int
+links_of(PyObject *events, Py_ssize_t *out)
+{
+    Py_ssize_t count = PyList_GET_SIZE(events);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (!PyDict_Check(PyList_GET_ITEM(events, i))) {
+            return 1;
+        }
+    }
+    static PyObject *k_event, *k_thread, *k_id, *k_parent, *k_call, *k_return;
+    if (k_event == NULL) {
+        k_event = PyUnicode_InternFromString("event");
+        k_thread = PyUnicode_InternFromString("thread_id");
+        k_id = PyUnicode_InternFromString("id");
+        k_parent = PyUnicode_InternFromString("parent_id");
+        k_call = PyUnicode_InternFromString("call");
+        k_return = PyUnicode_InternFromString("return");
+        if (!k_event || !k_thread || !k_id || !k_parent || !k_call || !k_return) {
+            Py_CLEAR(k_event);
+            return -1;
+        }
+    }
+    int rc = -1;
+    PyObject *calls = PyDict_New();   /* call id -> its Link index */
+    PyObject *threads = PyDict_New(); /* thread -> its Stack index */
+    Buf records = {NULL, 0, 0}, stacks = {NULL, 0, 0};
+    if (calls == NULL || threads == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t pos = 0; pos < count; pos++) {
+        PyObject *event = PyList_GET_ITEM(events, pos);
+        PyObject *kind = PyDict_GetItemWithError(event, k_event);
+        if (kind == NULL && PyErr_Occurred()) {
+            goto done;
+        }
+        int is_call = 0, is_return = 0;
+        if (kind != NULL && PyUnicode_CheckExact(kind)) {
+            is_call = kind == k_call || PyUnicode_Compare(kind, k_call) == 0;
+            is_return = !is_call && (kind == k_return || PyUnicode_Compare(kind, k_return) == 0);
+        }
+        out[pos] = -1;
+        if (is_call) {
+            PyObject *thread = PyDict_GetItemWithError(event, k_thread);
+            if (thread == NULL && PyErr_Occurred()) {
+                goto done;
+            }
+            Py_ssize_t at = stack_of(threads, thread ? thread : Py_None, &stacks, 1);
+            if (at < 0) {
+                goto done;
+            }
+            Stack *stack = (Stack *)stacks.p + at;
+            Link record = {pos, pos, at, 1};
+            if (stack->len > 0) {
+                record.root = ((Link *)records.p)[stack->items[stack->len - 1]].root;
+            }
+            Py_ssize_t index = (Py_ssize_t)(records.len / sizeof(Link));
+            if (buf_put(&records, &record, sizeof(record)) < 0) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            if (stack_push(stack, index) < 0) {
+                goto done;
+            }
+            PyObject *id = PyDict_GetItemWithError(event, k_id);
+            if (id == NULL && PyErr_Occurred()) {
+                goto done;
+            }
+            PyObject *boxed = PyLong_FromSsize_t(index);
+            if (boxed == NULL) {
+                goto done;
+            }
+            int set = PyDict_SetItem(calls, id ? id : Py_None, boxed);
+            Py_DECREF(boxed);
+            if (set < 0) {
+                goto done;
+            }
+            out[pos] = record.root;
+        }
+        else if (is_return) {
+            PyObject *parent = PyDict_GetItemWithError(event, k_parent);
+            if (parent == NULL && PyErr_Occurred()) {
+                goto done;
+            }
+            Py_ssize_t target, at;
+            if (parent == NULL || parent == Py_None) {
+                PyObject *thread = PyDict_GetItemWithError(event, k_thread);
+                if (thread == NULL && PyErr_Occurred()) {
+                    goto done;
+                }
+                at = stack_of(threads, thread ? thread : Py_None, &stacks, 0);
+                if (at == -1) {
+                    goto done;
+                }
+                if (at == -2 || ((Stack *)stacks.p)[at].len == 0) {
+                    continue;
+                }
+                Stack *stack = (Stack *)stacks.p + at;
+                target = stack->items[stack->len - 1];
+            }
+            else {
+                PyObject *found = PyDict_GetItemWithError(calls, parent);
+                if (found == NULL) {
+                    if (PyErr_Occurred()) {
+                        goto done;
+                    }
+                    continue;
+                }
+                target = PyLong_AsSsize_t(found);
+                at = ((Link *)records.p)[target].thread;
+            }
+            Link *record = (Link *)records.p + target;
+            out[pos] = record->pos;
+            if (record->open) {
+                Stack *stack = (Stack *)stacks.p + at;
+                while (stack->len > 0) {
+                    Py_ssize_t popped = stack->items[--stack->len];
+                    ((Link *)records.p)[popped].open = 0;
+                    if (popped == target) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    rc = 0;
+done:
+    for (size_t i = 0; i < stacks.len / sizeof(Stack); i++) {
+        PyMem_Free(((Stack *)stacks.p)[i].items);
+    }
+    PyMem_Free(stacks.p);
+    PyMem_Free(records.p);
+    Py_XDECREF(calls);
+    Py_XDECREF(threads);
+    return rc;
+}
+
+/* A copy of a list argument (hashing an id could run code that changes the caller's list) and
+ * its links: the copy, or NULL with an exception or (*declined) an event that is not a dict. */
+static PyObject *
+linked_copy(PyObject *arg, Py_ssize_t **links, int *declined)
+{
+    *links = NULL;
+    *declined = 0;
+    if (!PyList_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "events must be a list");
+        return NULL;
+    }
+    PyObject *events = PyList_GetSlice(arg, 0, PyList_GET_SIZE(arg));
+    if (events == NULL) {
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(events);
+    *links = PyMem_Malloc((size_t)(count > 0 ? count : 1) * sizeof(Py_ssize_t));
+    if (*links == NULL) {
+        Py_DECREF(events);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    int rc = links_of(events, *links);
+    if (rc != 0) {
+        PyMem_Free(*links);
+        *links = NULL;
+        Py_DECREF(events);
+        *declined = rc == 1;
+        return NULL;
+    }
+    return events;
+}
+
+static PyObject *
+tree_links(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    Py_ssize_t *links;
+    int declined;
+    PyObject *events = linked_copy(arg, &links, &declined);
+    if (events == NULL) {
+        if (declined) {
+            Py_RETURN_NONE;
+        }
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(events);
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
+        PyObject *value = PyLong_FromSsize_t(links[i]);
+        if (value == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, value);
+    }
+    PyMem_Free(links);
+    Py_DECREF(events);
+    return out;
+}
+
+/* `trees_holding(events, calls)`: `tracetool.inspect.scan._trees_holding` — the events of the
+ * call trees holding these calls (positions of call events in `events`) and the calls'
+ * positions among them, or (events, calls) themselves when that is every event; None when an
+ * event is not a dict. */
+static PyObject *
+trees_holding(PyObject *module, PyObject *args)
+{
+    PyObject *arg, *calls;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "OO!:trees_holding", &arg, &PyList_Type, &calls)) {
+        return NULL;
+    }
+    Py_ssize_t *links;
+    int declined;
+    PyObject *events = linked_copy(arg, &links, &declined);
+    if (events == NULL) {
+        if (declined) {
+            Py_RETURN_NONE;
+        }
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(events), ncalls = PyList_GET_SIZE(calls), kept = 0;
+    PyObject *result = NULL, *chosen = NULL, *positions = NULL;
+    /* wanted[p]: p is the root of a tree holding a call; then before[p]: kept events before p */
+    unsigned char *wanted = PyMem_Calloc((size_t)(count > 0 ? count : 1), 1);
+    Py_ssize_t *before = PyMem_Malloc((size_t)(count > 0 ? count : 1) * sizeof(Py_ssize_t));
+    if (wanted == NULL || before == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < ncalls; i++) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyList_GET_ITEM(calls, i));
+        if (at == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        if (at < 0 || at >= count || links[at] < 0) {
+            PyErr_SetString(PyExc_ValueError, "a call position out of range or not a call");
+            goto done;
+        }
+        wanted[links[at]] = 1;
+    }
+    for (Py_ssize_t p = 0; p < count; p++) {
+        before[p] = kept;
+        if (links[p] >= 0 && wanted[links[links[p]]]) {
+            kept++;
+        }
+    }
+    if (kept == count) {
+        result = Py_BuildValue("(OO)", arg, calls);
+        goto done;
+    }
+    chosen = PyList_New(kept);
+    positions = PyList_New(ncalls);
+    if (chosen == NULL || positions == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t p = 0, n = 0; p < count; p++) {
+        if (links[p] >= 0 && wanted[links[links[p]]]) {
+            PyObject *event = PyList_GET_ITEM(events, p);
+            Py_INCREF(event);
+            PyList_SET_ITEM(chosen, n++, event);
+        }
+    }
+    for (Py_ssize_t i = 0; i < ncalls; i++) {
+        PyObject *at = PyLong_FromSsize_t(before[PyLong_AsSsize_t(PyList_GET_ITEM(calls, i))]);
+        if (at == NULL) {
+            goto done;
+        }
+        PyList_SET_ITEM(positions, i, at);
+    }
+    result = PyTuple_Pack(2, chosen, positions);
+done:
+    Py_XDECREF(chosen);
+    Py_XDECREF(positions);
+    PyMem_Free(wanted);
+    PyMem_Free(before);
+    PyMem_Free(links);
+    Py_DECREF(events);
+    return result;
+}
+
+/* ------------------------------------------------------------------ batch sums
+ *
+ * `add_named(batch, raw_sums)`: `OverheadPartial.add_recording(named_sums(raw_sums, ...))` of
+ * `nested_sums`' sums when every entry is named already (its fourth item: the C's name of a
+ * function, SQL's (sql, database type), the name `_scan` gave an HTTP call): the entries'
+ * calls and seconds summed per name in order (as `named_sums` adds them), then each name's
+ * count added to the batch's and its seconds appended to its list (`batch`: name -> [calls,
+ * [seconds of each recording]]). False, and the batch untouched, when an entry is not named or
+ * not of that shape: the caller names them in Python. */
+
+static PyObject *
+add_named(PyObject *module, PyObject *args)
+{
+    PyObject *batch, *raw_sums;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!O!:add_named", &PyDict_Type, &batch, &PyDict_Type,
+                          &raw_sums)) {
+        return NULL;
+    }
+    Py_ssize_t count = PyDict_GET_SIZE(raw_sums);
+    PyObject *names = PyDict_New(); /* name -> its index in `sums` */
+    typedef struct {
+        PyObject *name; /* (borrowed: raw_sums holds it) */
+        long long calls;
+        double seconds;
+    } Sum;
+    Sum *sums = PyMem_Malloc((size_t)(count > 0 ? count : 1) * sizeof(Sum));
+    Py_ssize_t distinct = 0;
+    PyObject *result = NULL;
+    if (names == NULL || sums == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t at = 0;
+    PyObject *key, *entry;
+    while (PyDict_Next(raw_sums, &at, &key, &entry)) {
+        if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) < 4) {
+            result = Py_False;
+            goto done;
+        }
+        PyObject *calls = PyList_GET_ITEM(entry, 0), *seconds = PyList_GET_ITEM(entry, 1);
+        PyObject *name = PyList_GET_ITEM(entry, 3);
+        if (name == Py_None || !PyLong_CheckExact(calls) || !PyFloat_CheckExact(seconds) ||
+            !(PyUnicode_CheckExact(name) || PyTuple_CheckExact(name))) {
+            result = Py_False;
+            goto done;
+        }
+        int overflow = 0;
+        long long n = PyLong_AsLongLongAndOverflow(calls, &overflow);
+        if (overflow || (n == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            result = Py_False;
+            goto done;
+        }
+        PyObject *found = PyDict_GetItemWithError(names, name);
+        if (found == NULL) {
+            if (PyErr_Occurred()) {
+                goto done;
+            }
+            PyObject *index = PyLong_FromSsize_t(distinct);
+            if (index == NULL || PyDict_SetItem(names, name, index) < 0) {
+                Py_XDECREF(index);
+                goto done;
+            }
+            Py_DECREF(index);
+            sums[distinct].name = name;
+            sums[distinct].calls = n;
+            sums[distinct].seconds = PyFloat_AS_DOUBLE(seconds);
+            distinct++;
+        }
+        else {
+            Sum *sum = sums + PyLong_AsSsize_t(found);
+            if ((n > 0 && sum->calls > LLONG_MAX - n) || (n < 0 && sum->calls < LLONG_MIN - n)) {
+                result = Py_False;
+                goto done;
+            }
+            sum->calls += n;
+            sum->seconds += PyFloat_AS_DOUBLE(seconds);
+        }
+    }
+    /* every entry read: now the batch (only a lack of memory can stop this half way) */
+    for (Py_ssize_t i = 0; i < distinct; i++) {
+        PyObject *calls = PyLong_FromLongLong(sums[i].calls);
+        PyObject *seconds = PyFloat_FromDouble(sums[i].seconds);
+        if (calls == NULL || seconds == NULL) {
+            Py_XDECREF(calls);
+            Py_XDECREF(seconds);
+            goto done;
+        }
+        PyObject *held = PyDict_GetItemWithError(batch, sums[i].name);
+        if (held == NULL) {
+            PyObject *parts = NULL, *value = NULL;
+            if (!PyErr_Occurred() && (parts = PyList_New(1)) != NULL) {
+                PyList_SET_ITEM(parts, 0, seconds);
+                seconds = NULL;
+                value = PyList_New(2);
+            }
+            if (value == NULL) {
+                Py_XDECREF(parts);
+                Py_XDECREF(seconds);
+                Py_DECREF(calls);
+                goto done;
+            }
+            PyList_SET_ITEM(value, 0, calls);
+            PyList_SET_ITEM(value, 1, parts);
+            int rc = PyDict_SetItem(batch, sums[i].name, value);
+            Py_DECREF(value);
+            if (rc < 0) {
+                goto done;
+            }
+            continue;
+        }
+        /* [calls, [seconds...]]: held[0] += calls; held[1].append(seconds) */
+        if (!PyList_CheckExact(held) || PyList_GET_SIZE(held) != 2 ||
+            !PyList_CheckExact(PyList_GET_ITEM(held, 1))) {
+            PyErr_SetString(PyExc_TypeError, "a batch entry is not [calls, [seconds]]");
+            Py_DECREF(calls);
+            Py_DECREF(seconds);
+            goto done;
+        }
+        PyObject *total = PyNumber_Add(PyList_GET_ITEM(held, 0), calls);
+        Py_DECREF(calls);
+        if (total == NULL) {
+            Py_DECREF(seconds);
+            goto done;
+        }
+        PyList_SetItem(held, 0, total); /* (steals total) */
+        int rc = PyList_Append(PyList_GET_ITEM(held, 1), seconds);
+        Py_DECREF(seconds);
+        if (rc < 0) {
+            goto done;
+        }
+    }
+    result = Py_True;
+done:
+    Py_XDECREF(names);
+    PyMem_Free(sums);
+    Py_XINCREF(result);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"nested_sums", nested_sums, METH_VARARGS,
      "nested_sums(raw, max_depth, unset, chains=None, namer=None, strict=False) -> (sums, others,\n"
      "classmap span) or None (module doc)."},
+    {"add_named", add_named, METH_VARARGS,
+     "add_named(batch, raw_sums) -> whether the named sums were added to the batch (module doc)."},
+    {"trees_holding", trees_holding, METH_VARARGS,
+     "trees_holding(events, calls) -> inspect.scan._trees_holding(events, calls), or None."},
+    {"tree_links", tree_links, METH_O,
+     "tree_links(events) -> tracetool.trace.tree.tree_links(events), or None (module doc)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

@@ -771,3 +771,140 @@ def test_strict_scan_mutations(tmp_path: Path) -> None:
                     del raw[at : at + rng.randrange(1, 6)]
             taken += _as_simdjson(bytes(raw))
     assert taken > 100
+
+
+# -- inspect's tree links ------------------------------------------------------------------
+
+
+def _events(rng: random.Random) -> list[Any]:
+    """Random events: calls and returns on a few threads, returns naming their call, another
+    open or closed call, an unknown one or none, ids that are equal across types (1, 1.0,
+    True), missing fields, other kinds."""
+    ids: list[Any] = [1, 2, 3, 1.0, True, "1", "a", None, -5, 2**70]
+    threads: list[Any] = [1, 2, "1", None, 1.0, "MISSING"]
+    events: list[Any] = []
+    for number in range(rng.randrange(60)):
+        choice = rng.random()
+        event: dict[str, Any]
+        if choice < 0.45:
+            event = {"event": "call", "id": rng.choice([*ids, number, number + 0.5])}
+        elif choice < 0.9:
+            event = {"event": "return", "id": number}
+            parent = rng.random()
+            if parent < 0.5 and events:
+                event["parent_id"] = rng.choice(events).get("id")
+            elif parent < 0.7:
+                event["parent_id"] = rng.choice(ids)
+            elif parent < 0.85:
+                event["parent_id"] = None
+        else:
+            event = {"event": rng.choice(["other", None, 1, "Call", "call ", "returns"])}
+            event["id"] = number
+        thread = rng.choice(threads)
+        if thread != "MISSING":
+            event["thread_id"] = thread
+        if rng.random() < 0.05:
+            del event["event"]
+        events.append(event)
+    return events
+
+
+@needs_c
+def test_tree_links_as_python() -> None:
+    """`_speedups.tree_links` gives `trace.tree.tree_links`'s links of any dict events, raises
+    what it raises (an unhashable id or thread), and declines (None) events that are not dicts."""
+    from tracetool.inspect import scan
+    from tracetool.trace.tree import tree_links
+
+    rng = random.Random(4242)
+    for _ in range(3000):
+        events = _events(rng)
+        assert _speedups.tree_links(events) == tree_links(events), events
+        calls = [i for i, e in enumerate(events) if e.get("event") == "call"]
+        for chosen in (calls, calls[:1], calls[-1:], calls[::3], []):
+            fast = scan._trees_holding(events, chosen)
+            saved, scan._TREES_HOLDING = scan._TREES_HOLDING, None
+            try:
+                assert fast == scan._trees_holding(events, chosen)
+            finally:
+                scan._TREES_HOLDING = saved
+    raised = 0
+    for bad in ({"id": [1]}, {"thread_id": {}}, {"parent_id": [2]}):
+        for kind in ("call", "return"):
+            events = [{"event": "call", "id": 1, "thread_id": 1}, {"event": kind, **bad}]
+            try:
+                expected = tree_links(events)
+            except TypeError:
+                raised += 1
+                with pytest.raises(TypeError):
+                    _speedups.tree_links(events)
+            else:
+                assert _speedups.tree_links(events) == expected
+    assert raised == 4
+    assert _speedups.tree_links([]) == []
+    assert _speedups.tree_links([{"event": "call"}, ["not a dict"]]) is None
+    assert _speedups.trees_holding([{"event": "call"}, ["not a dict"]], [0]) is None
+    with pytest.raises(TypeError):
+        _speedups.tree_links(({"event": "call"},))
+    with pytest.raises(ValueError):
+        _speedups.trees_holding([{"event": "call"}, {"event": "x"}], [1])
+
+
+# -- batch sums of named recordings --------------------------------------------------------
+
+
+@needs_c
+def test_add_named_as_add_recording() -> None:
+    """`OverheadPartial.add_named` (the C) of recordings whose every sum the scan named adds to
+    a batch exactly what `add_recording` of `named_sums` adds (the same counts, the same
+    per-recording seconds, a name made of several raw keys summed in their order); it adds
+    nothing and says so when an entry is not named."""
+    import copy
+
+    rng = random.Random(5)
+    names = process_names()
+    raws = [p.read_bytes() for p in corpus_recordings()[:30]]
+    raws += [orjson.dumps(_document(rng)) for _ in range(300)]
+    raws += [_recording(_pair({field: value}, {})) for field in _CALL_FIELDS for value in _VALUES]
+    raws += [_recording(_pair({"sql_query": sql}, {})) for sql in _SQL]
+    raws += [_recording(_pair({"http_server_request": http}, {})) for http in _HTTP]
+    fast, plain = _collect.OverheadPartial(), _collect.OverheadPartial()
+    taken = declined = 0
+    for raw in raws:
+        scanned = _scan.scanned_sums(
+            raw, _collect._other_key, names.event_function, names.chain_names
+        )
+        if scanned is None:
+            continue
+        before = copy.deepcopy(fast.sums)
+        if fast.add_named(scanned[0]):
+            taken += 1
+            plain.add_recording(_collect._scanned_named(scanned, names))
+            continue
+        declined += 1
+        assert fast.sums == before
+        sums = _collect._scanned_named(scanned, names)
+        fast.add_recording(sums)
+        plain.add_recording(sums)
+    assert taken > 100 and declined > 0
+    assert fast.files == plain.files
+    assert list(fast.sums.items()) == list(plain.sums.items())
+    batch: dict[Any, Any] = {"f": [1, [0.5]]}
+    for raw_sums in (
+        {("k",): [1, 0.5, (0, 1)]},
+        {("k",): [1, 0.5, (0, 1), None]},
+        {("k",): [1, "0.5", (0, 1), "f"]},
+        {("k",): [1.0, 0.5, (0, 1), "f"]},
+        {("k",): [2**70, 0.5, (0, 1), "f"]},
+        {("k",): [1, 0.5, (0, 1), "f"], ("j",): [1, 0.5, (0, 1), b"x"]},
+        {("k",): (1, 0.5, (0, 1), "f")},
+    ):
+        assert _speedups.add_named(batch, raw_sums) is False
+        assert batch == {"f": [1, [0.5]]}
+    assert _speedups.add_named(
+        batch, {("k",): [2, 0.25, (0, 1), "f"], ("j",): [1, 0.5, (0, 1), "f"]}
+    )
+    assert _speedups.add_named(batch, {("k",): [1, 1.0, (0, 1), ("SELECT 1", "")]})
+    assert batch == {"f": [4, [0.5, 0.75]], ("SELECT 1", ""): [1, [1.0]]}
+    with pytest.raises(TypeError):
+        _speedups.add_named({"f": [1, 0.5]}, {("k",): [1, 0.5, (0, 1), "f"]})

@@ -26,6 +26,7 @@ from tracetool.inspect.context import CodeObjects, Notable, context
 from tracetool.inspect.matching import Matcher
 from tracetool.inspect.refs import CodeObjectRef, Match
 from tracetool.inspect.sql_names import ANALYZE, IndexedSql, IndexReader, SqlNames
+from tracetool.stats._scan import speedup
 from tracetool.trace.codeobjects import ClassMap
 from tracetool.trace.document import TraceDocument, from_data, gc_paused, parse
 from tracetool.trace.reader import guarded
@@ -195,12 +196,21 @@ def _drop(cos: CodeObjects | None) -> None:
 FEW_MATCHES = 128
 
 
+# `_trees_holding` in C (`tracetool._speedups`), or None
+_TREES_HOLDING = speedup("trees_holding")
+
+
 def _trees_holding(
     events: list[dict[str, Any]], calls: list[int]
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """The events of the call trees holding these calls (positions in `events`), with the
     calls' positions among them: searched alone, those trees are built as in the whole tree
-    (`tree_links`), and the others cannot match."""
+    (`tree_links`), and the others cannot match. By the accelerator where it is built."""
+    fast = _TREES_HOLDING
+    if fast is not None:
+        found = fast(events, calls)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
     links = tree_links(events)
     wanted = {links[i] for i in calls}
     if len(wanted) == 1:

@@ -45,14 +45,20 @@ _MOST_OTHERS = 100_000
 _HTTP = (b"S", b"C")
 
 
-def _load() -> Optional[Callable[..., Any]]:
+def speedup(name: str) -> Optional[Callable[..., Any]]:
+    """The accelerator's function of that name, or None when it is not built or is switched
+    off (`TRACETOOL_NO_SPEEDUPS`); also `inspect`'s (`tree_links`)."""
     if os.environ.get("TRACETOOL_NO_SPEEDUPS", "") not in ("", "0"):
         return None
     try:
         from tracetool import _speedups  # type: ignore[attr-defined]
     except ImportError:
         return None
-    return _speedups.nested_sums  # type: ignore[no-any-return]
+    return getattr(_speedups, name, None)
+
+
+def _load() -> Optional[Callable[..., Any]]:
+    return speedup("nested_sums")
 
 
 _NESTED_SUMS = _load()
