@@ -908,3 +908,115 @@ def test_add_named_as_add_recording() -> None:
     assert batch == {"f": [4, [0.5, 0.75]], ("SELECT 1", ""): [1, [1.0]]}
     with pytest.raises(TypeError):
         _speedups.add_named({"f": [1, 0.5]}, {("k",): [1, 0.5, (0, 1), "f"]})
+
+
+@needs_c
+def test_screen_calls_as_python() -> None:
+    """`_speedups.screen_calls` keeps the calls `Matcher.screen` keeps for a function: any
+    `method_id` (a name holding the last component or not, one `loose` empties, missing, null,
+    a number, a container), any kind of event; None for events that are not dicts."""
+    from tracetool.inspect import matching
+    from tracetool.inspect.refs import parse_code_object
+
+    rng = random.Random(77)
+    methods: list[Any] = ["find", "find_by", "refind", "Find", "save", "", "#", ".", "::", " "]
+    methods += [None, 7, 1.5, True, ["find"], {"find": 1}, "MISSING", "f\u00efnd", "x.find"]
+    for ident in (
+        "function:app/models/User.find",
+        "function:a/b#save",
+        "function:x.find",
+        "function:7",
+    ):
+        matcher = matching.Matcher(parse_code_object(ident))
+        for _ in range(300):
+            events: list[Any] = []
+            for _ in range(rng.randrange(30)):
+                event: dict[str, Any] = {"event": rng.choice(["call", "call", "return", None, 1])}
+                method = rng.choice(methods)
+                if method != "MISSING":
+                    event["method_id"] = method
+                events.append(event)
+            fast = matcher.screen(events)
+            saved, matching._SCREEN_CALLS = matching._SCREEN_CALLS, None
+            try:
+                assert fast == matcher.screen(events), (ident, events)
+            finally:
+                matching._SCREEN_CALLS = saved
+    assert _speedups.screen_calls([{"event": "call"}, 1], "find", str) is None
+    with pytest.raises(ZeroDivisionError):
+        _speedups.screen_calls([{"event": "call", "method_id": "x"}], "find", lambda n: 1 / 0)
+
+
+def _shape(builder: Any) -> Any:
+    """A builder's trees, dicts and stacks, with nodes named by their calls' positions."""
+    from tracetool.trace.tree import preorder
+
+    every = preorder(builder.roots) + [n for s in builder.stacks.values() for n in s]
+    every += list(builder.nodes.values())
+    name = {id(n): n.call["at"] for n in every}
+
+    def node(n: Any) -> Any:
+        if n is None:
+            return None
+        parent = None if n.parent is None else name[id(n.parent)]
+        ret = None if n.ret is None else n.ret["at"]
+        return (name[id(n)], ret, parent, [name[id(c)] for c in n.children], n._open)
+
+    return (
+        [node(n) for n in preorder(builder.roots)],
+        [(k, name[id(n)]) for k, n in builder.nodes.items()],
+        [(k, [name[id(n)] for n in s]) for k, s in builder.stacks.items()],
+        None if builder.created is None else [name[id(n)] for n in builder.created],
+    )
+
+
+@needs_c
+def test_tree_add_as_call_tree_builder() -> None:
+    """`_speedups.tree_add` (inspect's `_add`) builds what `CallTreeBuilder.add` builds from the
+    same dict events, fed whole or in blocks, with `created` kept or not: the same nodes, links,
+    returns, open flags, id and thread dicts; it raises what the builder raises and declines
+    (False, nothing done) events that are not dicts."""
+    from tracetool.inspect import scan
+    from tracetool.trace.tree import CallNode, CallTreeBuilder
+
+    rng = random.Random(2024)
+    for round_ in range(2000):
+        events = _events(rng)
+        for at, event in enumerate(events):
+            event["at"] = at
+        cuts = sorted(rng.sample(range(len(events) + 1), min(len(events) + 1, rng.randrange(3))))
+        blocks = [events[a:b] for a, b in zip([0, *cuts], [*cuts, len(events)])]
+        built = []
+        for fast in (True, False):
+            builder = CallTreeBuilder()
+            if round_ % 3 == 0:
+                builder.created = []
+            saved, scan._TREE_ADD = scan._TREE_ADD, (scan._TREE_ADD if fast else None)
+            try:
+                for block in blocks:
+                    scan._add(builder, block)
+            finally:
+                scan._TREE_ADD = saved
+            built.append(_shape(builder))
+        assert built[0] == built[1], events
+    raised = 0
+    for bad in ({"id": [1]}, {"thread_id": {}}, {"parent_id": [2]}):
+        for kind in ("call", "return"):
+            events = [{"event": "call", "id": 1, "thread_id": 1}, {"event": kind, **bad}]
+            try:
+                CallTreeBuilder().add(events)
+            except TypeError:
+                raised += 1
+                builder = CallTreeBuilder()
+                with pytest.raises(TypeError):
+                    _speedups.tree_add(
+                        CallNode, builder.roots, builder.nodes, builder.stacks, None, events
+                    )
+    assert raised == 4
+    builder = CallTreeBuilder()
+    args = (CallNode, builder.roots, builder.nodes, builder.stacks, None)
+    assert _speedups.tree_add(*args, [{"event": "call", "id": 1}, ("not a dict",)]) is False
+    assert builder.roots == [] and builder.nodes == {} and builder.stacks == {}
+    assert _speedups.tree_add(*args, []) is True
+    with pytest.raises(AttributeError):
+        _speedups.tree_add(int, [], {}, {}, None, [{"event": "call"}])

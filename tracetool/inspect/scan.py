@@ -161,7 +161,7 @@ def _matches_in(
     pending: list[CallNode] = []  # the nodes of the calls `screen` kept, not searched yet
     try:
         for block, calls in blocks:
-            builder.add(block)
+            _add(builder, block)
             pending.extend(_nodes_of(builder, block, calls))
             if len(nodes) > HELD_CALLS:
                 roots = builder.take_finished()
@@ -196,8 +196,20 @@ def _drop(cos: CodeObjects | None) -> None:
 FEW_MATCHES = 128
 
 
-# `_trees_holding` in C (`tracetool._speedups`), or None
+# `_trees_holding` and `CallTreeBuilder.add` in C (`tracetool._speedups`), or None
 _TREES_HOLDING = speedup("trees_holding")
+_TREE_ADD = speedup("tree_add")
+
+
+def _add(builder: CallTreeBuilder, block: list[dict[str, Any]]) -> None:
+    """`builder.add(block)`, by the accelerator where it is built (dict events in a list)."""
+    fast = _TREE_ADD
+    if (
+        fast is None
+        or block.__class__ is not list
+        or not fast(CallNode, builder.roots, builder.nodes, builder.stacks, builder.created, block)
+    ):
+        builder.add(block)
 
 
 def _trees_holding(
