@@ -42,8 +42,12 @@
  * (`cached_key`). Without SSE2 the same loops run a byte (or a word) at a time.
  *
  * Beside it, for the Python loops around it: `add_named` adds a recording's named sums to a
- * stats batch (`OverheadPartial.add_named`), `tree_links` and `trees_holding` nest dict events
- * as `tracetool.trace.tree.tree_links` does for `inspect` (their own sections below).
+ * stats batch (`OverheadPartial.add_named`); for `inspect`, `tree_links` and `trees_holding`
+ * nest dict events as `tracetool.trace.tree.tree_links` does, `tree_add` builds their call
+ * trees as `CallTreeBuilder.add` (its `CallNode`s' slots set through their descriptors),
+ * `tree_walk` walks or releases them as `preorder` and `release` do, and `screen_calls` is
+ * `Matcher.screen` of a function (their own sections below). Each has its Python original,
+ * run where the accelerator is not built, and a differential test (tests/stats/test_speedups.py).
  *
  * Memory safety: every read is bounds-checked against the buffer length, on any bytes, even
  * though only validated input is passed. Stable, documented C API only.
@@ -2928,6 +2932,100 @@ done:
     return result;
 }
 
+/* `tree_walk(node_type, roots, release)`: `tracetool.trace.tree.preorder(roots)`, every node
+ * below the roots (included) in pre-order, as a list; with `release`, `tree.release(roots)`
+ * instead (each node's parent None and children a new empty list; None returned). */
+static PyObject *
+tree_walk(PyObject *module, PyObject *args)
+{
+    PyObject *type_obj, *roots_arg;
+    int release;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!Op:tree_walk", &PyType_Type, &type_obj, &roots_arg,
+                          &release)) {
+        return NULL;
+    }
+    PyObject *children_d = PyObject_GetAttrString(type_obj, "children");
+    PyObject *parent_d = PyObject_GetAttrString(type_obj, "parent");
+    PyObject *roots = PySequence_Fast(roots_arg, "roots must be a sequence");
+    PyObject *out = release ? NULL : PyList_New(0);
+    Buf stack = {NULL, 0, 0}; /* PyObject* (strong references) */
+    PyObject *result = NULL;
+    if (children_d == NULL || parent_d == NULL || roots == NULL || (!release && out == NULL)) {
+        goto done;
+    }
+    if (Py_TYPE(children_d)->tp_descr_get == NULL || Py_TYPE(children_d)->tp_descr_set == NULL ||
+        Py_TYPE(parent_d)->tp_descr_set == NULL) {
+        PyErr_SetString(PyExc_TypeError, "children and parent are not slots");
+        goto done;
+    }
+    for (Py_ssize_t i = PySequence_Fast_GET_SIZE(roots) - 1; i >= 0; i--) {
+        PyObject *root = PySequence_Fast_GET_ITEM(roots, i);
+        Py_INCREF(root);
+        if (buf_put(&stack, &root, sizeof(root)) < 0) {
+            Py_DECREF(root);
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    while (stack.len > 0) {
+        PyObject *node;
+        stack.len -= sizeof(node);
+        memcpy(&node, stack.p + stack.len, sizeof(node));
+        int rc = out != NULL ? PyList_Append(out, node) : 0;
+        PyObject *children = rc == 0 ? slot_get(children_d, node) : NULL;
+        if (children != NULL) {
+            PyObject *items = PySequence_Fast(children, "children must be a sequence");
+            Py_DECREF(children);
+            if (items == NULL) {
+                rc = -1;
+            }
+            else {
+                for (Py_ssize_t i = PySequence_Fast_GET_SIZE(items) - 1; rc == 0 && i >= 0; i--) {
+                    PyObject *child = PySequence_Fast_GET_ITEM(items, i);
+                    Py_INCREF(child);
+                    if (buf_put(&stack, &child, sizeof(child)) < 0) {
+                        Py_DECREF(child);
+                        PyErr_NoMemory();
+                        rc = -1;
+                    }
+                }
+                Py_DECREF(items);
+            }
+        }
+        else {
+            rc = -1;
+        }
+        if (rc == 0 && release) {
+            PyObject *empty = PyList_New(0);
+            if (empty == NULL || slot_set(parent_d, node, Py_None) < 0 ||
+                slot_set(children_d, node, empty) < 0) {
+                rc = -1;
+            }
+            Py_XDECREF(empty);
+        }
+        Py_DECREF(node);
+        if (rc < 0) {
+            goto done;
+        }
+    }
+    result = release ? Py_None : out;
+    Py_INCREF(result);
+done:
+    while (stack.len > 0) {
+        PyObject *node;
+        stack.len -= sizeof(node);
+        memcpy(&node, stack.p + stack.len, sizeof(node));
+        Py_DECREF(node);
+    }
+    PyMem_Free(stack.p);
+    Py_XDECREF(out);
+    Py_XDECREF(roots);
+    Py_XDECREF(children_d);
+    Py_XDECREF(parent_d);
+    return result;
+}
+
 /* ------------------------------------------------------------------ batch sums
  *
  * `add_named(batch, raw_sums)`: `OverheadPartial.add_recording(named_sums(raw_sums, ...))` of
@@ -3082,6 +3180,8 @@ static PyMethodDef methods[] = {
     {"tree_add", tree_add, METH_VARARGS,
      "tree_add(node_type, roots, nodes, stacks, created, events) -> CallTreeBuilder.add of dict\n"
      "events (True), or False when an event is not a dict."},
+    {"tree_walk", tree_walk, METH_VARARGS,
+     "tree_walk(node_type, roots, release) -> tree.preorder(roots), or tree.release(roots)."},
     {"tree_links", tree_links, METH_O,
      "tree_links(events) -> tracetool.trace.tree.tree_links(events), or None (module doc)."},
     {NULL, NULL, 0, NULL}};

@@ -1020,3 +1020,37 @@ def test_tree_add_as_call_tree_builder() -> None:
     assert _speedups.tree_add(*args, []) is True
     with pytest.raises(AttributeError):
         _speedups.tree_add(int, [], {}, {}, None, [{"event": "call"}])
+
+
+@needs_c
+def test_tree_walk_as_preorder_and_release() -> None:
+    """`_speedups.tree_walk` (inspect's `walk` and `unlink`) gives `preorder`'s nodes and
+    leaves the nodes as `release` does."""
+    from tracetool.inspect.context import unlink, walk
+    from tracetool.trace.tree import CallNode, CallTreeBuilder, preorder, release
+
+    rng = random.Random(31)
+    for _ in range(1000):
+        events = _events(rng)
+        for at, event in enumerate(events):
+            event["at"] = at
+        trees = []
+        for _ in range(2):
+            builder = CallTreeBuilder()
+            builder.add(events)
+            trees.append(builder)
+        fast, plain = trees
+        assert [n.call["at"] for n in walk(fast.roots)] == [
+            n.call["at"] for n in preorder(plain.roots)
+        ]
+        some = fast.roots[1:3]
+        assert walk(tuple(some)) == preorder(some)
+        nodes, plain_nodes = preorder(fast.roots), preorder(plain.roots)
+        unlink(fast.roots)
+        release(plain.roots)
+        assert all(n.parent is None and n.children == [] for n in nodes + plain_nodes)
+        assert [n.call["at"] for n in walk(fast.roots)] == [n.call["at"] for n in fast.roots]
+    assert _speedups.tree_walk(CallNode, [], False) == []
+    assert _speedups.tree_walk(CallNode, [], True) is None
+    with pytest.raises(TypeError):
+        _speedups.tree_walk(CallNode, 7, False)

@@ -14,9 +14,28 @@ from typing import Any
 import msgspec
 
 from tracetool.inspect.sql_names import ANALYZE, SqlNames
+from tracetool.stats._scan import speedup
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject, function_call_key
-from tracetool.trace.tree import CallNode, preorder
+from tracetool.trace.tree import CallNode, preorder, release
+
+# `preorder` and `release` of call trees in C (`tracetool._speedups`), or None
+_TREE_WALK = speedup("tree_walk")
+
+
+def walk(roots: Any) -> list[CallNode]:
+    """`tree.preorder(roots)`, by the accelerator where it is built."""
+    if _TREE_WALK is not None:
+        return _TREE_WALK(CallNode, roots, False)  # type: ignore[no-any-return]
+    return preorder(roots)
+
+
+def unlink(roots: Any) -> None:
+    """`tree.release(roots)`, by the accelerator where it is built."""
+    if _TREE_WALK is not None:
+        _TREE_WALK(CallNode, roots, True)
+    else:
+        release(roots)
 
 
 class CodeObjects(dict):  # type: ignore[type-arg]
@@ -139,7 +158,7 @@ class Notable:
         is_notable = self.is_notable
         nodes = self.nodes
         if nodes is None:
-            nodes = self.nodes = preorder((self.root,))
+            nodes = self.nodes = walk((self.root,))
         for node in nodes:
             if is_notable(node):
                 notable.add(id(node))

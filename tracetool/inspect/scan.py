@@ -22,7 +22,7 @@ from typing import Any, Optional, TypedDict
 import msgspec
 
 from tracetool.errors import TraceToolError
-from tracetool.inspect.context import CodeObjects, Notable, context
+from tracetool.inspect.context import CodeObjects, Notable, context, unlink, walk
 from tracetool.inspect.matching import Matcher
 from tracetool.inspect.refs import CodeObjectRef, Match
 from tracetool.inspect.sql_names import ANALYZE, IndexedSql, IndexReader, SqlNames
@@ -32,7 +32,7 @@ from tracetool.trace.document import TraceDocument, from_data, gc_paused, parse
 from tracetool.trace.reader import guarded
 from tracetool.trace.slim import _Request
 from tracetool.trace.stream import open_stream, read_small
-from tracetool.trace.tree import CallNode, CallTreeBuilder, preorder, release, tree_links
+from tracetool.trace.tree import CallNode, CallTreeBuilder, tree_links
 
 
 def recording_name(path: Path, trace_dir: Path) -> str:
@@ -177,7 +177,7 @@ def _matches_in(
                 cos = CodeObjects(ClassMap.from_json(class_map), names)
         _search(builder.roots, pending, cos, recording, matcher, matches, last=True)
     finally:
-        release(builder.roots)
+        unlink(builder.roots)
         _drop(cos)
     return matches
 
@@ -252,7 +252,7 @@ def _nodes_of(
         node = nodes.get(call.get("id"))
         if node is None or node.call is not call:  # an id held twice: the plain way
             wanted = {id(c) for c in events}
-            return [n for n in preorder(builder.roots) if id(n.call) in wanted]
+            return [n for n in walk(builder.roots) if id(n.call) in wanted]
         out.append(node)
     return out
 
@@ -290,7 +290,7 @@ def _search(
                 continue
             # a match's context lies within its own tree: index the trees that hold a match
             # (a tree's nodes only when it holds two, as most hold one, or its names go)
-            nodes = preorder((root,)) if len(found) > 1 or not last else None
+            nodes = walk((root,)) if len(found) > 1 or not last else None
             if nodes is not None:
                 searched.extend(nodes)
                 ids = {id(n) for n in found}
@@ -307,7 +307,7 @@ def _search(
             for node in searched:
                 pop(node, None)
     finally:
-        release(roots)
+        unlink(roots)
 
 
 class InspectEvent(TypedDict, total=False):
