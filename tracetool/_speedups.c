@@ -3026,6 +3026,360 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ classMap
+ *
+ * `class_map(roots, by_location, children, data, object_type, extra_keys)`:
+ * `tracetool.trace.codeobjects.ClassMap.from_json(data)` (a list) into a fresh ClassMap's
+ * `roots`, `by_location` and `_children`, its `CodeObject`s (`object_type`) made with their
+ * slots set through their descriptors: the same objects, keys, labels and extras, in the same
+ * order, for `inspect`. */
+
+enum { CO_FQID, CO_ID, CO_CHILDREN, CO_EXTRA, CO_LABELS, CO_LOCATION, CO_NAME, CO_PARENT,
+       CO_STATIC, CO_TYPE, CO_COUNT };
+static const char *const CO_SLOTS[CO_COUNT] = {"_fqid", "_id", "children", "extra", "labels",
+                                              "location", "name", "parent", "static", "type"};
+
+/* `_labels(value)`: a new list. */
+static PyObject *
+labels_of(PyObject *value)
+{
+    if (value != NULL && PyList_Check(value)) {
+        Py_ssize_t n = PyList_GET_SIZE(value);
+        PyObject *out = PyList_New(0);
+        for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(value) && i < n; i++) {
+            PyObject *text = PyObject_Str(PyList_GET_ITEM(value, i));
+            if (text == NULL || PyList_Append(out, text) < 0) {
+                Py_XDECREF(text);
+                Py_CLEAR(out);
+                break;
+            }
+            Py_DECREF(text);
+        }
+        return out;
+    }
+    if (value != NULL && PyUnicode_Check(value)) {
+        PyObject *out = PyList_New(1);
+        if (out != NULL) {
+            Py_INCREF(value);
+            PyList_SET_ITEM(out, 0, value);
+        }
+        return out;
+    }
+    return PyList_New(0);
+}
+
+/* sorted(set(a) | set(b)) (b may be NULL) */
+static PyObject *
+sorted_union(PyObject *a, PyObject *b)
+{
+    PyObject *set = PySet_New(a);
+    if (set == NULL) {
+        return NULL;
+    }
+    if (b != NULL) {
+        PyObject *other = PySet_New(b);
+        PyObject *both = other == NULL ? NULL : PyNumber_InPlaceOr(set, other);
+        Py_XDECREF(other);
+        if (both == NULL) {
+            Py_DECREF(set);
+            return NULL;
+        }
+        Py_DECREF(both); /* (set itself) */
+    }
+    PyObject *out = PySequence_List(set);
+    Py_DECREF(set);
+    if (out != NULL && PyList_Sort(out) < 0) {
+        Py_CLEAR(out);
+    }
+    return out;
+}
+
+static PyObject *
+class_map(PyObject *module, PyObject *args)
+{
+    PyObject *roots, *by_location, *made, *data, *type_obj, *extra_keys;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!:class_map", &PyList_Type, &roots, &PyDict_Type,
+                          &by_location, &PyDict_Type, &made, &PyList_Type, &data, &PyType_Type,
+                          &type_obj, &PyTuple_Type, &extra_keys)) {
+        return NULL;
+    }
+    static PyObject *k_type, *k_name, *k_location, *k_static, *k_labels, *k_children, *package,
+        *function, *empty, *nul;
+    if (k_type == NULL) {
+        k_type = PyUnicode_InternFromString("type");
+        k_name = PyUnicode_InternFromString("name");
+        k_location = PyUnicode_InternFromString("location");
+        k_static = PyUnicode_InternFromString("static");
+        k_labels = PyUnicode_InternFromString("labels");
+        k_children = PyUnicode_InternFromString("children");
+        package = PyUnicode_InternFromString("package");
+        function = PyUnicode_InternFromString("function");
+        empty = PyUnicode_InternFromString("");
+        nul = PyUnicode_FromStringAndSize("\0", 1);
+        if (!k_type || !k_name || !k_location || !k_static || !k_labels || !k_children ||
+            !package || !function || !empty || !nul) {
+            Py_CLEAR(k_type);
+            return NULL;
+        }
+    }
+    PyTypeObject *type = (PyTypeObject *)type_obj;
+    PyObject *slot[CO_COUNT] = {NULL};
+    Buf stack = {NULL, 0, 0}; /* (item, parent) pairs, strong references */
+    PyObject *result = NULL;
+    for (int i = 0; i < CO_COUNT; i++) {
+        slot[i] = PyObject_GetAttrString(type_obj, CO_SLOTS[i]);
+        if (slot[i] == NULL) {
+            goto done;
+        }
+        if (Py_TYPE(slot[i])->tp_descr_get == NULL || Py_TYPE(slot[i])->tp_descr_set == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s is not a slot", CO_SLOTS[i]);
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = PyList_GET_SIZE(data) - 1; i >= 0; i--) {
+        PyObject *pair[2] = {PyList_GET_ITEM(data, i), Py_None};
+        Py_INCREF(pair[0]);
+        Py_INCREF(pair[1]);
+        if (buf_put(&stack, pair, sizeof(pair)) < 0) {
+            Py_DECREF(pair[0]);
+            Py_DECREF(pair[1]);
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    while (stack.len > 0) {
+        PyObject *pair[2];
+        stack.len -= sizeof(pair);
+        memcpy(pair, stack.p + stack.len, sizeof(pair));
+        PyObject *item = pair[0], *parent = pair[1];
+        PyObject *kind = NULL, *name = NULL, *labels = NULL, *key = NULL, *obj = NULL;
+        PyObject *location;
+        int is_static, rc = -1;
+        if (!PyDict_Check(item)) {
+            rc = 0;
+            goto next;
+        }
+        /* str(get("type") or "package"), str(get("name", "")), get("location"),
+         * bool(get("static", False)), _labels(get("labels")) */
+        PyObject *value = PyDict_GetItemWithError(item, k_type);
+        int truthy = value == NULL ? 0 : PyObject_IsTrue(value);
+        if ((value == NULL && PyErr_Occurred()) || truthy < 0) {
+            goto next;
+        }
+        kind = truthy ? PyObject_Str(value) : (Py_INCREF(package), package);
+        value = PyDict_GetItemWithError(item, k_name);
+        if (kind == NULL || (value == NULL && PyErr_Occurred())) {
+            goto next;
+        }
+        name = value == NULL ? (Py_INCREF(empty), empty) : PyObject_Str(value);
+        location = PyDict_GetItemWithError(item, k_location);
+        if (name == NULL || (location == NULL && PyErr_Occurred())) {
+            goto next;
+        }
+        location = location == NULL ? Py_None : location;
+        value = PyDict_GetItemWithError(item, k_static);
+        if (value == NULL && PyErr_Occurred()) {
+            goto next;
+        }
+        is_static = value == NULL ? 0 : PyObject_IsTrue(value);
+        if (is_static < 0) {
+            goto next;
+        }
+        value = PyDict_GetItemWithError(item, k_labels);
+        if (value == NULL && PyErr_Occurred()) {
+            goto next;
+        }
+        labels = labels_of(value);
+        if (labels == NULL) {
+            goto next;
+        }
+        /* child(): key (id(parent), type, name or f"{name}\0{static}\0{location}") */
+        int is_function = PyUnicode_Compare(kind, function) == 0;
+        PyObject *ident = PyLong_FromVoidPtr(parent);
+        PyObject *third = NULL;
+        if (is_function) {
+            PyObject *where = PyObject_Format(location, empty);
+            PyObject *parts = where == NULL ? NULL
+                                            : PyTuple_Pack(5, name, nul,
+                                                           is_static ? Py_True : Py_False, nul,
+                                                           where);
+            Py_XDECREF(where);
+            if (parts != NULL) {
+                /* (f-string pieces: str of each; "True"/"False" for the flag) */
+                PyObject *texts = PyList_New(5);
+                for (int i = 0; texts != NULL && i < 5; i++) {
+                    PyObject *piece = PyObject_Str(PyTuple_GET_ITEM(parts, i));
+                    if (piece == NULL) {
+                        Py_CLEAR(texts);
+                        break;
+                    }
+                    PyList_SET_ITEM(texts, i, piece);
+                }
+                if (texts != NULL) {
+                    third = PyUnicode_Join(empty, texts);
+                    Py_DECREF(texts);
+                }
+                Py_DECREF(parts);
+            }
+        }
+        else {
+            third = name;
+            Py_INCREF(third);
+        }
+        if (ident != NULL && third != NULL) {
+            key = PyTuple_Pack(3, ident, kind, third);
+        }
+        Py_XDECREF(ident);
+        Py_XDECREF(third);
+        if (key == NULL) {
+            goto next;
+        }
+        PyObject *existing = PyDict_GetItemWithError(made, key);
+        if (existing != NULL) {
+            obj = existing;
+            Py_INCREF(obj);
+            if (PyList_GET_SIZE(labels) > 0) {
+                PyObject *old = slot_get(slot[CO_LABELS], obj);
+                PyObject *merged = old == NULL ? NULL : sorted_union(old, labels);
+                Py_XDECREF(old);
+                if (merged == NULL || slot_set(slot[CO_LABELS], obj, merged) < 0) {
+                    Py_XDECREF(merged);
+                    goto next;
+                }
+                Py_DECREF(merged);
+            }
+        }
+        else {
+            if (PyErr_Occurred()) {
+                goto next;
+            }
+            obj = type->tp_alloc(type, 0);
+            if (obj == NULL) {
+                goto next;
+            }
+            PyObject *sorted = PyList_GET_SIZE(labels) > 0 ? sorted_union(labels, NULL)
+                                                           : PyList_New(0);
+            PyObject *kids = PyList_New(0), *extra = PyDict_New();
+            int ok = sorted != NULL && kids != NULL && extra != NULL &&
+                     slot_set(slot[CO_TYPE], obj, kind) == 0 &&
+                     slot_set(slot[CO_NAME], obj, name) == 0 &&
+                     slot_set(slot[CO_PARENT], obj, parent) == 0 &&
+                     slot_set(slot[CO_CHILDREN], obj, kids) == 0 &&
+                     slot_set(slot[CO_LOCATION], obj, location) == 0 &&
+                     slot_set(slot[CO_STATIC], obj, is_static ? Py_True : Py_False) == 0 &&
+                     slot_set(slot[CO_LABELS], obj, sorted) == 0 &&
+                     slot_set(slot[CO_EXTRA], obj, extra) == 0 &&
+                     slot_set(slot[CO_ID], obj, Py_None) == 0 &&
+                     slot_set(slot[CO_FQID], obj, Py_None) == 0;
+            Py_XDECREF(sorted);
+            Py_XDECREF(kids);
+            Py_XDECREF(extra);
+            if (!ok || PyDict_SetItem(made, key, obj) < 0) {
+                goto next;
+            }
+            if (parent == Py_None) {
+                ok = PyList_Append(roots, obj) == 0;
+            }
+            else {
+                PyObject *siblings = slot_get(slot[CO_CHILDREN], parent);
+                ok = siblings != NULL && PyList_Append(siblings, obj) == 0;
+                Py_XDECREF(siblings);
+            }
+            if (!ok) {
+                goto next;
+            }
+            int located = location == Py_None ? 0 : PyObject_IsTrue(location);
+            if (located < 0) {
+                goto next;
+            }
+            if (is_function && located) {
+                PyObject *text = PyObject_Str(location);
+                PyObject *list = NULL;
+                if (text != NULL) {
+                    list = PyDict_GetItemWithError(by_location, text);
+                    if (list == NULL && !PyErr_Occurred()) {
+                        PyObject *fresh = PyList_New(0);
+                        if (fresh != NULL && PyDict_SetItem(by_location, text, fresh) == 0) {
+                            list = fresh;
+                        }
+                        Py_XDECREF(fresh);
+                    }
+                }
+                Py_XDECREF(text);
+                if (list == NULL || PyList_Append(list, obj) < 0) {
+                    goto next;
+                }
+            }
+        }
+        /* for extra in _EXTRA_KEYS: if extra in item: obj.extra[extra] = item[extra] */
+        PyObject *extra = slot_get(slot[CO_EXTRA], obj);
+        if (extra == NULL) {
+            goto next;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(extra_keys); i++) {
+            PyObject *k = PyTuple_GET_ITEM(extra_keys, i);
+            PyObject *v = PyDict_GetItemWithError(item, k);
+            if (v == NULL && PyErr_Occurred()) {
+                Py_DECREF(extra);
+                goto next;
+            }
+            if (v != NULL && PyObject_SetItem(extra, k, v) < 0) {
+                Py_DECREF(extra);
+                goto next;
+            }
+        }
+        Py_DECREF(extra);
+        /* children = get("children"): a list's items pushed, in reverse */
+        PyObject *children = PyDict_GetItemWithError(item, k_children);
+        if (children == NULL && PyErr_Occurred()) {
+            goto next;
+        }
+        if (children != NULL && PyList_Check(children)) {
+            rc = 0;
+            for (Py_ssize_t i = PyList_GET_SIZE(children) - 1; rc == 0 && i >= 0; i--) {
+                PyObject *push[2] = {PyList_GET_ITEM(children, i), obj};
+                Py_INCREF(push[0]);
+                Py_INCREF(push[1]);
+                if (buf_put(&stack, push, sizeof(push)) < 0) {
+                    Py_DECREF(push[0]);
+                    Py_DECREF(push[1]);
+                    PyErr_NoMemory();
+                    rc = -1;
+                }
+            }
+            goto next;
+        }
+        rc = 0;
+    next:
+        Py_XDECREF(kind);
+        Py_XDECREF(name);
+        Py_XDECREF(labels);
+        Py_XDECREF(key);
+        Py_XDECREF(obj);
+        Py_DECREF(item);
+        Py_DECREF(parent);
+        if (rc < 0) {
+            goto done;
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    while (stack.len > 0) {
+        PyObject *pair[2];
+        stack.len -= sizeof(pair);
+        memcpy(pair, stack.p + stack.len, sizeof(pair));
+        Py_DECREF(pair[0]);
+        Py_DECREF(pair[1]);
+    }
+    PyMem_Free(stack.p);
+    for (int i = 0; i < CO_COUNT; i++) {
+        Py_XDECREF(slot[i]);
+    }
+    return result;
+}
+
 /* ------------------------------------------------------------------ batch sums
  *
  * `add_named(batch, raw_sums)`: `OverheadPartial.add_recording(named_sums(raw_sums, ...))` of
@@ -3182,6 +3536,8 @@ static PyMethodDef methods[] = {
      "events (True), or False when an event is not a dict."},
     {"tree_walk", tree_walk, METH_VARARGS,
      "tree_walk(node_type, roots, release) -> tree.preorder(roots), or tree.release(roots)."},
+    {"class_map", class_map, METH_VARARGS,
+     "class_map(roots, by_location, children, data, object_type, extra_keys): ClassMap.from_json."},
     {"tree_links", tree_links, METH_O,
      "tree_links(events) -> tracetool.trace.tree.tree_links(events), or None (module doc)."},
     {NULL, NULL, 0, NULL}};

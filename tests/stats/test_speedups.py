@@ -1054,3 +1054,75 @@ def test_tree_walk_as_preorder_and_release() -> None:
     assert _speedups.tree_walk(CallNode, [], True) is None
     with pytest.raises(TypeError):
         _speedups.tree_walk(CallNode, 7, False)
+
+
+def _class_map_shape(cmap: Any) -> Any:
+    """A ClassMap's objects (in creation order), keys, roots and locations, with objects named
+    by their creation order."""
+    objects = list(cmap._children.values())
+    index = {id(o): n for n, o in enumerate(objects)}
+    index[id(None)] = -1
+
+    def obj(o: Any) -> Any:
+        fields = (o.type, o.name, o.location, o.static, o.labels, o.extra, o._id, o._fqid)
+        return (*fields, index[id(o.parent)], [index[id(c)] for c in o.children])
+
+    return (
+        [obj(o) for o in objects],
+        [(index[k[0]] if k[0] in index else "?", k[1], k[2]) for k in cmap._children],
+        [index[id(o)] for o in cmap.roots],
+        [(k, [index[id(o)] for o in v]) for k, v in cmap.by_location.items()],
+        cmap._by_fqid,
+        [o.fqid for o in objects],
+    )
+
+
+def _random_items(rng: random.Random, depth: int = 0) -> list[Any]:
+    types: list[Any] = ["package", "class", "function", "", None, 7, "MISSING", "http"]
+    names: list[Any] = ["a", "b", "A", "", None, 1, True, "MISSING", "x/y"]
+    items: list[Any] = []
+    for _ in range(rng.randrange(6 if depth < 3 else 2)):
+        if rng.random() < 0.05:
+            items.append(rng.choice([1, "x", None, []]))
+            continue
+        item: dict[str, Any] = {}
+        for key, choices in (
+            ("type", types),
+            ("name", names),
+            ("location", ["p.rb:1", "p.rb:2", "", None, 3, "MISSING"]),
+            ("static", [True, False, None, 1, 0, "", "MISSING"]),
+            ("labels", [["l1"], ["l2", "l1", "l1"], "l3", [1, None], None, 5, "MISSING"]),
+            ("comment", ["c", None, "MISSING", "MISSING"]),
+            ("sql", ["SELECT 1", "MISSING", "MISSING"]),
+        ):
+            value = rng.choice(choices)
+            if value != "MISSING":
+                item[key] = value
+        if rng.random() < 0.6:
+            item["children"] = _random_items(rng, depth + 1) if rng.random() < 0.9 else {"x": 1}
+        items.append(item)
+    return items
+
+
+@needs_c
+def test_class_map_as_from_json(corpus: Path) -> None:
+    """`_speedups.class_map` (inspect's `class_map`) makes what `ClassMap.from_json` makes:
+    the same objects with the same fields, keys, order, labels merged and extras kept for
+    repeated items, locations, of the corpus's classMaps and of random ones."""
+    from tracetool.inspect.context import class_map
+    from tracetool.trace.codeobjects import ClassMap
+
+    datas = [orjson.loads(p.read_bytes()).get("classMap") for p in corpus_recordings()[:40]]
+    rng = random.Random(606)
+    datas += [_random_items(rng) for _ in range(1500)]
+    # repeated items: labels merged, extras overwritten, functions told apart by static/location
+    datas += [rng.choice(datas[40:]) * 2 for _ in range(100)]
+    made = 0
+    for data in datas:
+        if not isinstance(data, list):
+            continue
+        fast, plain = class_map(data), ClassMap.from_json(data)
+        assert _class_map_shape(fast) == _class_map_shape(plain), data
+        made += len(fast._children)
+    assert made > 3000
+    assert class_map({"not": "a list"})._by_fqid == {}
