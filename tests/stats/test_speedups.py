@@ -1106,10 +1106,10 @@ def _random_items(rng: random.Random, depth: int = 0) -> list[Any]:
 
 @needs_c
 def test_class_map_as_from_json(corpus: Path) -> None:
-    """`_speedups.class_map` (inspect's `class_map`) makes what `ClassMap.from_json` makes:
+    """`_speedups.class_map` (inspect's `read_class_map`) makes what `ClassMap.from_json` makes:
     the same objects with the same fields, keys, order, labels merged and extras kept for
     repeated items, locations, of the corpus's classMaps and of random ones."""
-    from tracetool.inspect.context import class_map
+    from tracetool.inspect.context import read_class_map
     from tracetool.trace.codeobjects import ClassMap
 
     datas = [orjson.loads(p.read_bytes()).get("classMap") for p in corpus_recordings()[:40]]
@@ -1121,8 +1121,8 @@ def test_class_map_as_from_json(corpus: Path) -> None:
     for data in datas:
         if not isinstance(data, list):
             continue
-        fast, plain = class_map(data), ClassMap.from_json(data)
+        fast, plain = read_class_map(data), ClassMap.from_json(data)
         assert _class_map_shape(fast) == _class_map_shape(plain), data
         made += len(fast._children)
     assert made > 3000
-    assert class_map({"not": "a list"})._by_fqid == {}
+    assert read_class_map({"not": "a list"})._by_fqid == {}

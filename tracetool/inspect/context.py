@@ -26,7 +26,7 @@ _TREE_WALK = speedup("tree_walk")
 _CLASS_MAP = speedup("class_map")
 
 
-def class_map(data: Any) -> ClassMap:
+def read_class_map(data: Any) -> ClassMap:
     """`ClassMap.from_json(data)`, by the accelerator where it is built (a list)."""
     fast = _CLASS_MAP
     if fast is None or data.__class__ is not list:
