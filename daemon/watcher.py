@@ -212,8 +212,12 @@ class Watcher:
             # only_pending: our own reads of a file must not schedule it again.
             self.note(src, settled=False, only_pending=kind == "opened")
         elif kind == "moved":
-            self.note(src, settled=True)
-            self.note(Path(os.fsdecode(event.dest_path)), settled=True)
+            # Both names under one hold of the (reentrant) lock: were the flush thread to run
+            # between them, the old name would go alone as a deletion and the new one would be
+            # indexed afresh in the next batch instead of being recognized as a rename.
+            with self._cond:
+                self.note(src, settled=True)
+                self.note(Path(os.fsdecode(event.dest_path)), settled=True)
 
     def stop(self) -> None:
         with self._cond:

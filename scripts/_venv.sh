@@ -8,9 +8,10 @@ fi
 # shellcheck disable=SC1091
 source .venv/bin/activate
 stamp=.venv/.tracetool-installed
-# (tracetool/_speedups.c is compiled by the editable install: a changed one is built again)
+# (tracetool/_speedups*.c are compiled by the editable install: a changed one is built again)
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] ||
-  [ packages/agent/pyproject.toml -nt "$stamp" ] || [ tracetool/_speedups.c -nt "$stamp" ]; then
+  [ packages/agent/pyproject.toml -nt "$stamp" ] || [ tracetool/_speedups.c -nt "$stamp" ] ||
+  [ tracetool/_speedups_diagram.c -nt "$stamp" ]; then
   echo "== installing tracetool[dev] into .venv"
   # (grep drops pip's notes about unused local mirror folders on some machines)
   { python -m pip install -q --disable-pip-version-check --upgrade pip &&

@@ -43,9 +43,9 @@
  *
  * Beside it, for the Python loops around it: `add_named` adds a recording's named sums to a
  * stats batch (`OverheadPartial.add_named`); for `inspect`, `tree_links` and `trees_holding`
- * nest dict events as `tracetool.trace.tree.tree_links` does, `tree_add` builds their call
- * trees as `CallTreeBuilder.add` (its `CallNode`s' slots set through their descriptors),
- * `tree_walk` walks or releases them as `preorder` and `release` do, and `screen_calls` is
+ * nest dict events as `tracetool.trace.tree.tree_links` does, `tree_walk` walks or releases
+ * their call trees as `preorder` and `release` do (nodes' slots set through their descriptors;
+ * `_speedups_diagram.c`'s `call_tree` builds them), and `screen_calls` is
  * `Matcher.screen` of a function (their own sections below). Each has its Python original,
  * run where the accelerator is not built, and a differential test (tests/stats/test_speedups.py).
  *
@@ -2648,18 +2648,7 @@ screen_calls(PyObject *module, PyObject *args)
     return out;
 }
 
-/* ------------------------------------------------------------------ call trees
- *
- * `tree_add(node_type, roots, nodes, stacks, created, events)`: `CallTreeBuilder.add(events)`
- * (`tracetool.trace.tree`) of a list of dict events, on the builder's own `roots`, `nodes`,
- * `stacks` and `created` (a list, or None), making its `CallNode`s (`node_type`, whose slots
- * are set through their descriptors): the same nodes, links and dicts, for `inspect`. Ids and
- * threads are keys of the builder's dicts, so they are equal, hashed and refused as there.
- * False, and nothing done, when an event is not a dict (the caller then runs the builder). */
-
-typedef struct {
-    PyObject *call, *ret, *parent, *children, *open; /* the slots' descriptors */
-} Slots;
+/* ------------------------------------------------------------------ call trees */
 
 static PyObject *
 slot_get(PyObject *descr, PyObject *node)
@@ -2671,265 +2660,6 @@ static int
 slot_set(PyObject *descr, PyObject *node, PyObject *value)
 {
     return Py_TYPE(descr)->tp_descr_set(descr, node, value);
-}
-
-static PyObject *
-new_node(PyTypeObject *type, const Slots *slots, PyObject *call, PyObject *parent)
-{
-    PyObject *node = type->tp_alloc(type, 0);
-    if (node == NULL) {
-        return NULL;
-    }
-    PyObject *children = PyList_New(0);
-    if (children == NULL || slot_set(slots->call, node, call) < 0 ||
-        slot_set(slots->ret, node, Py_None) < 0 || slot_set(slots->parent, node, parent) < 0 ||
-        slot_set(slots->children, node, children) < 0 ||
-        slot_set(slots->open, node, Py_True) < 0) {
-        Py_XDECREF(children);
-        Py_DECREF(node);
-        return NULL;
-    }
-    Py_DECREF(children);
-    return node;
-}
-
-/* The last item of a thread's stack (a list, or NULL for none: `stacks.get(...) or []`),
- * borrowed, or NULL when there is none. */
-static PyObject *
-stack_top(PyObject *stack)
-{
-    if (stack == NULL || !PyList_Check(stack) || PyList_GET_SIZE(stack) == 0) {
-        return NULL;
-    }
-    return PyList_GET_ITEM(stack, PyList_GET_SIZE(stack) - 1);
-}
-
-static PyObject *
-tree_add(PyObject *module, PyObject *args)
-{
-    PyObject *type_obj, *roots, *nodes, *stacks, *created, *events;
-    (void)module;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OO!:tree_add", &PyType_Type, &type_obj, &PyList_Type,
-                          &roots, &PyDict_Type, &nodes, &PyDict_Type, &stacks, &created,
-                          &PyList_Type, &events)) {
-        return NULL;
-    }
-    if (created != Py_None && !PyList_Check(created)) {
-        PyErr_SetString(PyExc_TypeError, "created must be a list or None");
-        return NULL;
-    }
-    PyTypeObject *type = (PyTypeObject *)type_obj;
-    Py_ssize_t count = PyList_GET_SIZE(events);
-    for (Py_ssize_t i = 0; i < count; i++) {
-        if (!PyDict_Check(PyList_GET_ITEM(events, i))) {
-            Py_RETURN_FALSE;
-        }
-    }
-    static PyObject *k_event, *k_thread, *k_id, *k_parent, *k_call, *k_return;
-    if (k_event == NULL) {
-        k_event = PyUnicode_InternFromString("event");
-        k_thread = PyUnicode_InternFromString("thread_id");
-        k_id = PyUnicode_InternFromString("id");
-        k_parent = PyUnicode_InternFromString("parent_id");
-        k_call = PyUnicode_InternFromString("call");
-        k_return = PyUnicode_InternFromString("return");
-        if (!k_event || !k_thread || !k_id || !k_parent || !k_call || !k_return) {
-            Py_CLEAR(k_event);
-            return NULL;
-        }
-    }
-    Slots slots = {NULL, NULL, NULL, NULL, NULL};
-    const char *names[5] = {"call", "ret", "parent", "children", "_open"};
-    PyObject **fields[5] = {&slots.call, &slots.ret, &slots.parent, &slots.children,
-                            &slots.open};
-    PyObject *result = NULL;
-    /* (a copy: hashing an id could run code that changes the caller's list) */
-    events = PyList_GetSlice(events, 0, count);
-    if (events == NULL) {
-        return NULL;
-    }
-    for (int i = 0; i < 5; i++) {
-        *fields[i] = PyObject_GetAttrString(type_obj, names[i]);
-        if (*fields[i] == NULL) {
-            goto done;
-        }
-        if (Py_TYPE(*fields[i])->tp_descr_get == NULL ||
-            Py_TYPE(*fields[i])->tp_descr_set == NULL) {
-            PyErr_Format(PyExc_TypeError, "%s is not a slot", names[i]);
-            goto done;
-        }
-    }
-    for (Py_ssize_t pos = 0; pos < count; pos++) {
-        PyObject *event = PyList_GET_ITEM(events, pos);
-        PyObject *kind = PyDict_GetItemWithError(event, k_event);
-        if (kind == NULL && PyErr_Occurred()) {
-            goto done;
-        }
-        int is_call = 0, is_return = 0;
-        if (kind != NULL && PyUnicode_CheckExact(kind)) {
-            is_call = kind == k_call || PyUnicode_Compare(kind, k_call) == 0;
-            is_return = !is_call && (kind == k_return || PyUnicode_Compare(kind, k_return) == 0);
-        }
-        if (is_call) {
-            PyObject *thread = PyDict_GetItemWithError(event, k_thread);
-            if (thread == NULL && PyErr_Occurred()) {
-                goto done;
-            }
-            thread = thread ? thread : Py_None;
-            PyObject *stack = PyDict_GetItemWithError(stacks, thread); /* borrowed */
-            if (stack == NULL) {
-                if (PyErr_Occurred()) {
-                    goto done;
-                }
-                PyObject *fresh = PyList_New(0);
-                if (fresh == NULL || PyDict_SetItem(stacks, thread, fresh) < 0) {
-                    Py_XDECREF(fresh);
-                    goto done;
-                }
-                Py_DECREF(fresh); /* (the dict holds it) */
-                stack = fresh;
-            }
-            if (!PyList_Check(stack)) {
-                PyErr_SetString(PyExc_TypeError, "a thread's stack is not a list");
-                goto done;
-            }
-            Py_INCREF(stack);
-            PyObject *parent = stack_top(stack);
-            PyObject *node = new_node(type, &slots, event, parent ? parent : Py_None);
-            int rc = node == NULL ? -1 : 0;
-            if (rc == 0) {
-                if (parent != NULL) {
-                    PyObject *children = slot_get(slots.children, parent);
-                    rc = children == NULL ? -1 : PyList_Append(children, node);
-                    Py_XDECREF(children);
-                }
-                else {
-                    rc = PyList_Append(roots, node);
-                }
-            }
-            if (rc == 0) {
-                rc = PyList_Append(stack, node);
-            }
-            Py_DECREF(stack);
-            if (rc == 0) {
-                PyObject *id = PyDict_GetItemWithError(event, k_id);
-                if (id == NULL && PyErr_Occurred()) {
-                    rc = -1;
-                }
-                else {
-                    rc = PyDict_SetItem(nodes, id ? id : Py_None, node);
-                }
-            }
-            if (rc == 0 && created != Py_None) {
-                rc = PyList_Append(created, node);
-            }
-            Py_XDECREF(node);
-            if (rc < 0) {
-                goto done;
-            }
-            continue;
-        }
-        if (!is_return) {
-            continue;
-        }
-        PyObject *parent_id = PyDict_GetItemWithError(event, k_parent);
-        if (parent_id == NULL && PyErr_Occurred()) {
-            goto done;
-        }
-        PyObject *stack, *target;
-        if (parent_id == NULL || parent_id == Py_None) {
-            PyObject *thread = PyDict_GetItemWithError(event, k_thread);
-            if (thread == NULL && PyErr_Occurred()) {
-                goto done;
-            }
-            stack = PyDict_GetItemWithError(stacks, thread ? thread : Py_None);
-            if (stack == NULL && PyErr_Occurred()) {
-                goto done;
-            }
-            target = stack_top(stack);
-            if (target == NULL) {
-                continue;
-            }
-        }
-        else {
-            target = PyDict_GetItemWithError(nodes, parent_id);
-            if (target == NULL) {
-                if (PyErr_Occurred()) {
-                    goto done;
-                }
-                continue;
-            }
-            PyObject *call = slot_get(slots.call, target);
-            if (call == NULL) {
-                goto done;
-            }
-            PyObject *thread = NULL;
-            if (PyDict_Check(call)) {
-                thread = PyDict_GetItemWithError(call, k_thread);
-            }
-            else {
-                PyErr_SetString(PyExc_TypeError, "a node's call is not a dict");
-            }
-            Py_DECREF(call);
-            if (thread == NULL && PyErr_Occurred()) {
-                goto done;
-            }
-            stack = PyDict_GetItemWithError(stacks, thread ? thread : Py_None);
-            if (stack == NULL && PyErr_Occurred()) {
-                goto done;
-            }
-        }
-        Py_INCREF(target);
-        Py_XINCREF(stack);
-        int rc = 0;
-        PyObject *ret = slot_get(slots.ret, target);
-        if (ret == NULL) {
-            rc = -1;
-        }
-        else {
-            if (ret == Py_None) {
-                rc = slot_set(slots.ret, target, event);
-            }
-            Py_DECREF(ret);
-        }
-        PyObject *open = rc == 0 ? slot_get(slots.open, target) : NULL;
-        int is_open = open == NULL ? -1 : PyObject_IsTrue(open);
-        Py_XDECREF(open);
-        if (rc == 0 && is_open < 0) {
-            rc = -1;
-        }
-        if (rc == 0 && is_open && stack != NULL && PyList_Check(stack)) {
-            while (PyList_GET_SIZE(stack) > 0) {
-                Py_ssize_t last = PyList_GET_SIZE(stack) - 1;
-                PyObject *popped = PyList_GET_ITEM(stack, last);
-                Py_INCREF(popped);
-                if (PyList_SetSlice(stack, last, last + 1, NULL) < 0 ||
-                    slot_set(slots.open, popped, Py_False) < 0) {
-                    Py_DECREF(popped);
-                    rc = -1;
-                    break;
-                }
-                int done_popping = popped == target;
-                Py_DECREF(popped);
-                if (done_popping) {
-                    break;
-                }
-            }
-        }
-        Py_XDECREF(stack);
-        Py_DECREF(target);
-        if (rc < 0) {
-            goto done;
-        }
-    }
-    result = Py_True;
-    Py_INCREF(result);
-done:
-    for (int i = 0; i < 5; i++) {
-        Py_XDECREF(*fields[i]);
-    }
-    Py_DECREF(events);
-    return result;
 }
 
 /* `tree_walk(node_type, roots, release)`: `tracetool.trace.tree.preorder(roots)`, every node
@@ -3521,7 +3251,27 @@ done:
     return result;
 }
 
+/* _speedups_diagram.c: the walk of tracetool.diagram.builder.actions_of */
+PyObject *tt_diagram_actions(PyObject *self, PyObject *args);
+PyObject *tt_call_tree(PyObject *self, PyObject *args);
+PyObject *tt_preorder_calls(PyObject *self, PyObject *args);
+PyObject *tt_uml_lines(PyObject *self, PyObject *args);
+PyObject *tt_subtree_digests(PyObject *self, PyObject *args);
+
 static PyMethodDef methods[] = {
+    {"diagram_actions", tt_diagram_actions, METH_VARARGS,
+     "diagram_actions(call_roots, cos, kept, order, digests_only, context) -> root actions\n"
+     "(tracetool/_speedups_diagram.c)."},
+    {"call_tree", tt_call_tree, METH_VARARGS,
+     "call_tree(events, roots, nodes, stacks, CallNode, get, mode) -> None\n"
+     "(tracetool/_speedups_diagram.c)."},
+    {"preorder_calls", tt_preorder_calls, METH_VARARGS,
+     "preorder_calls(roots, CallNode) -> (nodes, calls) (tracetool/_speedups_diagram.c)."},
+    {"uml_lines", tt_uml_lines, METH_VARARGS,
+     "uml_lines(stack, lines, memo, limit, Action) -> None (tracetool/_speedups_diagram.c)."},
+    {"subtree_digests", tt_subtree_digests, METH_VARARGS,
+     "subtree_digests(order, leaves, inner, leaf_digest, inner_digest, fold, Action) -> None\n"
+     "(tracetool/_speedups_diagram.c)."},
     {"nested_sums", nested_sums, METH_VARARGS,
      "nested_sums(raw, max_depth, unset, chains=None, namer=None, strict=False) -> (sums, others,\n"
      "classmap span) or None (module doc)."},
@@ -3531,9 +3281,6 @@ static PyMethodDef methods[] = {
      "trees_holding(events, calls) -> inspect.scan._trees_holding(events, calls), or None."},
     {"screen_calls", screen_calls, METH_VARARGS,
      "screen_calls(events, last, loose) -> inspect.matching.Matcher.screen of a function."},
-    {"tree_add", tree_add, METH_VARARGS,
-     "tree_add(node_type, roots, nodes, stacks, created, events) -> CallTreeBuilder.add of dict\n"
-     "events (True), or False when an event is not a dict."},
     {"tree_walk", tree_walk, METH_VARARGS,
      "tree_walk(node_type, roots, release) -> tree.preorder(roots), or tree.release(roots)."},
     {"class_map", class_map, METH_VARARGS,

@@ -54,7 +54,10 @@ Contract:
   the operation of every `;`-separated statement, in order, without repeats.
 
 sqlglot is imported lazily; importing this module stays cheap (the agent may import it).
-Analyses made before can be handed back (`seeded`, a block in which `analyze` returns them
+An analysis is reused for every text of its template (`tracetool._sql_template`: the text with
+its value literals marked, which provably leaves the analysis unchanged), so the statements an ORM
+writes with other LIMIT/OFFSET numbers or string values are tokenized once. Analyses made before
+can be handed back (`seeded`, a block in which `analyze` returns them
 without tokenizing) and the ones made anew collected (`computed`): the index keeps them on disk
 (`tracetool.index.sqlcache`).
 """
@@ -71,6 +74,7 @@ from typing import Any, Optional, Protocol
 
 from tracetool._sql_analysis import Tok, operations_and_tables, to_toks
 from tracetool._sql_plain import plain_normalized
+from tracetool._sql_template import template
 
 __all__ = ["SqlInfo", "analyze", "dialect_for", "normalize", "parameterize", "same_query"]
 
@@ -273,8 +277,21 @@ def analyze(sql: str, database_type: Optional[str] = None) -> SqlInfo:
     return _analyze_cached(sql, database_type)
 
 
+# (template, database_type) -> a reliable analysis of a text of that template (see
+# `tracetool._sql_template`: every text of the template has that analysis).
+_by_template: dict[tuple[str, Optional[str]], SqlInfo] = {}
+_TEMPLATES_MAX = 4096
+
+
 def _analyze_tracked(sql: str, database_type: Optional[str]) -> SqlInfo:
-    info = _analyze(sql, database_type)
+    key = template(sql)
+    info = None if key is None else _by_template.get((key, database_type))
+    if info is None:
+        info = _analyze(sql, database_type)
+        if key is not None and info.reliable:
+            if len(_by_template) >= _TEMPLATES_MAX:
+                _by_template.clear()
+            _by_template[(key, database_type)] = info
     if _computed is not None:
         _computed[(sql, database_type)] = info
     return info
@@ -306,7 +323,14 @@ def _analyze(sql: str, database_type: Optional[str]) -> SqlInfo:
 
 _analyze_cached = functools.lru_cache(maxsize=4096)(_analyze_tracked)
 analyze.cache_info = _analyze_cached.cache_info  # type: ignore[attr-defined]
-analyze.cache_clear = _analyze_cached.cache_clear  # type: ignore[attr-defined]
+
+
+def _cache_clear() -> None:
+    _analyze_cached.cache_clear()
+    _by_template.clear()
+
+
+analyze.cache_clear = _cache_clear  # type: ignore[attr-defined]
 
 
 def normalize(sql: str, database_type: Optional[str] = None) -> str:

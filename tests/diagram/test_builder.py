@@ -256,3 +256,68 @@ def test_every_return_shape_gets_its_own_return_value_and_digest() -> None:
         assert action.digest == dg.function_digest(f"app/Svc#{action.name}", raises)
     roots = [a.subtree_digest for a in diagram.root_actions]
     assert bound_digest(bind(from_data(doc), sql_names=False)) == roots_digest(roots)
+
+
+def test_http_actions_cached_by_plain_fields_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP actions share their digest, route and status through a cache keyed by the fields
+    they are made of (`ActionFactory._rpc`): values that compare equal but print differently
+    (`true` and 1, 200 and 200.0), lists and absent objects never share an entry."""
+    from tracetool.diagram import builder
+    from tracetool.diagram.service import render_bytes
+
+    requests: list[Any] = [
+        {"request_method": "GET", "path_info": "/u/1", "normalized_path_info": "/u/:id"},
+        {"request_method": "GET", "path_info": "/u/1"},
+        {"request_method": "GET", "path_info": ["/u", "1"]},
+        {"request_method": 1, "path_info": "/u/1"},
+        {"request_method": True, "path_info": "/u/1"},
+        "not an object",
+        None,
+    ]
+    clients: list[Any] = [
+        {"request_method": "POST", "url": "http://svc:81/x/1"},
+        {"request_method": "POST", "url": "http://svc:82/x/1"},
+        {"request_method": "POST", "url": 5},
+        None,
+    ]
+    statuses: list[Any] = [
+        {"status_code": 200},
+        {"status_code": 200.0},
+        {"status_code": True},
+        {"status_code": 1},
+        {"status": "201", "status_code": 200},
+        {"mime_type": "text/html"},
+        {"status_code": "200"},
+    ]
+    events: list[dict[str, Any]] = []
+    n = 0
+    for i, status in enumerate(statuses * 2):
+        for request in requests:
+            n += 2
+            events.append(
+                {"id": n, "event": "call", "thread_id": 1, "http_server_request": request}
+            )
+            events.append({"id": n + 1, "event": "return", "thread_id": 1, "parent_id": n,
+                           "http_server_response": status, "elapsed": 0.1})  # fmt: skip
+        for client in clients:
+            n += 2
+            call = {"id": n, "event": "call", "thread_id": 1, "http_client_request": client}
+            if i % 2:
+                call["http_server_request"] = requests[i % len(requests)]
+            events.append(call)
+            events.append({"id": n + 1, "event": "return", "thread_id": 1, "parent_id": n,
+                           "http_client_response": status,
+                           "http_server_response": statuses[i % 3]})  # fmt: skip
+    doc = {"version": "1.12", "metadata": {}, "classMap": [], "events": events}
+
+    def rendered() -> list[bytes]:
+        out = []
+        for routes in (False, True):
+            options = DiagramOptions(client_routes=routes)
+            diagram = build_diagram(from_data(copy.deepcopy(doc), "<http>"), options)
+            out += [render_bytes(diagram, "json"), render_bytes(diagram, "plantuml")]
+        return out
+
+    cached = rendered()
+    monkeypatch.setattr(builder, "_rpc_key", lambda *args: None)
+    assert cached == rendered()

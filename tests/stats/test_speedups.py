@@ -971,16 +971,15 @@ def _shape(builder: Any) -> Any:
 
 
 @needs_c
-def test_tree_add_as_call_tree_builder() -> None:
-    """`_speedups.tree_add` (inspect's `_add`) builds what `CallTreeBuilder.add` builds from the
-    same dict events, fed whole or in blocks, with `created` kept or not: the same nodes, links,
-    returns, open flags, id and thread dicts; it raises what the builder raises and declines
-    (False, nothing done) events that are not dicts."""
+def test_inspect_builds_trees_as_call_tree_builder() -> None:
+    """inspect's `_add` (`_speedups.call_tree`) builds what `CallTreeBuilder.add` builds from
+    the same dict events, fed whole or in blocks: the same nodes, links, returns, open flags,
+    id and thread dicts."""
     from tracetool.inspect import scan
-    from tracetool.trace.tree import CallNode, CallTreeBuilder
+    from tracetool.trace.tree import CallTreeBuilder
 
     rng = random.Random(2024)
-    for round_ in range(2000):
+    for _ in range(2000):
         events = _events(rng)
         for at, event in enumerate(events):
             event["at"] = at
@@ -989,37 +988,14 @@ def test_tree_add_as_call_tree_builder() -> None:
         built = []
         for fast in (True, False):
             builder = CallTreeBuilder()
-            if round_ % 3 == 0:
-                builder.created = []
-            saved, scan._TREE_ADD = scan._TREE_ADD, (scan._TREE_ADD if fast else None)
+            saved, scan._CALL_TREE = scan._CALL_TREE, (scan._CALL_TREE if fast else None)
             try:
                 for block in blocks:
                     scan._add(builder, block)
             finally:
-                scan._TREE_ADD = saved
+                scan._CALL_TREE = saved
             built.append(_shape(builder))
         assert built[0] == built[1], events
-    raised = 0
-    for bad in ({"id": [1]}, {"thread_id": {}}, {"parent_id": [2]}):
-        for kind in ("call", "return"):
-            events = [{"event": "call", "id": 1, "thread_id": 1}, {"event": kind, **bad}]
-            try:
-                CallTreeBuilder().add(events)
-            except TypeError:
-                raised += 1
-                builder = CallTreeBuilder()
-                with pytest.raises(TypeError):
-                    _speedups.tree_add(
-                        CallNode, builder.roots, builder.nodes, builder.stacks, None, events
-                    )
-    assert raised == 4
-    builder = CallTreeBuilder()
-    args = (CallNode, builder.roots, builder.nodes, builder.stacks, None)
-    assert _speedups.tree_add(*args, [{"event": "call", "id": 1}, ("not a dict",)]) is False
-    assert builder.roots == [] and builder.nodes == {} and builder.stacks == {}
-    assert _speedups.tree_add(*args, []) is True
-    with pytest.raises(AttributeError):
-        _speedups.tree_add(int, [], {}, {}, None, [{"event": "call"}])
 
 
 @needs_c

@@ -28,10 +28,11 @@ Contract (reference/appmap.md §3.3):
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tracetool import accel
 from tracetool.diagram import digests as dg
 from tracetool.diagram.loops import fold
 from tracetool.diagram.model import (
@@ -55,6 +56,11 @@ DATABASE_ACTOR = "database:Database"
 _SPECIAL_TYPES = frozenset({"query", "route", "external-route"})
 _LEFT_OUT: tuple[Actor | None, bool, str, bool] = (None, False, "", False)  # `kept` leaves out
 ANONYMOUS = Actor("", "", 0)  # a call's lifeline in `Actors(named=False)`
+
+
+# `actions_of`'s loop in C (tracetool/_speedups_diagram.c), or None
+_WALK: Callable[..., Any] | None = accel.function("diagram_actions")
+_SUBTREES: Callable[..., Any] | None = accel.function("subtree_digests")  # `_subtree_digests`
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,7 @@ def release(bound: Bound) -> None:
     bound.nodes.clear()
     bound.roots.clear()
     bound.code_objects.clear()
+    bound.node_code_objects = None
 
 
 def build_from_bound(
@@ -118,7 +125,10 @@ def _build(
     actors = Actors(included_code_objects(bound.cmap.roots, live, options), not digests_only)
     factory = ActionFactory(options.client_routes)
     order: list[Action] = []
-    roots = actions_of(bound.roots, bound.code_objects, actors, factory, kept, digests_only, order)
+    in_order = None if bound.node_code_objects is None else (bound.nodes, bound.node_code_objects)
+    roots = actions_of(
+        bound.roots, bound.code_objects, actors, factory, kept, digests_only, order, in_order
+    )
     finish(roots, options, order)
     return Diagram(actors.sorted(), roots)
 
@@ -137,24 +147,53 @@ def actions_of(
     kept: set[int] | None = None,
     digests_only: bool = False,
     order: list[Action] | None = None,
+    in_order: tuple[list[CallNode], list[CodeObject]] | None = None,
 ) -> list[Action]:
     """The root actions of some call trees (their digests and loops not done yet: `finish`);
-    every action made is also appended to `order` when given (parents before children)."""
+    every action made is also appended to `order` when given (parents before children).
+    `in_order`: the nodes of the trees in pre-order and their code objects (`cos` as two
+    parallel lists, `Bound.node_code_objects`), when the caller has them."""
+    get = field_getter(call_roots[0].call) if call_roots else dict.get
+    special = factory.special_call
+    if _WALK is not None and call_roots:  # the same walk in C (`tracetool/_speedups_diagram.c`)
+        mode = 0 if get is dict.get else 1 if get is getattr else 2
+        context = (
+            factory.callees,
+            factory.callee,
+            actors,
+            special,
+            factory.plain,
+            factory._template,
+            _return_key,
+            factory.digests,
+            dg.function_digest,
+            _merge_labels,
+            get,
+            mode,
+            Action,
+            _LEFT_OUT,
+            factory.sql,
+            dg.sql_digest,
+            CallNode,
+            in_order,
+        )
+        walked = _WALK(call_roots, cos, kept, order, digests_only, context)
+        if walked is not NotImplemented:
+            return walked
     made = order.append if order is not None else None
     roots: list[Action] = []
     stack: list[tuple[CallNode, Action | None]] = [(n, None) for n in reversed(call_roots)]
     # This loop runs once per call: bound methods and caches are looked up once, and the bulk
     # of every diagram — plain function calls — is made inline (`ActionFactory._plain_function`
-    # does the same for one action; both share its templates).
+    # does the same for one action; both share its templates). Calls whose code object may be
+    # a SQL or HTTP one are made by `ActionFactory.special_call`.
     pop, push = stack.pop, stack.append
-    make = factory.digest_action if digests_only else factory.action
     plain, template_of = factory.plain, factory._template
-    digests, sql_digests = factory.digests, factory.sql
+    digests = factory.digests
     # per code object (by id), once: its actor, whether its calls may be SQL or HTTP ones, name
     callees, callee_of = factory.callees, factory.callee
     new_function, bare = Action.function, Action.bare
     # `get(event, key)` without a Python-level call: dicts, or slim structs (`field_getter`)
-    get = field_getter(call_roots[0].call) if call_roots else dict.get
     while stack:
         node, parent = pop()
         co = cos[id(node)]
@@ -169,37 +208,10 @@ def actions_of(
         if actor is not None:
             call = node.call
             # (`callee[1]` is false for a code object no SQL or HTTP call binds to: `callee`)
-            if callee[1] and (query := get(call, "sql_query")).__class__ is dict:
-                # a SQL call (most of the others): `ActionFactory.action`'s query, inline
-                sql = query.get("normalized_sql") or query.get("sql")
-                if sql.__class__ is not str or not sql:  # (`dg.sql_text` decides)
-                    action = make(node, co, actor, None if parent is None else parent.callee)
-                else:
-                    skey = (sql, query.get("database_type"))
-                    digest = sql_digests.get(skey)
-                    if digest is None:
-                        digest = sql_digests[skey] = dg.sql_digest(sql, skey[1])
-                    if digests_only:
-                        action = bare(digest)
-                    else:
-                        action = Action(QUERY, digest)
-                        action.caller = None if parent is None else parent.callee
-                        action.callee = actor
-                        action.query = sql
-                        ret = node.ret
-                        if ret is not None:
-                            elapsed = get(ret, "elapsed")
-                            if isinstance(elapsed, (int, float)):
-                                action.elapsed = elapsed
-                        event_id = get(call, "id")
-                        if event_id is not None:
-                            action.event_ids = [event_id]
-            elif callee[1] and (
-                "sql_query" in call
-                or "http_server_request" in call
-                or "http_client_request" in call
-            ):
-                action = make(node, co, actor, None if parent is None else parent.callee)
+            if callee[1]:
+                action = special(
+                    node, co, actor, None if parent is None else parent.callee, get, digests_only
+                )
             elif digests_only:  # `_Factory.digest_action` of a plain function, inline
                 ret = node.ret
                 fkey = (id(co), bool(get(ret, "exceptions")) if ret else False)
@@ -231,7 +243,7 @@ def actions_of(
                 labels = template[3]
                 event_labels = get(call, "labels")
                 if event_labels and isinstance(event_labels, list):
-                    labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
+                    labels = _merge_labels(labels, event_labels)
                 elapsed = None if ret is None else get(ret, "elapsed")
                 event_id = get(call, "id")
                 action = new_function(
@@ -425,6 +437,7 @@ class ActionFactory:
         # function calls by flat keys (`_return_key` spelled out for the usual return values)
         self.callees: dict[int, tuple[Actor | None, bool, str, bool]] = {}
         self.plain: dict[tuple[Any, ...], tuple[str, Any, Any, list[str] | None]] = {}
+        self.rpcs: dict[tuple[Any, ...], tuple[str, str, Any]] = {}  # `_rpc`
 
     @staticmethod
     def callee(
@@ -439,6 +452,45 @@ class ActionFactory:
         `any_kind` (code objects bound some other way: the indexer's) every call is looked at."""
         special = any_kind or co.type in _SPECIAL_TYPES
         return actors.actor_for(co), special, co.name, co.static
+
+    def special_call(
+        self,
+        node: CallNode,
+        co: CodeObject,
+        callee: Actor,
+        caller: Actor | None,
+        get: Callable[[Any, str], Any],
+        digests_only: bool,
+    ) -> Action:
+        """`actions_of`'s action of a call whose code object a SQL or HTTP call may bind to
+        (`callee`): `action` (or `digest_action`), with the usual SQL call made inline.
+        `get` reads an event's field (`field_getter`)."""
+        call = node.call
+        if (query := get(call, "sql_query")).__class__ is dict:
+            sql = query.get("normalized_sql") or query.get("sql")
+            if sql.__class__ is str and sql:  # (else `dg.sql_text` decides, in `action`)
+                skey = (sql, query.get("database_type"))
+                digest = self.sql.get(skey)
+                if digest is None:
+                    digest = self.sql[skey] = dg.sql_digest(sql, skey[1])
+                if digests_only:
+                    return Action.bare(digest)
+                action = Action(QUERY, digest)
+                action.caller = caller
+                action.callee = callee
+                action.query = sql
+                ret = node.ret
+                if ret is not None:
+                    elapsed = get(ret, "elapsed")
+                    if isinstance(elapsed, (int, float)):
+                        action.elapsed = elapsed
+                event_id = get(call, "id")
+                if event_id is not None:
+                    action.event_ids = [event_id]
+                return action
+        if digests_only:
+            return self.digest_action(node, co, callee, caller)
+        return self.action(node, co, callee, caller)
 
     def action(self, node: CallNode, co: CodeObject, callee: Actor, caller: Actor | None) -> Action:
         call, ret = node.call, node.ret
@@ -487,19 +539,46 @@ class ActionFactory:
             a.caller = caller
             a.query = sql
         elif "http_server_request" in call and ret_dict.get("http_server_response"):
-            a = Action(SERVER_RPC, dg.digest(dg.stable_properties(call, ret, co.id)))
-            a.route = dg.appmap_route(call) or ""
-            a.status = dg.response_status(ret, "http_server_response")
+            digest, a_route, status = self._rpc(SERVER_RPC, call, ret_dict, co)
+            a = Action(SERVER_RPC, digest)
+            a.route = a_route
+            a.status = status
         elif "http_client_request" in call and ret_dict.get("http_client_response"):
-            props = self._http_props(call, ret, co)
-            a = Action(CLIENT_RPC, dg.digest(props))
+            digest, a_route, status = self._rpc(CLIENT_RPC, call, ret_dict, co)
+            a = Action(CLIENT_RPC, digest)
             a.caller = caller
-            a.route = props["route"]
-            a.status = dg.response_status(ret, "http_client_response")
+            a.route = a_route
+            a.status = status
         else:
             a = self._function(call, ret, co)
             a.caller = caller
         return a
+
+    def _rpc(
+        self, kind: int, call: dict[str, Any], ret: dict[str, Any], co: CodeObject
+    ) -> tuple[str, str, Any]:
+        """(digest, route, status) of an HTTP server request (`kind` SERVER_RPC) or client
+        request (CLIENT_RPC) whose return has its response; cached by the fields they are made
+        of when those are plain values (strings, integers, null: equal keys, equal results)."""
+        key = _rpc_key(kind, call, ret, self.client_routes)
+        found = None if key is None else self.rpcs.get(key)
+        if found is None:
+            if kind == SERVER_RPC:
+                found = (
+                    dg.digest(dg.stable_properties(call, ret, co.id)),
+                    dg.appmap_route(call) or "",
+                    dg.response_status(ret, "http_server_response"),
+                )
+            else:
+                props = self._http_props(call, ret, co)
+                found = (
+                    dg.digest(props),
+                    props["route"],
+                    dg.response_status(ret, "http_client_response"),
+                )
+            if key is not None:
+                self.rpcs[key] = found
+        return found
 
     def _sql_digest(self, call: dict[str, Any], sql: str) -> str:
         q = call.get("sql_query")
@@ -525,7 +604,7 @@ class ActionFactory:
         labels = template[3]
         event_labels = call.get("labels")
         if isinstance(event_labels, list) and event_labels:
-            labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
+            labels = _merge_labels(labels, event_labels)
         a.labels = labels
         return a
 
@@ -564,7 +643,7 @@ class ActionFactory:
         labels = self._labels(co)
         event_labels = call.get("labels")
         if isinstance(event_labels, list) and event_labels:
-            labels = sorted(set(labels or ()) | {str(x) for x in event_labels})
+            labels = _merge_labels(labels, event_labels)
         a.labels = labels
         return a
 
@@ -588,6 +667,50 @@ class ActionFactory:
         if found is False:
             found = self.returns[key] = dg.return_value(ret)
         return found  # type: ignore[return-value]
+
+
+# what `ActionFactory._rpc`'s results are made of: (event key, its fields read)
+_RPC_FIELDS = (
+    (True, "http_server_request", ("request_method", "normalized_path_info", "path_info")),
+    (True, "http_client_request", ("request_method", "url")),
+    (False, "http_server_response", ("status", "status_code")),
+    (False, "http_client_response", ("status", "status_code")),
+)
+
+
+def _rpc_key(
+    kind: int, call: dict[str, Any], ret: dict[str, Any], client_routes: bool
+) -> tuple[Any, ...] | None:
+    """The key of `ActionFactory._rpc`'s cache: every field `digests.stable_properties`,
+    `appmap_route`, `response_status` and `_http_props` read of these events, and whether each
+    request is there (`in`); None when one is not a string, an integer or null (a list path,
+    `true` as a status...: not cached, since `1 == True` would share an entry)."""
+    key: list[Any] = [kind, client_routes]
+    for on_call, name, fields in _RPC_FIELDS:
+        if on_call:
+            key.append(name in call)
+            value = call.get(name)
+        else:
+            value = ret.get(name)
+        if value.__class__ is dict:
+            for field in fields:
+                item = value.get(field)
+                if item is not None and item.__class__ is not str and item.__class__ is not int:
+                    return None
+                key.append(item)
+        elif isinstance(value, dict):
+            return None
+        else:  # (read as no object)
+            key.append(_NO_OBJECT)
+    return tuple(key)
+
+
+_NO_OBJECT = ("\0",)  # `_rpc_key`'s mark of a field that is not an object
+
+
+def _merge_labels(labels: list[str] | None, event_labels: list[Any]) -> list[str]:
+    """A call's labels: its code object's (`labels`) and its event's, sorted, once each."""
+    return sorted(set(labels or ()) | {str(x) for x in event_labels})
 
 
 def _return_key(ret: dict[str, Any]) -> Any:
@@ -620,22 +743,36 @@ def _subtree_digests(
         order = parents_first(roots)
     # Inner subtrees repeat too (most of a big recording's): they are hashed once per
     # (digest, child subtree digests), a tuple of strings whose hashes Python has cached.
-    sha256 = hashlib.sha256
     leaves: dict[str, str] = {}
     inner: dict[tuple[str, ...], str] = {}
+    if _SUBTREES is not None:  # the same loop in C (`tracetool/_speedups_diagram.c`)
+        _SUBTREES(
+            order, leaves, inner, _leaf_digest, _inner_digest, fold if loops else None, Action
+        )
+        return
     for action in reversed(order):
         children = action.children
         if not children:
             own = action.digest
             found = leaves.get(own)
             if found is None:
-                found = leaves[own] = sha256(own.encode()).hexdigest()
+                found = leaves[own] = _leaf_digest(own)
             action.subtree_digest = found
         else:
             key = (action.digest, *[c.subtree_digest for c in children])
             found = inner.get(key)
             if found is None:
-                found = inner[key] = sha256("\n".join(key).encode()).hexdigest()
+                found = inner[key] = _inner_digest(key)
             action.subtree_digest = found
             if loops and len(children) >= 2:
                 action.children = fold(children)
+
+
+def _leaf_digest(own: str) -> str:
+    """The subtree digest of an action without children (`digests.subtree_digest`)."""
+    return hashlib.sha256(own.encode()).hexdigest()
+
+
+def _inner_digest(key: tuple[str, ...]) -> str:
+    """The subtree digest of (an action's digest, its children's subtree digests...)."""
+    return hashlib.sha256("\n".join(key).encode()).hexdigest()

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from tracetool import accel
 from tracetool.diagram.model import (
     CHANGE,
     CLIENT_RPC,
@@ -191,10 +192,28 @@ def _batch_lines(
     labels, elapsed_texts, responses = texts.labels, texts.elapsed, texts.responses
     heads = texts.heads
     markup = w.markup
+    fast = _UML_LINES
+    memo = (
+        heads,
+        labels,
+        elapsed_texts,
+        texts.elapsed_text,
+        responses,
+        markup,
+        notes,
+        LIMIT,
+        indents,
+        texts.aliases,
+        texts.notes,
+    )
     while stack:
         if len(lines) >= lines_per_chunk:
             yield "\n" + "\n".join(lines)
             lines.clear()
+        if fast is not None:  # what is memoized already, in C; the rest below
+            fast(stack, lines, memo, lines_per_chunk, Action)
+            if not stack or len(lines) >= lines_per_chunk:
+                continue
         item = pop()
         if isinstance(item, str):
             emit(item)
@@ -222,7 +241,7 @@ def _batch_lines(
                 if elapsed:
                     shown = elapsed_texts.get(elapsed)
                     if shown is None:
-                        shown = elapsed_texts[elapsed] = " " + w.elapsed(elapsed)
+                        shown = texts.elapsed_text(elapsed)
                     label += shown
             emit(head + label)
             if notes and len(name) > LIMIT:
@@ -309,6 +328,10 @@ def _batch_lines(
             push((child, depth + 1, in_loop))
 
 
+# `_batch_lines`' items made of memoized texts, in C (tracetool/_speedups_diagram.c), or None
+_UML_LINES = accel.function("uml_lines")
+
+
 class _Texts:
     """Memoized texts of actions without diff marks (the same as the general helpers give)."""
 
@@ -379,9 +402,14 @@ class _Texts:
         if elapsed:
             shown = self.elapsed.get(elapsed)
             if shown is None:
-                shown = self.elapsed[elapsed] = " " + self.w.elapsed(elapsed)
+                shown = self.elapsed_text(elapsed)
             text += shown
         return text
+
+    def elapsed_text(self, elapsed: float) -> str:
+        """The text after a label of an action that took `elapsed` seconds (memoized)."""
+        shown = self.elapsed[elapsed] = " " + self.w.elapsed(elapsed)
+        return shown
 
     def note(self, name: str) -> str:
         found = self.notes.get(name)

@@ -8,13 +8,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tracetool import accel
 from tracetool.errors import UsageError
 from tracetool.filters.state import ROOT_EVENT_LABELS, FilterState
 from tracetool.trace.codeobjects import DATABASE_ROOT, ClassMap, CodeObject
 from tracetool.trace.document import TraceDocument, gc_paused
 from tracetool.trace.slim import MinimalEvent, SlimCall, SlimReturn
 from tracetool.trace.stream import UNSET, EventHead
-from tracetool.trace.tree import CallNode, build_call_tree, field_getter, preorder
+from tracetool.trace.tree import CallNode, CallTree, CallTreeBuilder, field_getter, preorder
 
 _MEDIA_EXTENSIONS = frozenset(
     "aac avi bmp css flv gif htm html ico jpeg jpg js json jsonld mid midi mjs mov mp3 mp4 mpeg "
@@ -113,6 +114,9 @@ class Bound:
     cmap: ClassMap
     static: set[int]  # ids of code objects that came from the document's classMap
     code_objects: dict[int, CodeObject]  # id(node) -> code object
+    # the same, as a list parallel to `nodes` (when `bind` made it): walks in pre-order read it
+    # in order instead of looking each node up
+    node_code_objects: list[CodeObject] | None = None
 
 
 # what an eventUpdates entry that replaces its event is: an object (a dict, or the struct of a
@@ -134,11 +138,31 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
             events = [
                 u if isinstance(u := updates.get(str(e.get("id"))), _UPDATES) else e for e in events
             ]
-        tree = build_call_tree(events)
+        tree = call_tree(events)
         cmap = ClassMap.from_json(doc.class_map)
         static = {id(o) for o in cmap}
-        nodes, code_objects = bind_roots(tree.roots, cmap, BindState(cmap, sql_names))
-    return Bound(doc, events, nodes, tree.roots, cmap, static, code_objects)
+        nodes, cos = bind_nodes(tree.roots, cmap, BindState(cmap, sql_names))
+        code_objects = dict(zip(map(id, nodes), cos))
+    return Bound(doc, events, nodes, tree.roots, cmap, static, code_objects, cos)
+
+
+# `CallTreeBuilder.add` in C (tracetool/_speedups_diagram.c), or None
+_CALL_TREE = accel.function("call_tree")
+# `preorder(roots)` and each node's call, in C, or None
+_PREORDER_CALLS = accel.function("preorder_calls")
+
+
+def call_tree(events: list[Any]) -> CallTree:
+    """`build_call_tree(events)`, built in C when the accelerator is there."""
+    builder = CallTreeBuilder()
+    if _CALL_TREE is not None and events:
+        get = field_getter(events[0])
+        mode = 0 if get is dict.get else 1 if get is getattr else 2
+        done = _CALL_TREE(events, builder.roots, builder.nodes, builder.stacks, CallNode, get, mode)
+        if done is not NotImplemented:
+            return builder.tree()
+    builder.add(events)
+    return builder.tree()
 
 
 class BindState:
@@ -159,10 +183,23 @@ def bind_roots(
 ) -> tuple[list[CallNode], dict[int, CodeObject]]:
     """The nodes below `roots` in pre-order (`nodes`, when the caller has them) and the code
     object of each (`id(node)` -> it)."""
+    nodes, cos = bind_nodes(roots, cmap, state, nodes)
+    return nodes, dict(zip(map(id, nodes), cos))
+
+
+def bind_nodes(
+    roots: list[CallNode],
+    cmap: ClassMap,
+    state: BindState,
+    nodes: list[CallNode] | None = None,
+) -> tuple[list[CallNode], list[CodeObject]]:
+    """`bind_roots` with the code objects as a list parallel to the nodes."""
+    if nodes is None and _PREORDER_CALLS is not None and roots.__class__ is list:
+        nodes, calls = _PREORDER_CALLS(roots, CallNode)  # (the same walk, in C)
+        return nodes, bind_calls(calls, cmap, state)
     if nodes is None:
         nodes = preorder(roots)
-    cos = bind_calls([n.call for n in nodes], cmap, state)
-    return nodes, dict(zip(map(id, nodes), cos))
+    return nodes, bind_calls([n.call for n in nodes], cmap, state)
 
 
 def bind_calls(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeObject]:

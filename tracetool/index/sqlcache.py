@@ -9,8 +9,8 @@ takes it and `save` writes the file when something was new.
 
 Correctness first: an entry is keyed by the exact statement text and `database_type`, and the
 whole file by `stamp()` — tracetool's version and the size and mtime of the analysis code
-(tracetool/sql.py, tracetool/_sql_analysis.py) and of sqlglot (its `__init__.py` and
-`_version.py`). A file of another stamp, version or shape is ignored (and rewritten by the next
+(tracetool/sql.py, tracetool/_sql_analysis.py, tracetool/_sql_template.py) and of sqlglot (its
+`__init__.py` and `_version.py`). A file of another stamp, version or shape is ignored (and rewritten by the next
 run that analyzes something). Texts over the analysis cache's own limit are not kept, and the
 file keeps at most `MAX_ENTRIES` (the most recently added win), so it cannot grow without bound.
 Like the sidecars it is a cache: written with rename, no fsync, rebuilt when lost.
@@ -67,7 +67,8 @@ def _file_stamp(path: str | None) -> str:
 def stamp() -> str:
     """What the analyses depend on (module doc), without importing sqlglot."""
     parts = [__version__, _file_stamp(sql.__file__)]
-    parts.append(_file_stamp(os.path.join(os.path.dirname(sql.__file__), "_sql_analysis.py")))
+    for helper in ("_sql_analysis.py", "_sql_template.py"):
+        parts.append(_file_stamp(os.path.join(os.path.dirname(sql.__file__), helper)))
     try:
         spec = importlib.util.find_spec("sqlglot")
     except (ImportError, ValueError):

@@ -13,8 +13,8 @@ from typing import Any
 
 import msgspec
 
+from tracetool import accel
 from tracetool.inspect.sql_names import ANALYZE, SqlNames
-from tracetool.stats._scan import speedup
 from tracetool.trace import codeobjects
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject, function_call_key
@@ -22,8 +22,9 @@ from tracetool.trace.tree import CallNode, preorder, release
 
 # `preorder` and `release` of call trees, `ClassMap.from_json`, in C (`tracetool._speedups`),
 # or None
-_TREE_WALK = speedup("tree_walk")
-_CLASS_MAP = speedup("class_map")
+_TREE_WALK = accel.function("tree_walk")
+_PREORDER_CALLS = accel.function("preorder_calls")
+_CLASS_MAP = accel.function("class_map")
 
 
 def read_class_map(data: Any) -> ClassMap:
@@ -39,8 +40,9 @@ def read_class_map(data: Any) -> ClassMap:
 
 def walk(roots: Any) -> list[CallNode]:
     """`tree.preorder(roots)`, by the accelerator where it is built."""
-    if _TREE_WALK is not None:
-        return _TREE_WALK(CallNode, roots, False)  # type: ignore[no-any-return]
+    if _PREORDER_CALLS is not None:
+        listed = roots if roots.__class__ is list else list(roots)
+        return _PREORDER_CALLS(listed, CallNode)[0]  # type: ignore[no-any-return]
     return preorder(roots)
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tracetool import accel
 from tracetool.inspect.refs import CodeObjectRef
-from tracetool.stats._scan import speedup
 from tracetool.trace.codeobjects import CodeObject, function_call_key
 from tracetool.trace.tree import CallNode
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 # `screen` of a function in C (`tracetool._speedups`), or None
-_SCREEN_CALLS = speedup("screen_calls")
+_SCREEN_CALLS = accel.function("screen_calls")
 
 # the field every call of these types that matches holds
 _SCREENED = {

@@ -21,12 +21,12 @@ from typing import Any, Optional, TypedDict
 
 import msgspec
 
+from tracetool import accel
 from tracetool.errors import TraceToolError
 from tracetool.inspect.context import CodeObjects, Notable, context, read_class_map, unlink, walk
 from tracetool.inspect.matching import Matcher
 from tracetool.inspect.refs import CodeObjectRef, Match
 from tracetool.inspect.sql_names import ANALYZE, IndexedSql, IndexReader, SqlNames
-from tracetool.stats._scan import speedup
 from tracetool.trace.document import TraceDocument, from_data, gc_paused, parse
 from tracetool.trace.reader import guarded
 from tracetool.trace.slim import _Request
@@ -196,19 +196,25 @@ FEW_MATCHES = 128
 
 
 # `_trees_holding` and `CallTreeBuilder.add` in C (`tracetool._speedups`), or None
-_TREES_HOLDING = speedup("trees_holding")
-_TREE_ADD = speedup("tree_add")
+_TREES_HOLDING = accel.function("trees_holding")
+_CALL_TREE = accel.function("call_tree")
 
 
 def _add(builder: CallTreeBuilder, block: list[dict[str, Any]]) -> None:
-    """`builder.add(block)`, by the accelerator where it is built (dict events in a list)."""
-    fast = _TREE_ADD
+    """`builder.add(block)`, by the accelerator where it is built (dict events in a list; a
+    builder without `created`)."""
+    fast = _CALL_TREE
     if (
-        fast is None
-        or block.__class__ is not list
-        or not fast(CallNode, builder.roots, builder.nodes, builder.stacks, builder.created, block)
+        fast is not None
+        and block
+        and block.__class__ is list
+        and block[0].__class__ is dict
+        and builder.created is None
     ):
-        builder.add(block)
+        done = fast(block, builder.roots, builder.nodes, builder.stacks, CallNode, dict.get, 0)
+        if done is not NotImplemented:
+            return
+    builder.add(block)
 
 
 def _trees_holding(

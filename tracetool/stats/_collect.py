@@ -32,6 +32,7 @@ from typing import Any, Optional, Union
 import msgspec
 import orjson
 
+from tracetool import accel
 from tracetool.errors import TraceToolError
 from tracetool.stats import _scan
 from tracetool.stats._names import Names, process_names
@@ -107,7 +108,7 @@ class OverheadPartial:
         self.warnings.extend(other.warnings)
 
 
-_ADD_NAMED = _scan.speedup("add_named")
+_ADD_NAMED = accel.function("add_named")
 
 # (defined_class, method_id, path, lineno, static): what identifies a function call
 _function_key: Callable[[EventHead], tuple[Any, ...]] = operator.attrgetter(

@@ -27,11 +27,11 @@ in Python): that is checked, and declined.
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any, Callable, Optional
 
 import msgspec
 
+from tracetool import accel
 from tracetool.trace.checks import MAX_DEPTH
 from tracetool.trace.stream import UNSET, EventHead
 
@@ -45,20 +45,8 @@ _MOST_OTHERS = 100_000
 _HTTP = (b"S", b"C")
 
 
-def speedup(name: str) -> Optional[Callable[..., Any]]:
-    """The accelerator's function of that name, or None when it is not built or is switched
-    off (`TRACETOOL_NO_SPEEDUPS`); also `inspect`'s (`tree_links`)."""
-    if os.environ.get("TRACETOOL_NO_SPEEDUPS", "") not in ("", "0"):
-        return None
-    try:
-        from tracetool import _speedups  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return getattr(_speedups, name, None)
-
-
 def _load() -> Optional[Callable[..., Any]]:
-    return speedup("nested_sums")
+    return accel.function("nested_sums")  # type: ignore[no-any-return]
 
 
 _NESTED_SUMS = _load()

@@ -1,0 +1,1687 @@
+/* tracetool/_speedups_diagram.c: the sequence diagram's Python loops in C.
+ *
+ * A second source file of the optional `tracetool._speedups` extension (setup.py); its entry
+ * points are in `_speedups.c`'s method table, and each has a pure-Python twin that stays the
+ * reference (tests/diagram/test_speedups_diagram.py runs both on every recording it has, odd,
+ * random and mutated ones included, and compares the diagrams byte for byte):
+ *
+ *   call_tree        `CallTreeBuilder.add` (tracetool.filters.apply.call_tree)
+ *   preorder_calls   `preorder(roots)` and each node's call (apply.bind_nodes)
+ *   diagram_actions  the walk of `tracetool.diagram.builder.actions_of`
+ *   subtree_digests  the loop of `builder._subtree_digests`
+ *   uml_lines        the memoized-text case of `tracetool.diagram.plantuml._batch_lines`
+ *
+ * Nothing here parses bytes or owns memory but a walk's stack: every value stays the Python
+ * object the Python code would make or read, CallNode and Action objects are allocated with
+ * their class's `tp_alloc` and their slots read and filled through the offsets of the class's
+ * member descriptors (checked once per class: any other class is declined, NotImplemented, or
+ * read by attribute), and whatever is not the common case calls the same Python helper the
+ * Python loop calls (SQL digests, HTTP calls, cache misses, labels, loop folding...).
+ *
+ * Where the time went (60 MB benchmark recording, 118,000 calls, 101,000 actions; CPU seconds):
+ * call tree 0.105 -> 0.047, pre-order 0.03 -> 0.012, actions 0.45 -> 0.22-0.26 (now mostly
+ * memory: the first touch of each node, event and list; HTTP calls stay Python, ~0.04),
+ * subtree digests 0.08 -> 0.05, PlantUML lines 0.27 -> 0.17-0.2. What stays: orjson's
+ * decode and encode, the byte pre-check, the kernel's page faults and writes.
+ *
+ *     diagram_actions(call_roots, cos, kept, order, digests_only, context) -> root actions
+ *
+ * where context is (callees, callee_of, actors, special, plain, template_of, return_key,
+ * digests, function_digest, merge_labels, get, mode, Action, left_out, sql, sql_digest,
+ * CallNode, in_order) — `actions_of`'s caches and helpers (`ActionFactory`), `get` the event
+ * field reader (`field_getter`) and `mode` 0 when it is `dict.get`, 1 when it is `getattr`, 2
+ * for another callable; in_order is None or (pre-order nodes, their code objects). Returns
+ * NotImplemented when `Action` is not a class whose `__slots__` this file knows how to fill
+ * (the caller then runs the Python loop).
+ *
+ * Per call it does in C what the Python loop does inline: the pre-order walk (an explicit stack,
+ * any depth), the code object and callee lookups, a plain function call's action (template
+ * key, labels, elapsed, event ids, or a bare action when only digests are wanted) and a SQL
+ * call's; HTTP calls (`ActionFactory.special_call`), cache misses, `_return_key` of return
+ * values with properties and event labels go to the Python helpers.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <stdlib.h>
+
+/* ------------------------------------------------------------------ Action's slots */
+
+enum {
+    S_CALLEE,
+    S_CALLER,
+    S_CHILDREN,
+    S_COUNT,
+    S_DIFF_MODE,
+    S_DIGEST,
+    S_ELAPSED,
+    S_EVENT_IDS,
+    S_FORMER_NAME,
+    S_FORMER_RESULT,
+    S_LABELS,
+    S_NAME,
+    S_NODE_TYPE,
+    S_PARENT,
+    S_QUERY,
+    S_RETURN_VALUE,
+    S_ROUTE,
+    S_STABLE_PROPERTIES,
+    S_STATIC,
+    S_STATUS,
+    S_SUBTREE_DIGEST,
+    N_SLOTS
+};
+
+static const char *const slot_names[N_SLOTS] = {
+    "callee",      "caller",       "children",    "count",  "diff_mode",         "digest",
+    "elapsed",     "event_ids",    "former_name", "former_result", "labels",    "name",
+    "node_type",   "parent",       "query",       "return_value",  "route",     "stable_properties",
+    "static",      "status",       "subtree_digest"};
+
+static PyTypeObject *action_type = NULL; /* a strong reference, the class the offsets are of */
+static Py_ssize_t offsets[N_SLOTS];
+
+/* The offsets of `type`'s slots, once per class; 0 when they are known, 1 when `type` is not a
+ * class with these object slots (declined), -1 on an error. */
+static int
+learn_action_type(PyObject *type)
+{
+    if ((PyTypeObject *)type == action_type)
+        return 0;
+    if (!PyType_Check(type))
+        return 1;
+    PyTypeObject *t = (PyTypeObject *)type;
+    Py_ssize_t found[N_SLOTS];
+    for (int i = 0; i < N_SLOTS; i++) {
+        PyObject *d = PyObject_GetAttrString(type, slot_names[i]);
+        if (d == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                return -1;
+            PyErr_Clear();
+            return 1;
+        }
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+                 ((PyDescrObject *)d)->d_type == t &&
+                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+                 !(((PyMemberDescrObject *)d)->d_member->flags & READONLY);
+        if (ok) {
+            found[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+            ok = found[i] >= (Py_ssize_t)sizeof(PyObject) &&
+                 found[i] + (Py_ssize_t)sizeof(PyObject *) <= t->tp_basicsize;
+        }
+        Py_DECREF(d);
+        if (!ok)
+            return 1;
+    }
+    if (t->tp_alloc == NULL || t->tp_itemsize != 0)
+        return 1;
+    memcpy(offsets, found, sizeof(offsets));
+    Py_INCREF(type);
+    Py_XSETREF(action_type, t);
+    return 0;
+}
+
+#define SLOT(obj, i) (*(PyObject **)((char *)(obj) + offsets[i]))
+
+/* Sets a slot of a new action (its old value, if any, released); steals nothing. */
+static inline void
+set_slot(PyObject *obj, int i, PyObject *value)
+{
+    PyObject *old = SLOT(obj, i);
+    Py_INCREF(value);
+    SLOT(obj, i) = value;
+    Py_XDECREF(old);
+}
+
+/* `action.<slot>` (a new reference): read in place from an action of the known class, else
+ * by attribute (a reading of an unset slot raises AttributeError either way). */
+static PyObject *
+action_slot(PyObject *action, int i, PyObject *name)
+{
+    if (Py_TYPE(action) == action_type) {
+        PyObject *value = SLOT(action, i);
+        if (value != NULL)
+            return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(action, name);
+}
+
+/* CallNode's slots (`tracetool.trace.tree`), learned as Action's are */
+enum { N_OPEN, N_CALL, N_CHILDREN, N_PARENT, N_RET, N_NODE_SLOTS };
+static const char *const node_slot_names[N_NODE_SLOTS] = {"_open", "call", "children",
+                                                            "parent", "ret"};
+static PyTypeObject *node_type = NULL;
+static Py_ssize_t node_offsets[N_NODE_SLOTS];
+static PyObject *node_get(PyObject *node, int i, PyObject *name);
+static int learn_node_type(PyObject *type);
+static int intern_tree_names(void);
+
+/* ------------------------------------------------------------------ names and constants */
+
+static PyObject *s_call, *s_ret, *s_children, *s_return_value, *s_exceptions, *s_properties,
+    *s_class, *s_labels, *s_elapsed, *s_id, *s_callee, *s_append;
+static PyObject *empty_str, *function_type, *zero;
+static PyObject *s_sql_query, *s_normalized_sql, *s_sql, *s_database_type;
+
+static int
+intern_names(void)
+{
+    if (s_call != NULL)
+        return 0;
+#define INTERN(var, text)                                   \
+    if ((var = PyUnicode_InternFromString(text)) == NULL) \
+        return -1;
+    INTERN(s_ret, "ret")
+    INTERN(s_children, "children")
+    INTERN(s_return_value, "return_value")
+    INTERN(s_exceptions, "exceptions")
+    INTERN(s_properties, "properties")
+    INTERN(s_class, "class")
+    INTERN(s_labels, "labels")
+    INTERN(s_elapsed, "elapsed")
+    INTERN(s_id, "id")
+    INTERN(s_callee, "callee")
+    INTERN(s_append, "append")
+    INTERN(s_sql_query, "sql_query")
+    INTERN(s_normalized_sql, "normalized_sql")
+    INTERN(s_sql, "sql")
+    INTERN(s_database_type, "database_type")
+#undef INTERN
+    if ((empty_str = PyUnicode_FromStringAndSize("", 0)) == NULL)
+        return -1;
+    if ((function_type = PyLong_FromLong(3)) == NULL) /* model.FUNCTION */
+        return -1;
+    if ((zero = PyLong_FromLong(0)) == NULL)
+        return -1;
+    if ((s_call = PyUnicode_InternFromString("call")) == NULL) /* last: the "done" mark */
+        return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the walk */
+
+typedef struct {
+    PyObject *get;
+    int mode; /* 0 dict.get, 1 getattr, 2 another callable */
+} Getter;
+
+/* `get(event, key)`, a new reference. */
+static PyObject *
+get_field(const Getter *g, PyObject *event, PyObject *key)
+{
+    if (g->mode == 0 && PyDict_Check(event)) {
+        PyObject *value = PyDict_GetItemWithError(event, key);
+        if (value != NULL)
+            return Py_NewRef(value);
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (g->mode == 1)
+        return PyObject_GetAttr(event, key);
+    return PyObject_CallFunctionObjArgs(g->get, event, key, NULL);
+}
+
+/* bool(get(event, key)): 1, 0, or -1 on an error. */
+static int
+field_true(const Getter *g, PyObject *event, PyObject *key)
+{
+    PyObject *value = get_field(g, event, key);
+    if (value == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+typedef struct {
+    PyObject *node;
+    PyObject *parent; /* NULL for None */
+} Item;
+
+typedef struct {
+    Item *items;
+    Py_ssize_t size, capacity;
+} Stack;
+
+static int
+push(Stack *stack, PyObject *node, PyObject *parent)
+{
+    if (stack->size == stack->capacity) {
+        Py_ssize_t capacity = stack->capacity ? stack->capacity * 2 : 256;
+        Item *items = realloc(stack->items, (size_t)capacity * sizeof(Item));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        stack->items = items;
+        stack->capacity = capacity;
+    }
+    Py_INCREF(node);
+    Py_XINCREF(parent);
+    stack->items[stack->size].node = node;
+    stack->items[stack->size].parent = parent;
+    stack->size++;
+    return 0;
+}
+
+static void
+clear_stack(Stack *stack)
+{
+    for (Py_ssize_t i = 0; i < stack->size; i++) {
+        Py_DECREF(stack->items[i].node);
+        Py_XDECREF(stack->items[i].parent);
+    }
+    free(stack->items);
+    stack->items = NULL;
+    stack->size = stack->capacity = 0;
+}
+
+static int
+append_to(PyObject *list, PyObject *item)
+{
+    if (PyList_CheckExact(list))
+        return PyList_Append(list, item);
+    PyObject *r = PyObject_CallMethodOneArg(list, s_append, item);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* A new action of `action_type` with every slot None but those given (Action.function). */
+static PyObject *
+new_function(PyObject *digest, PyObject *caller, PyObject *callee, PyObject *name,
+             PyObject *is_static, PyObject *props, PyObject *returns, PyObject *labels,
+             PyObject *elapsed, PyObject *event_ids)
+{
+    PyObject *children = PyList_New(0);
+    if (children == NULL)
+        return NULL;
+    PyObject *a = action_type->tp_alloc(action_type, 0);
+    if (a == NULL) {
+        Py_DECREF(children);
+        return NULL;
+    }
+    for (int i = 0; i < N_SLOTS; i++)
+        set_slot(a, i, Py_None);
+    set_slot(a, S_NODE_TYPE, function_type);
+    set_slot(a, S_DIGEST, digest);
+    set_slot(a, S_SUBTREE_DIGEST, empty_str);
+    set_slot(a, S_CALLER, caller);
+    set_slot(a, S_CALLEE, callee);
+    set_slot(a, S_NAME, name);
+    set_slot(a, S_STATIC, is_static);
+    set_slot(a, S_STABLE_PROPERTIES, props);
+    set_slot(a, S_RETURN_VALUE, returns);
+    set_slot(a, S_CHILDREN, children);
+    set_slot(a, S_ELAPSED, elapsed);
+    set_slot(a, S_EVENT_IDS, event_ids);
+    set_slot(a, S_LABELS, labels);
+    set_slot(a, S_COUNT, zero);
+    Py_DECREF(children);
+    return a;
+}
+
+/* Action.bare(digest) */
+static PyObject *
+new_bare(PyObject *digest)
+{
+    PyObject *children = PyList_New(0);
+    if (children == NULL)
+        return NULL;
+    PyObject *a = action_type->tp_alloc(action_type, 0);
+    if (a == NULL) {
+        Py_DECREF(children);
+        return NULL;
+    }
+    set_slot(a, S_DIGEST, digest);
+    set_slot(a, S_SUBTREE_DIGEST, empty_str);
+    set_slot(a, S_CHILDREN, children);
+    set_slot(a, S_CALLEE, Py_None);
+    Py_DECREF(children);
+    return a;
+}
+
+typedef struct {
+    PyObject *callees, *callee_of, *actors, *special, *plain, *template_of, *return_key,
+        *digests, *function_digest, *merge_labels, *left_out, *sql_digests, *sql_digest;
+    PyObject *in_nodes, *in_cos; /* the pre-order nodes and their code objects, or NULL */
+    Py_ssize_t visited;          /* nodes walked so far (their pre-order number) */
+    Getter get;
+    PyObject *digests_only; /* Py_True or Py_False */
+} Context;
+
+/* The plain function call's key into `plain` (`actions_of`'s flat `_return_key`): new ref. */
+static PyObject *
+plain_key(const Context *c, PyObject *co_id, PyObject *ret)
+{
+    if (ret == Py_None)
+        return PyTuple_Pack(2, co_id, Py_None);
+    PyObject *value = get_field(&c->get, ret, s_return_value);
+    if (value == NULL)
+        return NULL;
+    PyObject *key = NULL;
+    if (value == Py_None) {
+        int raises = field_true(&c->get, ret, s_exceptions);
+        if (raises >= 0)
+            key = PyTuple_Pack(2, co_id, raises ? Py_True : Py_False);
+    }
+    else {
+        int has_props = PyDict_CheckExact(value) ? PyDict_Contains(value, s_properties) : 1;
+        if (has_props < 0) {
+            /* (an error) */
+        }
+        else if (!has_props) {
+            PyObject *cls = PyDict_GetItemWithError(value, s_class);
+            if (cls != NULL || !PyErr_Occurred()) {
+                Py_XINCREF(cls);
+                int raises = field_true(&c->get, ret, s_exceptions);
+                if (raises >= 0)
+                    key = PyTuple_Pack(4, co_id, cls != NULL ? cls : Py_None,
+                                       raises ? Py_True : Py_False,
+                                       PyDict_GET_SIZE(value) ? Py_True : Py_False);
+                Py_XDECREF(cls);
+            }
+        }
+        else {
+            PyObject *rkey = PyObject_CallOneArg(c->return_key, ret);
+            if (rkey != NULL) {
+                key = PyTuple_Pack(3, co_id, rkey, Py_None);
+                Py_DECREF(rkey);
+            }
+        }
+    }
+    Py_DECREF(value);
+    return key;
+}
+
+/* A plain function call's action (new ref): `actions_of`'s inline branch. */
+static PyObject *
+plain_action(const Context *c, PyObject *node, PyObject *call, PyObject *co, PyObject *co_id,
+             PyObject *callee, PyObject *caller)
+{
+    PyObject *ret = node_get(node, N_RET, s_ret);
+    if (ret == NULL)
+        return NULL;
+    PyObject *action = NULL, *template = NULL, *labels = NULL, *event_labels = NULL,
+             *elapsed = NULL, *event_id = NULL, *event_ids = NULL;
+    PyObject *key = plain_key(c, co_id, ret);
+    if (key == NULL)
+        goto done;
+    template = PyDict_GetItemWithError(c->plain, key);
+    if (template != NULL)
+        Py_INCREF(template);
+    else {
+        if (PyErr_Occurred())
+            goto done;
+        template = PyObject_CallFunctionObjArgs(c->template_of, call, ret, co, NULL);
+        if (template == NULL || PyDict_SetItem(c->plain, key, template) < 0)
+            goto done;
+    }
+    if (!PyTuple_Check(template) || PyTuple_GET_SIZE(template) < 4) {
+        PyErr_SetString(PyExc_TypeError, "diagram_actions: a template is not a 4-tuple");
+        goto done;
+    }
+    labels = Py_NewRef(PyTuple_GET_ITEM(template, 3));
+    if ((event_labels = get_field(&c->get, call, s_labels)) == NULL)
+        goto done;
+    int truth = PyObject_IsTrue(event_labels);
+    if (truth < 0)
+        goto done;
+    if (truth && PyList_Check(event_labels)) {
+        PyObject *merged = PyObject_CallFunctionObjArgs(c->merge_labels, labels, event_labels, NULL);
+        if (merged == NULL)
+            goto done;
+        Py_SETREF(labels, merged);
+    }
+    if (ret == Py_None)
+        elapsed = Py_NewRef(Py_None);
+    else {
+        if ((elapsed = get_field(&c->get, ret, s_elapsed)) == NULL)
+            goto done;
+        if (!PyLong_Check(elapsed) && !PyFloat_Check(elapsed))
+            Py_SETREF(elapsed, Py_NewRef(Py_None));
+    }
+    if ((event_id = get_field(&c->get, call, s_id)) == NULL)
+        goto done;
+    event_ids = event_id == Py_None ? PyList_New(0) : PyList_New(1);
+    if (event_ids == NULL)
+        goto done;
+    if (event_id != Py_None)
+        PyList_SET_ITEM(event_ids, 0, Py_NewRef(event_id));
+    action = new_function(PyTuple_GET_ITEM(template, 0), caller, PyTuple_GET_ITEM(callee, 0),
+                          PyTuple_GET_ITEM(callee, 2), PyTuple_GET_ITEM(callee, 3),
+                          PyTuple_GET_ITEM(template, 1), PyTuple_GET_ITEM(template, 2), labels,
+                          elapsed, event_ids);
+done:
+    Py_DECREF(ret);
+    Py_XDECREF(key);
+    Py_XDECREF(template);
+    Py_XDECREF(labels);
+    Py_XDECREF(event_labels);
+    Py_XDECREF(elapsed);
+    Py_XDECREF(event_id);
+    Py_XDECREF(event_ids);
+    return action;
+}
+
+/* A plain function call's bare action (new ref), when only digests are wanted. */
+static PyObject *
+digest_action(const Context *c, PyObject *node, PyObject *co, PyObject *co_id)
+{
+    PyObject *ret = node_get(node, N_RET, s_ret);
+    if (ret == NULL)
+        return NULL;
+    int raises = PyObject_IsTrue(ret);
+    if (raises > 0)
+        raises = field_true(&c->get, ret, s_exceptions);
+    Py_DECREF(ret);
+    if (raises < 0)
+        return NULL;
+    PyObject *flag = raises ? Py_True : Py_False;
+    PyObject *fkey = PyTuple_Pack(2, co_id, flag);
+    if (fkey == NULL)
+        return NULL;
+    PyObject *digest = PyDict_GetItemWithError(c->digests, fkey);
+    if (digest != NULL)
+        Py_INCREF(digest);
+    else if (!PyErr_Occurred()) {
+        PyObject *ident = PyObject_GetAttr(co, s_id);
+        if (ident != NULL) {
+            digest = PyObject_CallFunctionObjArgs(c->function_digest, ident, flag, NULL);
+            Py_DECREF(ident);
+            if (digest != NULL && PyDict_SetItem(c->digests, fkey, digest) < 0)
+                Py_CLEAR(digest);
+        }
+    }
+    Py_DECREF(fkey);
+    if (digest == NULL)
+        return NULL;
+    PyObject *action = new_bare(digest);
+    Py_DECREF(digest);
+    return action;
+}
+
+/* A new action of `action_type` as `Action(node_type, digest)` makes it. */
+static PyObject *
+new_action(long type, PyObject *digest)
+{
+    PyObject *kind = PyLong_FromLong(type);
+    PyObject *children = kind == NULL ? NULL : PyList_New(0);
+    PyObject *event_ids = children == NULL ? NULL : PyList_New(0);
+    PyObject *a = event_ids == NULL ? NULL : action_type->tp_alloc(action_type, 0);
+    if (a != NULL) {
+        for (int i = 0; i < N_SLOTS; i++)
+            set_slot(a, i, Py_None);
+        set_slot(a, S_NODE_TYPE, kind);
+        set_slot(a, S_DIGEST, digest);
+        set_slot(a, S_SUBTREE_DIGEST, empty_str);
+        set_slot(a, S_STATIC, Py_False);
+        set_slot(a, S_CHILDREN, children);
+        set_slot(a, S_EVENT_IDS, event_ids);
+        set_slot(a, S_COUNT, zero);
+    }
+    Py_XDECREF(kind);
+    Py_XDECREF(children);
+    Py_XDECREF(event_ids);
+    return a;
+}
+
+/* `ActionFactory.special_call`'s SQL call made inline (new ref), or Py_None (a new reference)
+ * when the call is not that case (the caller then calls `special_call`). */
+static PyObject *
+sql_action(const Context *c, PyObject *node, PyObject *call, PyObject *actor, PyObject *caller)
+{
+    PyObject *query = get_field(&c->get, call, s_sql_query);
+    if (query == NULL)
+        return NULL;
+    PyObject *sql = NULL, *db = NULL, *skey = NULL, *digest = NULL, *action = NULL,
+             *ret = NULL, *elapsed = NULL, *event_id = NULL;
+    if (!PyDict_CheckExact(query)) {
+        action = Py_NewRef(Py_None);
+        goto done;
+    }
+    sql = PyDict_GetItemWithError(query, s_normalized_sql);
+    if (sql == NULL && PyErr_Occurred())
+        goto done;
+    Py_XINCREF(sql);
+    int truth = sql == NULL ? 0 : PyObject_IsTrue(sql);
+    if (truth < 0)
+        goto done;
+    if (!truth) {
+        Py_XDECREF(sql);
+        sql = PyDict_GetItemWithError(query, s_sql);
+        if (sql == NULL && PyErr_Occurred())
+            goto done;
+        Py_XINCREF(sql);
+    }
+    if (sql == NULL || !PyUnicode_CheckExact(sql) || PyUnicode_GET_LENGTH(sql) == 0) {
+        action = Py_NewRef(Py_None);
+        goto done;
+    }
+    db = PyDict_GetItemWithError(query, s_database_type);
+    if (db == NULL && PyErr_Occurred())
+        goto done;
+    db = Py_NewRef(db == NULL ? Py_None : db);
+    if ((skey = PyTuple_Pack(2, sql, db)) == NULL)
+        goto done;
+    digest = PyDict_GetItemWithError(c->sql_digests, skey);
+    if (digest != NULL)
+        Py_INCREF(digest);
+    else {
+        if (PyErr_Occurred())
+            goto done;
+        digest = PyObject_CallFunctionObjArgs(c->sql_digest, sql, db, NULL);
+        if (digest == NULL || PyDict_SetItem(c->sql_digests, skey, digest) < 0)
+            goto done;
+    }
+    if (c->digests_only == Py_True) {
+        action = new_bare(digest);
+        goto done;
+    }
+    if ((action = new_action(6 /* model.QUERY */, digest)) == NULL)
+        goto done;
+    set_slot(action, S_CALLER, caller);
+    set_slot(action, S_CALLEE, actor);
+    set_slot(action, S_QUERY, sql);
+    if ((ret = node_get(node, N_RET, s_ret)) == NULL)
+        goto failed;
+    if (ret != Py_None) {
+        if ((elapsed = get_field(&c->get, ret, s_elapsed)) == NULL)
+            goto failed;
+        if (PyLong_Check(elapsed) || PyFloat_Check(elapsed))
+            set_slot(action, S_ELAPSED, elapsed);
+    }
+    if ((event_id = get_field(&c->get, call, s_id)) == NULL)
+        goto failed;
+    if (event_id != Py_None) {
+        PyObject *ids = PyList_New(1);
+        if (ids == NULL)
+            goto failed;
+        PyList_SET_ITEM(ids, 0, Py_NewRef(event_id));
+        set_slot(action, S_EVENT_IDS, ids);
+        Py_DECREF(ids);
+    }
+    goto done;
+failed:
+    Py_CLEAR(action);
+done:
+    Py_DECREF(query);
+    Py_XDECREF(sql);
+    Py_XDECREF(db);
+    Py_XDECREF(skey);
+    Py_XDECREF(digest);
+    Py_XDECREF(ret);
+    Py_XDECREF(elapsed);
+    Py_XDECREF(event_id);
+    return action;
+}
+
+/* The callee tuple of a call's code object (new ref), from `callees` or made by `callee_of`. */
+static PyObject *
+callee_for(const Context *c, PyObject *co, PyObject *co_id)
+{
+    PyObject *callee = PyDict_GetItemWithError(c->callees, co_id);
+    if (callee != NULL)
+        callee = Py_NewRef(callee);
+    else {
+        if (PyErr_Occurred())
+            return NULL;
+        callee = PyObject_CallFunctionObjArgs(c->callee_of, co, c->actors, c->digests_only, NULL);
+        if (callee != NULL && PyDict_SetItem(c->callees, co_id, callee) < 0)
+            Py_CLEAR(callee);
+    }
+    if (callee != NULL && (!PyTuple_Check(callee) || PyTuple_GET_SIZE(callee) < 4)) {
+        PyErr_SetString(PyExc_TypeError, "diagram_actions: a callee is not a 4-tuple");
+        Py_CLEAR(callee);
+    }
+    return callee;
+}
+
+/* One call's action (new ref), or NULL with an error; `*made` is 0 when the call has no
+ * lifeline (left out: its children move up). */
+static PyObject *
+action_of(Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject *kept,
+          int *made)
+{
+    *made = 0;
+    PyObject *action = NULL, *co_id = NULL, *callee = NULL, *call = NULL, *caller = NULL;
+    PyObject *node_id = NULL, *co = NULL;
+    Py_ssize_t at = c->visited++;
+    if (c->in_nodes != NULL && at < PyList_GET_SIZE(c->in_nodes) &&
+        at < PyList_GET_SIZE(c->in_cos) && PyList_GET_ITEM(c->in_nodes, at) == node)
+        co = Py_NewRef(PyList_GET_ITEM(c->in_cos, at)); /* (`cos[id(node)]`, read in order) */
+    else {
+        if ((node_id = PyLong_FromVoidPtr(node)) == NULL)
+            return NULL;
+        co = PyDict_GetItemWithError(cos, node_id); /* (borrowed: cos holds it) */
+        if (co == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, node_id);
+            goto done;
+        }
+        Py_INCREF(co);
+    }
+    int included = 1;
+    if (kept != Py_None) {
+        if (node_id == NULL && (node_id = PyLong_FromVoidPtr(node)) == NULL)
+            goto done;
+        if ((included = PySequence_Contains(kept, node_id)) < 0)
+            goto done;
+    }
+    if (included) {
+        if ((co_id = PyLong_FromVoidPtr(co)) == NULL)
+            goto done;
+        if ((callee = callee_for(c, co, co_id)) == NULL)
+            goto done;
+    }
+    else
+        callee = Py_NewRef(c->left_out);
+    if (!PyTuple_Check(callee) || PyTuple_GET_SIZE(callee) < 4) {
+        PyErr_SetString(PyExc_TypeError, "diagram_actions: a callee is not a 4-tuple");
+        goto done;
+    }
+    PyObject *actor = PyTuple_GET_ITEM(callee, 0);
+    if (actor == Py_None) {
+        action = Py_NewRef(Py_None);
+        goto done;
+    }
+    if ((call = node_get(node, N_CALL, s_call)) == NULL)
+        goto done;
+    int special = PyObject_IsTrue(PyTuple_GET_ITEM(callee, 1));
+    if (special < 0)
+        goto done;
+    if (special && c->digests_only == Py_True) {
+        caller = Py_NewRef(Py_None); /* (unused: a bare action has none) */
+        action = sql_action(c, node, call, actor, caller);
+        if (action == Py_None) {
+            Py_DECREF(action);
+            Py_CLEAR(caller);
+            caller = parent == NULL ? Py_NewRef(Py_None) : action_slot(parent, S_CALLEE, s_callee);
+            action = caller == NULL ? NULL
+                                    : PyObject_CallFunctionObjArgs(c->special, node, co, actor,
+                                                                   caller, c->get.get,
+                                                                   c->digests_only, NULL);
+        }
+    }
+    else if (!special && c->digests_only == Py_True) {
+        action = digest_action(c, node, co, co_id);
+    }
+    else {
+        caller = parent == NULL ? Py_NewRef(Py_None) : action_slot(parent, S_CALLEE, s_callee);
+        if (caller == NULL)
+            goto done;
+        if (special) {
+            action = sql_action(c, node, call, actor, caller);
+            if (action == Py_None) {
+                Py_DECREF(action);
+                action = PyObject_CallFunctionObjArgs(c->special, node, co, actor, caller,
+                                                      c->get.get, c->digests_only, NULL);
+            }
+        }
+        else
+            action = plain_action(c, node, call, co, co_id, callee, caller);
+    }
+    if (action != NULL)
+        *made = 1;
+done:
+    Py_XDECREF(node_id);
+    Py_XDECREF(co);
+    Py_XDECREF(co_id);
+    Py_XDECREF(callee);
+    Py_XDECREF(call);
+    Py_XDECREF(caller);
+    return action;
+}
+
+PyObject *
+tt_diagram_actions(PyObject *self, PyObject *args)
+{
+    PyObject *call_roots, *cos, *kept, *order, *digests_only, *context;
+    if (!PyArg_ParseTuple(args, "O!O!OOOO!:diagram_actions", &PyList_Type, &call_roots,
+                          &PyDict_Type, &cos, &kept, &order, &digests_only, &PyTuple_Type,
+                          &context))
+        return NULL;
+    if (intern_names() < 0)
+        return NULL;
+    Context c;
+    PyObject *mode, *type, *call_node, *in_order;
+    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOO:diagram_actions context",
+                          &PyDict_Type, &c.callees, &c.callee_of, &c.actors, &c.special,
+                          &PyDict_Type, &c.plain, &c.template_of, &c.return_key, &PyDict_Type,
+                          &c.digests, &c.function_digest, &c.merge_labels, &c.get.get, &mode,
+                          &type, &c.left_out, &PyDict_Type, &c.sql_digests, &c.sql_digest,
+                          &call_node, &in_order))
+        return NULL;
+    c.in_nodes = c.in_cos = NULL;
+    c.visited = 0;
+    if (in_order != Py_None) {
+        if (!PyTuple_Check(in_order) || PyTuple_GET_SIZE(in_order) != 2 ||
+            !PyList_Check(PyTuple_GET_ITEM(in_order, 0)) ||
+            !PyList_Check(PyTuple_GET_ITEM(in_order, 1))) {
+            PyErr_SetString(PyExc_TypeError, "diagram_actions: in_order is not two lists");
+            return NULL;
+        }
+        c.in_nodes = PyTuple_GET_ITEM(in_order, 0);
+        c.in_cos = PyTuple_GET_ITEM(in_order, 1);
+    }
+    if (intern_tree_names() < 0 || learn_node_type(call_node) < 0)
+        return NULL;
+    c.get.mode = (int)PyLong_AsLong(mode);
+    if (c.get.mode == -1 && PyErr_Occurred())
+        return NULL;
+    int truth = PyObject_IsTrue(digests_only);
+    if (truth < 0)
+        return NULL;
+    c.digests_only = truth ? Py_True : Py_False;
+    int learned = learn_action_type(type);
+    if (learned < 0)
+        return NULL;
+    if (learned > 0 || (order != Py_None && !PyList_Check(order)))
+        Py_RETURN_NOTIMPLEMENTED;
+
+    PyObject *roots = PyList_New(0);
+    if (roots == NULL)
+        return NULL;
+    Stack stack = {NULL, 0, 0};
+    for (Py_ssize_t i = PyList_GET_SIZE(call_roots); i-- > 0;)
+        if (push(&stack, PyList_GET_ITEM(call_roots, i), NULL) < 0)
+            goto error;
+    while (stack.size) {
+        Item item = stack.items[--stack.size]; /* (its references are ours now) */
+        int made;
+        PyObject *action = action_of(&c, item.node, item.parent, cos, kept, &made);
+        if (action == NULL) {
+            Py_DECREF(item.node);
+            Py_XDECREF(item.parent);
+            goto error;
+        }
+        if (made) {
+            int failed;
+            if (item.parent == NULL)
+                failed = PyList_Append(roots, action);
+            else {
+                PyObject *siblings = action_slot(item.parent, S_CHILDREN, s_children);
+                failed = siblings == NULL || append_to(siblings, action) < 0;
+                Py_XDECREF(siblings);
+            }
+            if (!failed && order != Py_None)
+                failed = PyList_Append(order, action);
+            if (failed) {
+                Py_DECREF(action);
+                Py_DECREF(item.node);
+                Py_XDECREF(item.parent);
+                goto error;
+            }
+        }
+        else { /* left out: the children hang from the parent's action */
+            Py_DECREF(action);
+            action = item.parent;
+            item.parent = NULL;
+        }
+        PyObject *children = node_get(item.node, N_CHILDREN, s_children);
+        Py_DECREF(item.node);
+        Py_XDECREF(item.parent);
+        int failed = children == NULL;
+        if (!failed) {
+            PyObject *seq = PySequence_Fast(children, "children must be a sequence");
+            failed = seq == NULL;
+            if (seq != NULL) {
+                PyObject **kids = PySequence_Fast_ITEMS(seq);
+                for (Py_ssize_t i = PySequence_Fast_GET_SIZE(seq); i-- > 0 && !failed;)
+                    failed = push(&stack, kids[i], action) < 0;
+                Py_DECREF(seq);
+            }
+            Py_DECREF(children);
+        }
+        Py_XDECREF(action);
+        if (failed)
+            goto error;
+    }
+    free(stack.items);
+    return roots;
+error:
+    clear_stack(&stack);
+    Py_DECREF(roots);
+    return NULL;
+}
+
+
+/* ------------------------------------------------------------------ the call tree */
+
+/* call_tree(events, roots, nodes, stacks, CallNode, get, mode) -> None: what
+ * `tracetool.trace.tree.CallTreeBuilder.add(events)` does to a builder's `roots`, `nodes` and
+ * `stacks` (a builder without `created`), event for event; `get` and `mode` as in
+ * `diagram_actions`. NotImplemented (nothing done) when CallNode is not a class whose slots
+ * this file knows how to fill. */
+
+static PyObject *s_event, *s_thread_id, *s_parent_id, *s_return, *s_open, *s_parent;
+
+#define NODE_SLOT(obj, i) (*(PyObject **)((char *)(obj) + node_offsets[i]))
+
+/* `node.<slot>` (new ref), in place for nodes of the known class */
+static PyObject *
+node_get(PyObject *node, int i, PyObject *name)
+{
+    if (Py_TYPE(node) == node_type) {
+        PyObject *value = NODE_SLOT(node, i);
+        if (value != NULL)
+            return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(node, name);
+}
+
+static int
+node_set(PyObject *node, int i, PyObject *name, PyObject *value)
+{
+    if (Py_TYPE(node) != node_type)
+        return PyObject_SetAttr(node, name, value);
+    PyObject *old = NODE_SLOT(node, i);
+    NODE_SLOT(node, i) = Py_NewRef(value);
+    Py_XDECREF(old);
+    return 0;
+}
+
+static int
+learn_node_type(PyObject *type)
+{
+    if ((PyTypeObject *)type == node_type)
+        return 0;
+    if (!PyType_Check(type))
+        return 1;
+    PyTypeObject *t = (PyTypeObject *)type;
+    Py_ssize_t found[N_NODE_SLOTS];
+    for (int i = 0; i < N_NODE_SLOTS; i++) {
+        PyObject *d = PyObject_GetAttrString(type, node_slot_names[i]);
+        if (d == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                return -1;
+            PyErr_Clear();
+            return 1;
+        }
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyDescrObject *)d)->d_type == t &&
+                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+                 !(((PyMemberDescrObject *)d)->d_member->flags & READONLY);
+        if (ok) {
+            found[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+            ok = found[i] >= (Py_ssize_t)sizeof(PyObject) &&
+                 found[i] + (Py_ssize_t)sizeof(PyObject *) <= t->tp_basicsize;
+        }
+        Py_DECREF(d);
+        if (!ok)
+            return 1;
+    }
+    if (t->tp_alloc == NULL || t->tp_itemsize != 0)
+        return 1;
+    memcpy(node_offsets, found, sizeof(node_offsets));
+    Py_INCREF(type);
+    Py_XSETREF(node_type, t);
+    return 0;
+}
+
+static int
+intern_tree_names(void)
+{
+    if (s_parent != NULL)
+        return 0;
+#define INTERN(var, text)                                   \
+    if ((var = PyUnicode_InternFromString(text)) == NULL) \
+        return -1;
+    INTERN(s_event, "event")
+    INTERN(s_thread_id, "thread_id")
+    INTERN(s_parent_id, "parent_id")
+    INTERN(s_return, "return")
+    INTERN(s_open, "_open")
+    INTERN(s_parent, "parent") /* last: the "done" mark */
+#undef INTERN
+    return 0;
+}
+
+/* A call event: its node, under the innermost open call of its thread (or a root). */
+static int
+tree_call(const Getter *g, PyObject *event, PyObject *roots, PyObject *nodes, PyObject *stacks)
+{
+    int rc = -1;
+    PyObject *node = NULL, *children = NULL, *event_id = NULL;
+    PyObject *thread = get_field(g, event, s_thread_id);
+    if (thread == NULL)
+        return -1;
+    PyObject *stack = PyDict_GetItemWithError(stacks, thread); /* (borrowed: stacks holds it) */
+    if (stack == NULL) {
+        if (PyErr_Occurred() || (stack = PyList_New(0)) == NULL)
+            goto done;
+        int failed = PyDict_SetItem(stacks, thread, stack);
+        Py_DECREF(stack);
+        if (failed < 0)
+            goto done;
+    }
+    if (!PyList_Check(stack)) {
+        PyErr_SetString(PyExc_TypeError, "call_tree: a thread's stack is not a list");
+        goto done;
+    }
+    Py_ssize_t depth = PyList_GET_SIZE(stack);
+    PyObject *parent = depth ? PyList_GET_ITEM(stack, depth - 1) : Py_None;
+    Py_INCREF(parent);
+    if ((children = PyList_New(0)) == NULL || (node = node_type->tp_alloc(node_type, 0)) == NULL) {
+        Py_DECREF(parent);
+        goto done;
+    }
+    NODE_SLOT(node, N_CALL) = Py_NewRef(event);
+    NODE_SLOT(node, N_RET) = Py_NewRef(Py_None);
+    NODE_SLOT(node, N_PARENT) = parent; /* (the reference taken above) */
+    NODE_SLOT(node, N_CHILDREN) = Py_NewRef(children);
+    NODE_SLOT(node, N_OPEN) = Py_NewRef(Py_True);
+    if (parent != Py_None) {
+        PyObject *siblings = node_get(parent, N_CHILDREN, s_children);
+        int failed = siblings == NULL || append_to(siblings, node) < 0;
+        Py_XDECREF(siblings);
+        if (failed)
+            goto done;
+    }
+    else if (PyList_Append(roots, node) < 0)
+        goto done;
+    if (PyList_Append(stack, node) < 0)
+        goto done;
+    if ((event_id = get_field(g, event, s_id)) == NULL || PyDict_SetItem(nodes, event_id, node) < 0)
+        goto done;
+    rc = 0;
+done:
+    Py_DECREF(thread);
+    Py_XDECREF(node);
+    Py_XDECREF(children);
+    Py_XDECREF(event_id);
+    return rc;
+}
+
+/* A return event: the return of its call (by parent_id, else its thread's innermost open
+ * call), closing that call and every call opened inside it. */
+static int
+tree_return(const Getter *g, PyObject *event, PyObject *nodes, PyObject *stacks)
+{
+    int rc = -1;
+    PyObject *target = NULL, *stack = NULL, *key = NULL;
+    PyObject *parent_id = get_field(g, event, s_parent_id);
+    if (parent_id == NULL)
+        return -1;
+    if (parent_id == Py_None) {
+        if ((key = get_field(g, event, s_thread_id)) == NULL)
+            goto done;
+    }
+    else {
+        target = PyDict_GetItemWithError(nodes, parent_id);
+        if (target == NULL) {
+            rc = PyErr_Occurred() ? -1 : 0;
+            goto done;
+        }
+        Py_INCREF(target);
+        PyObject *call = node_get(target, N_CALL, s_call);
+        if (call == NULL)
+            goto done;
+        key = get_field(g, call, s_thread_id);
+        Py_DECREF(call);
+        if (key == NULL)
+            goto done;
+    }
+    stack = PyDict_GetItemWithError(stacks, key); /* `stacks.get(...) or []` */
+    if (stack == NULL && PyErr_Occurred())
+        goto done;
+    Py_XINCREF(stack);
+    if (stack != NULL) {
+        int truth = PyObject_IsTrue(stack);
+        if (truth < 0)
+            goto done;
+        if (!truth)
+            Py_CLEAR(stack);
+    }
+    if (stack != NULL && !PyList_Check(stack)) {
+        PyErr_SetString(PyExc_TypeError, "call_tree: a thread's stack is not a list");
+        goto done;
+    }
+    if (target == NULL) {
+        if (stack == NULL) {
+            rc = 0;
+            goto done;
+        }
+        target = Py_NewRef(PyList_GET_ITEM(stack, PyList_GET_SIZE(stack) - 1));
+    }
+    PyObject *ret = node_get(target, N_RET, s_ret);
+    if (ret == NULL)
+        goto done;
+    int unset = ret == Py_None;
+    Py_DECREF(ret);
+    if (unset && node_set(target, N_RET, s_ret, event) < 0)
+        goto done;
+    PyObject *open = node_get(target, N_OPEN, s_open);
+    if (open == NULL)
+        goto done;
+    int is_open = PyObject_IsTrue(open);
+    Py_DECREF(open);
+    if (is_open < 0)
+        goto done;
+    if (is_open && stack != NULL) {
+        while (PyList_GET_SIZE(stack)) {
+            Py_ssize_t n = PyList_GET_SIZE(stack);
+            PyObject *popped = Py_NewRef(PyList_GET_ITEM(stack, n - 1));
+            if (PyList_SetSlice(stack, n - 1, n, NULL) < 0 ||
+                node_set(popped, N_OPEN, s_open, Py_False) < 0) {
+                Py_DECREF(popped);
+                goto done;
+            }
+            Py_DECREF(popped);
+            if (popped == target)
+                break;
+        }
+    }
+    rc = 0;
+done:
+    Py_DECREF(parent_id);
+    Py_XDECREF(target);
+    Py_XDECREF(stack);
+    Py_XDECREF(key);
+    return rc;
+}
+
+PyObject *
+tt_call_tree(PyObject *self, PyObject *args)
+{
+    PyObject *events, *roots, *nodes, *stacks, *type, *mode;
+    Getter g;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOO:call_tree", &PyList_Type, &events, &PyList_Type,
+                          &roots, &PyDict_Type, &nodes, &PyDict_Type, &stacks, &type, &g.get,
+                          &mode))
+        return NULL;
+    if (intern_names() < 0 || intern_tree_names() < 0)
+        return NULL;
+    g.mode = (int)PyLong_AsLong(mode);
+    if (g.mode == -1 && PyErr_Occurred())
+        return NULL;
+    int learned = learn_node_type(type);
+    if (learned < 0)
+        return NULL;
+    if (learned > 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    /* (as `add` reads its first event: a None there reads as no events at all) */
+    if (PyList_GET_SIZE(events) && PyList_GET_ITEM(events, 0) == Py_None)
+        Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+        PyObject *event = Py_NewRef(PyList_GET_ITEM(events, i));
+        PyObject *kind = get_field(&g, event, s_event);
+        int rc = kind == NULL ? -1 : PyObject_RichCompareBool(kind, s_call, Py_EQ);
+        if (rc > 0)
+            rc = tree_call(&g, event, roots, nodes, stacks);
+        else if (rc == 0) {
+            rc = PyObject_RichCompareBool(kind, s_return, Py_EQ);
+            if (rc > 0)
+                rc = tree_return(&g, event, nodes, stacks);
+        }
+        Py_XDECREF(kind);
+        Py_DECREF(event);
+        if (rc < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+
+/* ------------------------------------------------------------------ subtree digests */
+
+/* subtree_digests(order, leaves, inner, leaf_digest, inner_digest, fold, Action) -> None:
+ * `tracetool.diagram.builder._subtree_digests`' loop over `order` (parents first, walked
+ * backwards): a leaf's subtree digest from `leaves` by its digest (`leaf_digest(digest)` when
+ * missing), an inner action's from `inner` by (its digest, its children's subtree digests...)
+ * (`inner_digest(key)` when missing); then, with `fold` (not None), its children folded when two
+ * of them have equal subtree digests (`loops.fold` returns them unchanged otherwise). */
+
+static PyObject *s_digest, *s_subtree_digest;
+
+static int
+set_action_slot(PyObject *action, int i, PyObject *name, PyObject *value)
+{
+    if (Py_TYPE(action) != action_type)
+        return PyObject_SetAttr(action, name, value);
+    set_slot(action, i, value);
+    return 0;
+}
+
+/* Whether two items of `digests` (a tuple of strings, from index 1) are equal: 1, 0, -1. */
+static int
+has_equal(PyObject *key)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(key);
+    if (n > 34)
+        return 1; /* (many children: `fold` tells) */
+    for (Py_ssize_t i = 1; i < n; i++)
+        for (Py_ssize_t j = i + 1; j < n; j++) {
+            int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, i), PyTuple_GET_ITEM(key, j),
+                                              Py_EQ);
+            if (eq != 0)
+                return eq;
+        }
+    return 0;
+}
+
+static int
+subtree_of(PyObject *a, PyObject *leaves, PyObject *inner, PyObject *leaf_digest,
+           PyObject *inner_digest, PyObject *fold)
+{
+    int rc = -1;
+    PyObject *children = action_slot(a, S_CHILDREN, s_children);
+    PyObject *own = NULL, *key = NULL, *found = NULL;
+    if (children == NULL)
+        return -1;
+    if ((own = action_slot(a, S_DIGEST, s_digest)) == NULL)
+        goto done;
+    int has_children = PyObject_IsTrue(children);
+    if (has_children < 0)
+        goto done;
+    if (!has_children) {
+        found = PyDict_GetItemWithError(leaves, own);
+        if (found != NULL)
+            Py_INCREF(found);
+        else if (PyErr_Occurred() || (found = PyObject_CallOneArg(leaf_digest, own)) == NULL ||
+                 PyDict_SetItem(leaves, own, found) < 0)
+            goto done;
+        rc = set_action_slot(a, S_SUBTREE_DIGEST, s_subtree_digest, found);
+        goto done;
+    }
+    PyObject *seq = PySequence_Fast(children, "children must be a sequence");
+    if (seq == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    key = PyTuple_New(n + 1);
+    if (key == NULL) {
+        Py_DECREF(seq);
+        goto done;
+    }
+    PyTuple_SET_ITEM(key, 0, Py_NewRef(own));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *digest =
+            action_slot(PySequence_Fast_ITEMS(seq)[i], S_SUBTREE_DIGEST, s_subtree_digest);
+        if (digest == NULL) {
+            Py_DECREF(seq);
+            goto done;
+        }
+        PyTuple_SET_ITEM(key, i + 1, digest);
+    }
+    Py_DECREF(seq);
+    found = PyDict_GetItemWithError(inner, key);
+    if (found != NULL)
+        Py_INCREF(found);
+    else if (PyErr_Occurred() || (found = PyObject_CallOneArg(inner_digest, key)) == NULL ||
+             PyDict_SetItem(inner, key, found) < 0)
+        goto done;
+    if (set_action_slot(a, S_SUBTREE_DIGEST, s_subtree_digest, found) < 0)
+        goto done;
+    if (fold != Py_None && n >= 2) {
+        int equal = has_equal(key);
+        if (equal < 0)
+            goto done;
+        if (equal) {
+            PyObject *folded = PyObject_CallOneArg(fold, children);
+            if (folded == NULL)
+                goto done;
+            int failed = set_action_slot(a, S_CHILDREN, s_children, folded);
+            Py_DECREF(folded);
+            if (failed < 0)
+                goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_DECREF(children);
+    Py_XDECREF(own);
+    Py_XDECREF(key);
+    Py_XDECREF(found);
+    return rc;
+}
+
+PyObject *
+tt_subtree_digests(PyObject *self, PyObject *args)
+{
+    PyObject *order, *leaves, *inner, *leaf_digest, *inner_digest, *fold, *type;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOO:subtree_digests", &PyList_Type, &order, &PyDict_Type,
+                          &leaves, &PyDict_Type, &inner, &leaf_digest, &inner_digest, &fold,
+                          &type))
+        return NULL;
+    if (intern_names() < 0)
+        return NULL;
+    if (s_subtree_digest == NULL) {
+        if ((s_digest = PyUnicode_InternFromString("digest")) == NULL ||
+            (s_subtree_digest = PyUnicode_InternFromString("subtree_digest")) == NULL)
+            return NULL;
+    }
+    if (learn_action_type(type) < 0) /* (declined: every slot read and set by name) */
+        return NULL;
+    for (Py_ssize_t i = PyList_GET_SIZE(order); i-- > 0;) {
+        if (i >= PyList_GET_SIZE(order)) /* (`fold` may not shrink it: it does not) */
+            continue;
+        PyObject *a = Py_NewRef(PyList_GET_ITEM(order, i));
+        int rc = subtree_of(a, leaves, inner, leaf_digest, inner_digest, fold);
+        Py_DECREF(a);
+        if (rc < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ PlantUML lines */
+
+/* uml_lines(stack, lines, memo, limit, Action) -> None: `tracetool.diagram.plantuml._batch_lines`'
+ * loop for the items it makes of memoized texts only, until the stack is empty, `lines` holds
+ * `limit` lines, or the next item needs Python (left on the stack): a closing line (a str) is
+ * emitted; a plain function action (no diff marks) whose head lines (`_Texts.heads`), label
+ * (`labels`), elapsed text (`elapsed`) and response line (`responses`) are all memoized
+ * already, and whose name needs no note, emits its lines, pushes its closing lines and its
+ * children; an elapsed time's text not memoized yet is `elapsed_text(elapsed)` (which memoizes it).
+ * A query action (no diff marks) whose alias, label and note texts are memoized is written
+ * likewise. memo is (heads, labels, elapsed, elapsed_text, responses, markup, notes,
+ * note_limit, indents, aliases, notes memo). */
+
+static int
+uml_function(PyObject *stack, PyObject *lines, PyObject *item, PyObject *heads, PyObject *labels,
+             PyObject *elapsed_texts, PyObject *elapsed_text, PyObject *responses, int markup,
+             int notes, Py_ssize_t note_limit)
+{
+    /* 1: done, 0: needs Python (nothing emitted), -1: error */
+    PyObject *action = PyTuple_GET_ITEM(item, 0), *depth = PyTuple_GET_ITEM(item, 1);
+    PyObject *in_loop = PyTuple_GET_ITEM(item, 2);
+    if (Py_TYPE(action) != action_type)
+        return 0;
+    PyObject *node_type = SLOT(action, S_NODE_TYPE), *caller = SLOT(action, S_CALLER);
+    PyObject *callee = SLOT(action, S_CALLEE), *name = SLOT(action, S_NAME);
+    PyObject *is_static = SLOT(action, S_STATIC), *elapsed = SLOT(action, S_ELAPSED);
+    PyObject *rv = SLOT(action, S_RETURN_VALUE), *children = SLOT(action, S_CHILDREN);
+    if (node_type == NULL || caller == NULL || callee == NULL || name == NULL ||
+        is_static == NULL || elapsed == NULL || rv == NULL || children == NULL ||
+        SLOT(action, S_DIFF_MODE) != Py_None || SLOT(action, S_FORMER_NAME) != Py_None ||
+        SLOT(action, S_FORMER_RESULT) != Py_None || !PyLong_CheckExact(node_type) ||
+        !PyList_CheckExact(children))
+        return 0;
+    int overflow;
+    if (PyLong_AsLongAndOverflow(node_type, &overflow) != 3 || overflow)
+        return 0;
+    int rc = -1;
+    PyObject *key = NULL, *head_key = NULL, *label = NULL, *text = NULL, *rv_id = NULL;
+    PyObject *caller_id = PyLong_FromVoidPtr(caller), *callee_id = PyLong_FromVoidPtr(callee);
+    if (caller_id == NULL || callee_id == NULL)
+        goto done;
+    head_key = PyTuple_Pack(3, depth, caller_id, callee_id);
+    if (head_key == NULL)
+        goto done;
+    PyObject *lines_of = PyDict_GetItemWithError(heads, head_key);
+    if (lines_of == NULL || !PyTuple_CheckExact(lines_of) || PyTuple_GET_SIZE(lines_of) != 4) {
+        rc = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    PyObject *shown_name = name;
+    int truth = PyObject_IsTrue(name);
+    if (truth < 0)
+        goto done;
+    if (!truth)
+        shown_name = empty_str; /* `action.name or ""` */
+    if (!PyUnicode_Check(shown_name)) {
+        rc = 0;
+        goto done;
+    }
+    if (notes && PyUnicode_GET_LENGTH(shown_name) > note_limit) {
+        rc = 0; /* (a note: Python writes it) */
+        goto done;
+    }
+    int underline = PyObject_IsTrue(is_static);
+    if (underline < 0)
+        goto done;
+    key = PyTuple_Pack(2, shown_name, underline && markup ? Py_True : Py_False);
+    if (key == NULL)
+        goto done;
+    PyObject *memo_label = PyDict_GetItemWithError(labels, key); /* (borrowed) */
+    if (memo_label == NULL) {
+        rc = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    int has_elapsed = PyObject_IsTrue(elapsed);
+    if (has_elapsed < 0)
+        goto done;
+    PyObject *response_line = NULL;
+    if (rv != Py_None) {
+        if ((rv_id = PyLong_FromVoidPtr(rv)) == NULL)
+            goto done;
+        PyObject *found = PyDict_GetItemWithError(responses, rv_id);
+        if (found == NULL && PyErr_Occurred())
+            goto done;
+        if (found != NULL && PyTuple_CheckExact(found) && PyTuple_GET_SIZE(found) == 3 &&
+            PyTuple_GET_ITEM(found, 0) == rv && PyDict_CheckExact(PyTuple_GET_ITEM(found, 2))) {
+            response_line = PyDict_GetItemWithError(PyTuple_GET_ITEM(found, 2),
+                                                    PyTuple_GET_ITEM(lines_of, 3));
+            if (response_line == NULL && PyErr_Occurred())
+                goto done;
+        }
+        if (response_line == NULL) {
+            rc = 0;
+            goto done;
+        }
+    }
+    /* everything is memoized: the lines */
+    PyObject *head = PyTuple_GET_ITEM(lines_of, 0), *activation = PyTuple_GET_ITEM(lines_of, 1);
+    label = Py_NewRef(memo_label);
+    if (has_elapsed) { /* its text memoized, or made (and memoized) by `elapsed_text` */
+        PyObject *shown = PyDict_GetItemWithError(elapsed_texts, elapsed);
+        if (shown != NULL)
+            Py_INCREF(shown);
+        else if (PyErr_Occurred() || (shown = PyObject_CallOneArg(elapsed_text, elapsed)) == NULL)
+            goto done;
+        PyObject *joined = PyUnicode_Concat(label, shown);
+        Py_DECREF(shown);
+        Py_SETREF(label, joined);
+        if (label == NULL)
+            goto done;
+    }
+    if ((text = PyUnicode_Concat(head, label)) == NULL || PyList_Append(lines, text) < 0)
+        goto done;
+    if (rv != Py_None) {
+        int active = PyObject_IsTrue(activation);
+        if (active < 0)
+            goto done;
+        if (active && (PyList_Append(lines, activation) < 0 ||
+                       PyList_Append(stack, PyTuple_GET_ITEM(lines_of, 2)) < 0))
+            goto done;
+        if (PyList_Append(stack, response_line) < 0)
+            goto done;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(children);
+    if (n) {
+        PyObject *one = PyLong_FromLong(1);
+        PyObject *deeper = one == NULL ? NULL : PyNumber_Add(depth, one);
+        Py_XDECREF(one);
+        if (deeper == NULL)
+            goto done;
+        for (Py_ssize_t i = n; i-- > 0 && i < PyList_GET_SIZE(children);) {
+            PyObject *pushed = PyTuple_Pack(3, PyList_GET_ITEM(children, i), deeper, in_loop);
+            if (pushed == NULL || PyList_Append(stack, pushed) < 0) {
+                Py_XDECREF(pushed);
+                Py_DECREF(deeper);
+                goto done;
+            }
+            Py_DECREF(pushed);
+        }
+        Py_DECREF(deeper);
+    }
+    rc = 1;
+done:
+    Py_XDECREF(caller_id);
+    Py_XDECREF(callee_id);
+    Py_XDECREF(head_key);
+    Py_XDECREF(key);
+    Py_XDECREF(label);
+    Py_XDECREF(text);
+    Py_XDECREF(rv_id);
+    return rc;
+}
+
+static PyObject *s_name, *s_note_right, *s_end_note, *s_colon, *s_arrow_both, *s_arrow_out,
+    *s_arrow_in;
+
+/* A query action without diff marks whose alias, label and note texts are memoized (the
+ * general branch of `_batch_lines` for it): 1 done, 0 needs Python (nothing emitted), -1. */
+static int
+uml_query(PyObject *stack, PyObject *lines, PyObject *item, PyObject *labels,
+          PyObject *elapsed_texts, PyObject *elapsed_text, int notes, Py_ssize_t note_limit,
+          PyObject *indents, PyObject *aliases, PyObject *notes_memo)
+{
+    PyObject *action = PyTuple_GET_ITEM(item, 0), *depth = PyTuple_GET_ITEM(item, 1);
+    PyObject *in_loop = PyTuple_GET_ITEM(item, 2);
+    PyObject *caller = SLOT(action, S_CALLER), *callee = SLOT(action, S_CALLEE);
+    PyObject *query = SLOT(action, S_QUERY), *elapsed = SLOT(action, S_ELAPSED);
+    PyObject *children = SLOT(action, S_CHILDREN);
+    if (caller == NULL || callee == NULL || query == NULL || elapsed == NULL ||
+        children == NULL || SLOT(action, S_DIFF_MODE) != Py_None ||
+        SLOT(action, S_FORMER_NAME) != Py_None || !PyList_CheckExact(children) ||
+        !PyLong_CheckExact(depth))
+        return 0;
+    Py_ssize_t level = PyLong_AsSsize_t(depth);
+    if (level == -1 && PyErr_Occurred())
+        return -1;
+    if (level < 0 || PyList_GET_SIZE(indents) <= level + 1)
+        return 0; /* (Python grows `indents`) */
+    int rc = -1;
+    PyObject *name = NULL, *alias0 = NULL, *alias1 = NULL, *key = NULL, *label = NULL,
+             *text = NULL;
+    int truth = PyObject_IsTrue(query);
+    if (truth < 0)
+        return -1;
+    name = Py_NewRef(truth ? query : empty_str); /* `display_name` */
+    if (!PyUnicode_Check(name)) {
+        rc = 0;
+        goto done;
+    }
+    int has_caller = PyObject_IsTrue(caller), has_callee = PyObject_IsTrue(callee);
+    if (has_caller < 0 || has_callee < 0)
+        goto done;
+    PyObject *ends[2] = {caller, callee};
+    PyObject **aliased[2] = {&alias0, &alias1};
+    int present[2] = {has_caller, has_callee};
+    for (int i = 0; i < 2; i++) {
+        if (!present[i]) {
+            *aliased[i] = Py_NewRef(empty_str);
+            continue;
+        }
+        PyObject *actor_name = PyObject_GetAttr(ends[i], s_name);
+        if (actor_name == NULL)
+            goto done;
+        PyObject *found = PyDict_GetItemWithError(aliases, actor_name);
+        Py_DECREF(actor_name);
+        if (found == NULL) {
+            rc = PyErr_Occurred() ? -1 : 0;
+            goto done;
+        }
+        *aliased[i] = Py_NewRef(found);
+    }
+    if ((key = PyTuple_Pack(2, name, Py_False)) == NULL)
+        goto done;
+    PyObject *memo_label = PyDict_GetItemWithError(labels, key);
+    if (memo_label == NULL) {
+        rc = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    PyObject *note = NULL;
+    int with_note = notes && PyUnicode_GET_LENGTH(name) > note_limit;
+    if (with_note) {
+        note = PyDict_GetItemWithError(notes_memo, name);
+        if (note == NULL) {
+            rc = PyErr_Occurred() ? -1 : 0;
+            goto done;
+        }
+    }
+    int has_elapsed = PyObject_IsTrue(elapsed);
+    if (has_elapsed < 0)
+        goto done;
+    label = Py_NewRef(memo_label);
+    if (has_elapsed) {
+        PyObject *shown = PyDict_GetItemWithError(elapsed_texts, elapsed);
+        if (shown != NULL)
+            Py_INCREF(shown);
+        else if (PyErr_Occurred() || (shown = PyObject_CallOneArg(elapsed_text, elapsed)) == NULL)
+            goto done;
+        PyObject *joined = PyUnicode_Concat(label, shown);
+        Py_DECREF(shown);
+        Py_SETREF(label, joined);
+        if (label == NULL)
+            goto done;
+    }
+    PyObject *indent = PyList_GET_ITEM(indents, level);
+    PyObject *arrow = has_caller && has_callee ? s_arrow_both : has_caller ? s_arrow_out : s_arrow_in;
+    PyObject *parts[6] = {indent, alias0, arrow, alias1, s_colon, label};
+    PyObject *joined_parts = PyTuple_New(6);
+    if (joined_parts == NULL)
+        goto done;
+    for (int i = 0; i < 6; i++)
+        PyTuple_SET_ITEM(joined_parts, i, Py_NewRef(parts[i]));
+    text = PyUnicode_Join(empty_str, joined_parts);
+    Py_DECREF(joined_parts);
+    if (text == NULL || PyList_Append(lines, text) < 0)
+        goto done;
+    if (with_note) {
+        PyObject *open = PyUnicode_Concat(indent, s_note_right);
+        PyObject *close = open == NULL ? NULL : PyUnicode_Concat(indent, s_end_note);
+        int failed = close == NULL || PyList_Append(lines, open) < 0 ||
+                     PyList_Append(lines, note) < 0 || PyList_Append(lines, close) < 0;
+        Py_XDECREF(open);
+        Py_XDECREF(close);
+        if (failed)
+            goto done;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(children);
+    if (n) {
+        PyObject *one = PyLong_FromLong(1);
+        PyObject *deeper = one == NULL ? NULL : PyNumber_Add(depth, one);
+        Py_XDECREF(one);
+        if (deeper == NULL)
+            goto done;
+        for (Py_ssize_t i = n; i-- > 0 && i < PyList_GET_SIZE(children);) {
+            PyObject *pushed = PyTuple_Pack(3, PyList_GET_ITEM(children, i), deeper, in_loop);
+            if (pushed == NULL || PyList_Append(stack, pushed) < 0) {
+                Py_XDECREF(pushed);
+                Py_DECREF(deeper);
+                goto done;
+            }
+            Py_DECREF(pushed);
+        }
+        Py_DECREF(deeper);
+    }
+    rc = 1;
+done:
+    Py_XDECREF(name);
+    Py_XDECREF(alias0);
+    Py_XDECREF(alias1);
+    Py_XDECREF(key);
+    Py_XDECREF(label);
+    Py_XDECREF(text);
+    return rc;
+}
+
+PyObject *
+tt_uml_lines(PyObject *self, PyObject *args)
+{
+    PyObject *stack, *lines, *memo, *type;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "O!O!O!nO:uml_lines", &PyList_Type, &stack, &PyList_Type, &lines,
+                          &PyTuple_Type, &memo, &limit, &type))
+        return NULL;
+    PyObject *heads, *labels, *elapsed_texts, *elapsed_text, *responses, *indents, *aliases,
+        *notes_memo;
+    int markup, notes;
+    Py_ssize_t note_limit;
+    if (!PyArg_ParseTuple(memo, "O!O!O!OO!ppnO!O!O!:uml_lines memo", &PyDict_Type, &heads,
+                          &PyDict_Type, &labels, &PyDict_Type, &elapsed_texts, &elapsed_text,
+                          &PyDict_Type, &responses, &markup, &notes, &note_limit, &PyList_Type,
+                          &indents, &PyDict_Type, &aliases, &PyDict_Type, &notes_memo))
+        return NULL;
+    if (intern_names() < 0)
+        return NULL;
+    if (s_arrow_in == NULL) {
+        if ((s_name = PyUnicode_InternFromString("name")) == NULL ||
+            (s_note_right = PyUnicode_InternFromString("Note right")) == NULL ||
+            (s_end_note = PyUnicode_InternFromString("End note")) == NULL ||
+            (s_colon = PyUnicode_InternFromString(": ")) == NULL ||
+            (s_arrow_both = PyUnicode_InternFromString("->")) == NULL ||
+            (s_arrow_out = PyUnicode_InternFromString("->]")) == NULL ||
+            (s_arrow_in = PyUnicode_InternFromString("[->")) == NULL)
+            return NULL;
+    }
+    int learned = learn_action_type(type);
+    if (learned < 0)
+        return NULL;
+    if (learned > 0)
+        Py_RETURN_NONE; /* (every item left to Python) */
+    while (PyList_GET_SIZE(stack) && PyList_GET_SIZE(lines) < limit) {
+        Py_ssize_t top = PyList_GET_SIZE(stack) - 1;
+        PyObject *item = Py_NewRef(PyList_GET_ITEM(stack, top));
+        int rc;
+        if (PyUnicode_Check(item)) {
+            rc = PyList_SetSlice(stack, top, top + 1, NULL);
+            if (rc == 0)
+                rc = PyList_Append(lines, item) < 0 ? -1 : 1;
+        }
+        else if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 3) {
+            rc = PyList_SetSlice(stack, top, top + 1, NULL);
+            if (rc == 0) {
+                PyObject *action = PyTuple_GET_ITEM(item, 0);
+                PyObject *kind = Py_TYPE(action) == action_type ? SLOT(action, S_NODE_TYPE) : NULL;
+                int overflow = 0;
+                long type = kind != NULL && PyLong_CheckExact(kind)
+                                ? PyLong_AsLongAndOverflow(kind, &overflow)
+                                : 0;
+                if (overflow)
+                    type = 0;
+                if (type == 6 /* QUERY */)
+                    rc = uml_query(stack, lines, item, labels, elapsed_texts, elapsed_text, notes,
+                                   note_limit, indents, aliases, notes_memo);
+                else
+                    rc = uml_function(stack, lines, item, heads, labels, elapsed_texts,
+                                      elapsed_text, responses, markup, notes, note_limit);
+                if (rc == 0 && PyList_Append(stack, item) < 0) /* (back, for Python) */
+                    rc = -1;
+            }
+        }
+        else
+            rc = 0;
+        Py_DECREF(item);
+        if (rc < 0)
+            return NULL;
+        if (rc == 0)
+            break;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ pre-order */
+
+/* preorder_calls(roots, CallNode) -> (nodes, calls): `tracetool.trace.tree.preorder(roots)` and
+ * the call event of each node (`[n.call for n in nodes]`), in one walk. */
+PyObject *
+tt_preorder_calls(PyObject *self, PyObject *args)
+{
+    PyObject *roots, *type;
+    if (!PyArg_ParseTuple(args, "O!O:preorder_calls", &PyList_Type, &roots, &type))
+        return NULL;
+    if (intern_names() < 0 || intern_tree_names() < 0 || learn_node_type(type) < 0)
+        return NULL;
+    PyObject *nodes = PyList_New(0), *calls = PyList_New(0);
+    Stack stack = {NULL, 0, 0};
+    if (nodes == NULL || calls == NULL)
+        goto error;
+    for (Py_ssize_t i = PyList_GET_SIZE(roots); i-- > 0;)
+        if (push(&stack, PyList_GET_ITEM(roots, i), NULL) < 0)
+            goto error;
+    while (stack.size) {
+        PyObject *node = stack.items[--stack.size].node; /* (our reference) */
+        PyObject *call = node_get(node, N_CALL, s_call);
+        PyObject *children = call == NULL ? NULL : node_get(node, N_CHILDREN, s_children);
+        int failed = children == NULL || PyList_Append(nodes, node) < 0 ||
+                     PyList_Append(calls, call) < 0;
+        if (!failed) {
+            PyObject *seq = PySequence_Fast(children, "children must be a sequence");
+            failed = seq == NULL;
+            if (seq != NULL) {
+                PyObject **kids = PySequence_Fast_ITEMS(seq);
+                for (Py_ssize_t i = PySequence_Fast_GET_SIZE(seq); i-- > 0 && !failed;)
+                    failed = push(&stack, kids[i], NULL) < 0;
+                Py_DECREF(seq);
+            }
+        }
+        Py_DECREF(node);
+        Py_XDECREF(call);
+        Py_XDECREF(children);
+        if (failed)
+            goto error;
+    }
+    free(stack.items);
+    PyObject *out = PyTuple_Pack(2, nodes, calls);
+    Py_DECREF(nodes);
+    Py_DECREF(calls);
+    return out;
+error:
+    clear_stack(&stack);
+    Py_XDECREF(nodes);
+    Py_XDECREF(calls);
+    return NULL;
+}
