@@ -1,7 +1,8 @@
 /* tracetool._speedups: an optional accelerator for directory-mode `stats` (issue 18).
  *
- * `nested_sums(raw, max_depth, unset, chains=None, namer=None)` reads a recording's bytes that a
- * strict parser (simdjson, or orjson for the index) has already accepted and computes what
+ * `nested_sums(raw, max_depth, unset, chains=None, namer=None, strict=False)` reads a recording's
+ * bytes that a strict parser (orjson, for the index) has already accepted, or with `strict`
+ * validates them as simdjson would in the same pass (see "strict validation"), and computes what
  * `tracetool.stats._collect._nested_sums` computes on its `EventHead`s, without building the
  * events: it walks the top-level object, scans each event for the fields `EventHead` holds,
  * pairs calls with returns per thread and sums per call key in event order. It returns None
@@ -15,7 +16,8 @@
  * byte pre-check its unchecked skipping needs (0.38 s) plus the pairing loop in Python (0.8 s)
  * dominate `stats`; simdjson validates the same bytes in 0.23 s but its Python proxies cost more
  * than msgspec to read fields from, and no library fuses validation-free field extraction with
- * the pairing pass. So the validation stays with simdjson and this module only scans.
+ * the pairing pass. The validation first stayed with simdjson (a pass of its own, ~0.23 s);
+ * done here in the scan's pass (`strict`) it costs ~0.05 s more than the scan alone.
  *
  * The result is (sums, others, classmap_span): sums is `_nested_sums`'s dict, raw key -> [calls,
  * seconds, (start, end) of the text of the key's first call], in the order the keys' first calls
@@ -39,12 +41,21 @@
  * a time; rising integer call ids need no table; a group's Python key is made once per process
  * (`cached_key`). Without SSE2 the same loops run a byte (or a word) at a time.
  *
+ * Beside it, for the Python loops around it: `add_named` adds a recording's named sums to a
+ * stats batch (`OverheadPartial.add_named`); for `inspect`, `tree_links` and `trees_holding`
+ * nest dict events as `tracetool.trace.tree.tree_links` does, `tree_walk` walks or releases
+ * their call trees as `preorder` and `release` do (nodes' slots set through their descriptors;
+ * `_speedups_diagram.c`'s `call_tree` builds them), and `screen_calls` is
+ * `Matcher.screen` of a function (their own sections below). Each has its Python original,
+ * run where the accelerator is not built, and a differential test (tests/stats/test_speedups.py).
+ *
  * Memory safety: every read is bounds-checked against the buffer length, on any bytes, even
  * though only validated input is passed. Stable, documented C API only.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -208,6 +219,7 @@ typedef struct {
     const unsigned char *s;
     Py_ssize_t n;
     long max_depth;
+    int strict; /* validate as JSON too (see "strict validation" below) */
 } Src;
 
 /* A value's text: [start, end), its first byte's kind ('s' string, '0' number, 't', 'f',
@@ -234,10 +246,15 @@ skip_ws(const Src *src, Py_ssize_t pos)
 /* Whether a word holds a byte equal to b (b repeated in each byte of `ones`). */
 #define HAS_BYTE(w, b) ((((w) ^ (b)) - 0x0101010101010101ULL) & ~((w) ^ (b)) & 0x8080808080808080ULL)
 
+static Py_ssize_t scan_string_strict(const Src *src, Py_ssize_t pos, char *esc);
+
 /* pos at an opening quote: the position after the closing one, or BAIL. */
 static inline Py_ssize_t
 scan_string(const Src *src, Py_ssize_t pos, char *esc)
 {
+    if (src->strict) {
+        return scan_string_strict(src, pos, esc);
+    }
     const unsigned char *s = src->s;
     Py_ssize_t n = src->n;
     pos++;
@@ -366,6 +383,9 @@ skip_container(const Src *src, Py_ssize_t pos, long depth)
     return BAIL;
 }
 
+static Py_ssize_t check_number(const Src *src, Py_ssize_t pos);
+static Py_ssize_t check_container(const Src *src, Py_ssize_t pos, long depth);
+
 /* Skip the value at pos (no whitespace before it), nested at `depth` if a container: the
  * position after it, or BAIL. */
 static Py_ssize_t
@@ -394,8 +414,16 @@ skip_value(const Src *src, Py_ssize_t pos, long depth, Tok *tok)
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
         Py_ssize_t at = pos;
-        while (at < n && is_number_byte(s[at])) {
-            at++;
+        if (src->strict) {
+            at = check_number(src, pos);
+            if (at < 0) {
+                return BAIL;
+            }
+        }
+        else {
+            while (at < n && is_number_byte(s[at])) {
+                at++;
+            }
         }
         tok->type = '0';
         return tok->end = at;
@@ -407,7 +435,8 @@ skip_value(const Src *src, Py_ssize_t pos, long depth, Tok *tok)
     if (depth > src->max_depth) {
         return BAIL;
     }
-    Py_ssize_t after = skip_container(src, pos, depth);
+    Py_ssize_t after = src->strict ? check_container(src, pos, depth)
+                                   : skip_container(src, pos, depth);
     return after < 0 ? BAIL : (tok->end = after);
 }
 
@@ -433,6 +462,315 @@ hex4(const unsigned char *p, unsigned int *out)
     }
     *out = v;
     return 0;
+}
+
+/* ------------------------------------------------------------------ strict validation
+ *
+ * With `strict` (the caller has not parsed the bytes: `stats` of a directory) the scan is also
+ * the validation simdjson did before it, in the same pass: it accepts no document simdjson
+ * refuses. Everything the scan reads or skips is read by the JSON grammar (RFC 8259): strings
+ * (no byte below 0x20, only the escapes JSON has, \u with four hex digits and no lone
+ * surrogate, well-formed UTF-8: no overlong form, no surrogate, nothing past U+10FFFF),
+ * numbers (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`; an integer within int64, or
+ * uint64 when positive, as simdjson's; tighter than simdjson, a number with a fraction or
+ * exponent of at most 64 digits whose magnitude stays within [1e-307, 1e308), where a double
+ * holds it as a normal number), `true`, `false`, `null`,
+ * and containers nested at most `max_depth` deep; the top level is an object with an `events`
+ * array, nothing but whitespace after it. Whatever else is declined (BAIL): the pure-Python
+ * path then decides. */
+
+/* The length of the well-formed UTF-8 sequence at p (a byte >= 0x80), or 0. */
+static inline int
+utf8_length(const unsigned char *p, Py_ssize_t left)
+{
+    unsigned char c = p[0];
+    if (c >= 0xC2 && c <= 0xDF) {
+        return left >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    }
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (left < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) {
+            return 0;
+        }
+        if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F)) {
+            return 0; /* overlong, or a surrogate */
+        }
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (left < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
+            (p[3] & 0xC0) != 0x80) {
+            return 0;
+        }
+        if ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F)) {
+            return 0; /* overlong, or past U+10FFFF */
+        }
+        return 4;
+    }
+    return 0; /* a continuation byte, an overlong lead (C0, C1) or F5..FF */
+}
+
+/* `scan_string` that also checks the string (above): the position after it, or BAIL. */
+static Py_ssize_t
+scan_string_strict(const Src *src, Py_ssize_t pos, char *esc)
+{
+    const unsigned char *s = src->s;
+    Py_ssize_t n = src->n;
+    pos++;
+    for (;;) {
+#if defined(__SSE2__)
+        /* sixteen bytes at a time up to the first quote, backslash, or byte below 0x20 or
+         * from 0x80 (a signed comparison with 0x20 finds both) */
+        while (pos + 16 <= n) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + pos));
+            int m = _mm_movemask_epi8(_mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                             _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                _mm_cmplt_epi8(v, _mm_set1_epi8(0x20))));
+            if (m != 0) {
+                pos += __builtin_ctz((unsigned int)m);
+                break;
+            }
+            pos += 16;
+        }
+#endif
+        while (pos < n) {
+            unsigned char c = s[pos];
+            if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) {
+                break;
+            }
+            pos++;
+        }
+        if (pos >= n) {
+            return BAIL;
+        }
+        unsigned char c = s[pos];
+        if (c == '"') {
+            return pos + 1;
+        }
+        if (c < 0x20) {
+            return BAIL;
+        }
+        if (c >= 0x80) {
+            int len = utf8_length(s + pos, n - pos);
+            if (len == 0) {
+                return BAIL;
+            }
+            pos += len;
+            continue;
+        }
+        /* a backslash */
+        *esc = 1;
+        if (n - pos < 2) {
+            return BAIL;
+        }
+        switch (s[pos + 1]) {
+        case '"':
+        case '\\':
+        case '/':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
+            pos += 2;
+            continue;
+        case 'u':
+            break;
+        default:
+            return BAIL;
+        }
+        unsigned int cp, low;
+        if (n - pos < 6 || hex4(s + pos + 2, &cp) < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) {
+            return BAIL; /* (a lone low surrogate) */
+        }
+        pos += 6;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (n - pos < 6 || s[pos] != '\\' || s[pos + 1] != 'u' ||
+                hex4(s + pos + 2, &low) < 0 || low < 0xDC00 || low > 0xDFFF) {
+                return BAIL; /* a lone high surrogate */
+            }
+            pos += 6;
+        }
+    }
+}
+
+static inline int
+is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* The end of the number at pos by the JSON grammar, within the ranges above, or BAIL. What
+ * follows it is the caller's to check (a separator or whitespace: `01`, `1.2.3` are refused
+ * there). */
+static Py_ssize_t
+check_number(const Src *src, Py_ssize_t pos)
+{
+    const unsigned char *s = src->s;
+    Py_ssize_t n = src->n, at = pos;
+    if (at < n && s[at] == '-') {
+        at++;
+    }
+    Py_ssize_t first = at;
+    if (at < n && s[at] == '0') {
+        at++;
+    }
+    else if (at < n && s[at] >= '1' && s[at] <= '9') {
+        while (at < n && is_digit(s[at])) {
+            at++;
+        }
+    }
+    else {
+        return BAIL;
+    }
+    Py_ssize_t whole = at - first;
+    if (at >= n || (s[at] != '.' && s[at] != 'e' && s[at] != 'E')) {
+        /* an integer: within int64, or uint64 when positive */
+        if (whole <= 18) {
+            return at;
+        }
+        if (whole > 20) {
+            return BAIL;
+        }
+        uint64_t v = 0;
+        for (Py_ssize_t i = first; i < at; i++) {
+            uint64_t d = (uint64_t)(s[i] - '0');
+            if (v > (UINT64_MAX - d) / 10) {
+                return BAIL;
+            }
+            v = v * 10 + d;
+        }
+        return first > pos && v > 9223372036854775808ULL ? BAIL : at;
+    }
+    Py_ssize_t fraction = 0;
+    if (s[at] == '.') {
+        at++;
+        Py_ssize_t digits = at;
+        while (at < n && is_digit(s[at])) {
+            at++;
+        }
+        fraction = at - digits;
+        if (fraction == 0) {
+            return BAIL;
+        }
+    }
+    long exponent = 0;
+    if (at < n && (s[at] == 'e' || s[at] == 'E')) {
+        at++;
+        int negative = 0;
+        if (at < n && (s[at] == '+' || s[at] == '-')) {
+            negative = s[at] == '-';
+            at++;
+        }
+        Py_ssize_t digits = at;
+        while (at < n && is_digit(s[at])) {
+            if (at - digits < 4) {
+                exponent = exponent * 10 + (s[at] - '0');
+            }
+            at++;
+        }
+        if (at == digits || at - digits > 4) {
+            return BAIL;
+        }
+        exponent = negative ? -exponent : exponent;
+    }
+    /* |value| < 10^(whole + exponent) and, unless 0, >= 10^(exponent - fraction) */
+    if (whole + fraction > 64 || whole + exponent > 308 || exponent - fraction < -307) {
+        return BAIL;
+    }
+    return at;
+}
+
+/* `skip_container` that also checks the container by the grammar (above): the position after
+ * it, or BAIL. Iterative: a byte per open container says which (object 1, array 0). */
+#define CHECK_LEVELS 1100
+
+static Py_ssize_t
+check_container(const Src *src, Py_ssize_t pos, long depth)
+{
+    const unsigned char *s = src->s;
+    Py_ssize_t n = src->n;
+    unsigned char object[CHECK_LEVELS];
+    int level = 0;
+    char esc = 0;
+    for (;;) {
+        /* a value at pos */
+        if (pos >= n) {
+            return BAIL;
+        }
+        unsigned char c = s[pos];
+        if (c == '{' || c == '[') {
+            if (level + 1 >= CHECK_LEVELS || depth + level > src->max_depth) {
+                return BAIL;
+            }
+            object[++level] = c == '{';
+            pos = skip_ws(src, pos + 1);
+            if (pos < n && s[pos] == (c == '{' ? '}' : ']')) {
+                pos++;
+                level--;
+                goto after_value;
+            }
+            if (c == '[') {
+                continue;
+            }
+            goto member;
+        }
+        if (c == '"') {
+            pos = scan_string_strict(src, pos, &esc);
+        }
+        else if (c == '-' || is_digit(c)) {
+            pos = check_number(src, pos);
+        }
+        else if (c == 't' && n - pos >= 4 && memcmp(s + pos, "true", 4) == 0) {
+            pos += 4;
+        }
+        else if (c == 'f' && n - pos >= 5 && memcmp(s + pos, "false", 5) == 0) {
+            pos += 5;
+        }
+        else if (c == 'n' && n - pos >= 4 && memcmp(s + pos, "null", 4) == 0) {
+            pos += 4;
+        }
+        else {
+            return BAIL;
+        }
+        if (pos < 0) {
+            return BAIL;
+        }
+    after_value:
+        if (level == 0) {
+            return pos;
+        }
+        pos = skip_ws(src, pos);
+        if (pos >= n) {
+            return BAIL;
+        }
+        if (s[pos] == (object[level] ? '}' : ']')) {
+            pos++;
+            level--;
+            goto after_value;
+        }
+        if (s[pos] != ',') {
+            return BAIL;
+        }
+        pos = skip_ws(src, pos + 1);
+        if (!object[level]) {
+            continue;
+        }
+    member:
+        /* a member's key at pos, then its value */
+        if (pos >= n || s[pos] != '"') {
+            return BAIL;
+        }
+        pos = scan_string_strict(src, pos, &esc);
+        if (pos < 0) {
+            return BAIL;
+        }
+        pos = skip_ws(src, pos);
+        if (pos >= n || s[pos] != ':') {
+            return BAIL;
+        }
+        pos = skip_ws(src, pos + 1);
+    }
 }
 
 /* Append the decoded UTF-8 of a string token to out: BAIL on a bad escape or a lone surrogate
@@ -1330,8 +1668,8 @@ walk(State *st, Py_ssize_t *class_map)
     if (skip_ws(src, pos) != src->n) {
         return BAIL;
     }
-    if (!seen[0] && !seen[1] && !seen[2]) {
-        return BAIL;
+    if ((!seen[0] && !seen[1] && !seen[2]) || (src->strict && !seen[0])) {
+        return BAIL; /* (strict: no `events`, which simdjson's check wanted) */
     }
     return 0;
 }
@@ -1772,6 +2110,16 @@ result_of(State *st, const Py_ssize_t *class_map, PyObject *unset)
             entry = Py_BuildValue("[Ld(nn)N]", group->calls, group->seconds, call->start,
                                   call->end, chain);
         }
+        else if (call->tag == TAG_SQL) {
+            /* named by (sql, database type): `_collect.named_sums`'s key of a raw SQL key */
+            PyObject *name = PyTuple_GetSlice(key, 1, 3);
+            if (name == NULL) {
+                Py_DECREF(key);
+                goto error;
+            }
+            entry = Py_BuildValue("[Ld(nn)N]", group->calls, group->seconds, call->start,
+                                  call->end, name);
+        }
         else {
             entry = Py_BuildValue("[Ld(nn)]", group->calls, group->seconds, call->start,
                                   call->end);
@@ -1815,8 +2163,9 @@ nested_sums(PyObject *module, PyObject *args)
     PyObject *unset;
     (void)module;
     PyObject *chains = Py_None, *namer = Py_None;
-    if (!PyArg_ParseTuple(args, "y*lO|OO:nested_sums", &view, &max_depth, &unset, &chains,
-                          &namer)) {
+    int strict = 0;
+    if (!PyArg_ParseTuple(args, "y*lO|OOp:nested_sums", &view, &max_depth, &unset, &chains,
+                          &namer, &strict)) {
         return NULL;
     }
     if ((chains != Py_None && !PyDict_Check(chains)) ||
@@ -1830,6 +2179,7 @@ nested_sums(PyObject *module, PyObject *args)
     st.src.s = (const unsigned char *)view.buf;
     st.src.n = view.len;
     st.src.max_depth = max_depth;
+    st.src.strict = strict;
     st.chains = chains == Py_None ? NULL : chains;
     st.namer = namer == Py_None ? NULL : namer;
     Py_ssize_t class_map[2];
@@ -1857,6 +2207,1050 @@ nested_sums(PyObject *module, PyObject *args)
     return result;
 }
 
+/* ------------------------------------------------------------------ call-tree links
+ *
+ * `tree_links(events)`: `tracetool.trace.tree.tree_links` of a list of dict events, the same
+ * list of ints (the position of each event's tree root, of the call a return names, or -1),
+ * for `inspect`'s choice of the call trees holding a match. Call ids and threads are keys of
+ * real dicts, so they are equal, hashed and refused (an unhashable one: TypeError) as there.
+ * None when an event is not a dict (the caller then runs the Python function). And
+ * `trees_holding(events, calls)`, which keeps the events of the trees holding some calls. */
+
+typedef struct {
+    Py_ssize_t pos, root;
+    Py_ssize_t thread; /* its stack (index in `stacks`) */
+    int open;
+} Link;
+
+typedef struct {
+    Py_ssize_t *items; /* Link indices */
+    Py_ssize_t len, cap;
+} Stack;
+
+static int
+stack_push(Stack *st, Py_ssize_t value)
+{
+    if (st->len == st->cap) {
+        Py_ssize_t cap = st->cap ? st->cap * 2 : 16;
+        Py_ssize_t *items = PyMem_Realloc(st->items, (size_t)cap * sizeof(Py_ssize_t));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        st->items = items;
+        st->cap = cap;
+    }
+    st->items[st->len++] = value;
+    return 0;
+}
+
+/* The index (in *stacks) of the stack of `thread` in `threads`, added when new; -1 with an
+ * exception. `add` 0: -2 when it has none. */
+static Py_ssize_t
+stack_of(PyObject *threads, PyObject *thread, Buf *stacks, int add)
+{
+    PyObject *found = PyDict_GetItemWithError(threads, thread);
+    if (found != NULL) {
+        return PyLong_AsSsize_t(found);
+    }
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    if (!add) {
+        return -2;
+    }
+    Py_ssize_t index = (Py_ssize_t)(stacks->len / sizeof(Stack));
+    Stack empty = {NULL, 0, 0};
+    PyObject *boxed = PyLong_FromSsize_t(index);
+    if (boxed == NULL) {
+        return -1;
+    }
+    int rc = PyDict_SetItem(threads, thread, boxed);
+    Py_DECREF(boxed);
+    if (rc < 0) {
+        return -1;
+    }
+    if (buf_put(stacks, &empty, sizeof(empty)) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return index;
+}
+
+/* The links of a list of dicts into `out` (a PyMem array of its length): 0; 1 when an event
+ * is not a dict; -1 with an exception. */
+static int
+links_of(PyObject *events, Py_ssize_t *out)
+{
+    Py_ssize_t count = PyList_GET_SIZE(events);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (!PyDict_Check(PyList_GET_ITEM(events, i))) {
+            return 1;
+        }
+    }
+    static PyObject *k_event, *k_thread, *k_id, *k_parent, *k_call, *k_return;
+    if (k_event == NULL) {
+        k_event = PyUnicode_InternFromString("event");
+        k_thread = PyUnicode_InternFromString("thread_id");
+        k_id = PyUnicode_InternFromString("id");
+        k_parent = PyUnicode_InternFromString("parent_id");
+        k_call = PyUnicode_InternFromString("call");
+        k_return = PyUnicode_InternFromString("return");
+        if (!k_event || !k_thread || !k_id || !k_parent || !k_call || !k_return) {
+            Py_CLEAR(k_event);
+            return -1;
+        }
+    }
+    int rc = -1;
+    PyObject *calls = PyDict_New();   /* call id -> its Link index */
+    PyObject *threads = PyDict_New(); /* thread -> its Stack index */
+    Buf records = {NULL, 0, 0}, stacks = {NULL, 0, 0};
+    if (calls == NULL || threads == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t pos = 0; pos < count; pos++) {
+        PyObject *event = PyList_GET_ITEM(events, pos);
+        PyObject *kind = PyDict_GetItemWithError(event, k_event);
+        if (kind == NULL && PyErr_Occurred()) {
+            goto done;
+        }
+        int is_call = 0, is_return = 0;
+        if (kind != NULL && PyUnicode_CheckExact(kind)) {
+            is_call = kind == k_call || PyUnicode_Compare(kind, k_call) == 0;
+            is_return = !is_call && (kind == k_return || PyUnicode_Compare(kind, k_return) == 0);
+        }
+        out[pos] = -1;
+        if (is_call) {
+            PyObject *thread = PyDict_GetItemWithError(event, k_thread);
+            if (thread == NULL && PyErr_Occurred()) {
+                goto done;
+            }
+            Py_ssize_t at = stack_of(threads, thread ? thread : Py_None, &stacks, 1);
+            if (at < 0) {
+                goto done;
+            }
+            Stack *stack = (Stack *)stacks.p + at;
+            Link record = {pos, pos, at, 1};
+            if (stack->len > 0) {
+                record.root = ((Link *)records.p)[stack->items[stack->len - 1]].root;
+            }
+            Py_ssize_t index = (Py_ssize_t)(records.len / sizeof(Link));
+            if (buf_put(&records, &record, sizeof(record)) < 0) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            if (stack_push(stack, index) < 0) {
+                goto done;
+            }
+            PyObject *id = PyDict_GetItemWithError(event, k_id);
+            if (id == NULL && PyErr_Occurred()) {
+                goto done;
+            }
+            PyObject *boxed = PyLong_FromSsize_t(index);
+            if (boxed == NULL) {
+                goto done;
+            }
+            int set = PyDict_SetItem(calls, id ? id : Py_None, boxed);
+            Py_DECREF(boxed);
+            if (set < 0) {
+                goto done;
+            }
+            out[pos] = record.root;
+        }
+        else if (is_return) {
+            PyObject *parent = PyDict_GetItemWithError(event, k_parent);
+            if (parent == NULL && PyErr_Occurred()) {
+                goto done;
+            }
+            Py_ssize_t target, at;
+            if (parent == NULL || parent == Py_None) {
+                PyObject *thread = PyDict_GetItemWithError(event, k_thread);
+                if (thread == NULL && PyErr_Occurred()) {
+                    goto done;
+                }
+                at = stack_of(threads, thread ? thread : Py_None, &stacks, 0);
+                if (at == -1) {
+                    goto done;
+                }
+                if (at == -2 || ((Stack *)stacks.p)[at].len == 0) {
+                    continue;
+                }
+                Stack *stack = (Stack *)stacks.p + at;
+                target = stack->items[stack->len - 1];
+            }
+            else {
+                PyObject *found = PyDict_GetItemWithError(calls, parent);
+                if (found == NULL) {
+                    if (PyErr_Occurred()) {
+                        goto done;
+                    }
+                    continue;
+                }
+                target = PyLong_AsSsize_t(found);
+                at = ((Link *)records.p)[target].thread;
+            }
+            Link *record = (Link *)records.p + target;
+            out[pos] = record->pos;
+            if (record->open) {
+                Stack *stack = (Stack *)stacks.p + at;
+                while (stack->len > 0) {
+                    Py_ssize_t popped = stack->items[--stack->len];
+                    ((Link *)records.p)[popped].open = 0;
+                    if (popped == target) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    rc = 0;
+done:
+    for (size_t i = 0; i < stacks.len / sizeof(Stack); i++) {
+        PyMem_Free(((Stack *)stacks.p)[i].items);
+    }
+    PyMem_Free(stacks.p);
+    PyMem_Free(records.p);
+    Py_XDECREF(calls);
+    Py_XDECREF(threads);
+    return rc;
+}
+
+/* A copy of a list argument (hashing an id could run code that changes the caller's list) and
+ * its links: the copy, or NULL with an exception or (*declined) an event that is not a dict. */
+static PyObject *
+linked_copy(PyObject *arg, Py_ssize_t **links, int *declined)
+{
+    *links = NULL;
+    *declined = 0;
+    if (!PyList_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "events must be a list");
+        return NULL;
+    }
+    PyObject *events = PyList_GetSlice(arg, 0, PyList_GET_SIZE(arg));
+    if (events == NULL) {
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(events);
+    *links = PyMem_Malloc((size_t)(count > 0 ? count : 1) * sizeof(Py_ssize_t));
+    if (*links == NULL) {
+        Py_DECREF(events);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    int rc = links_of(events, *links);
+    if (rc != 0) {
+        PyMem_Free(*links);
+        *links = NULL;
+        Py_DECREF(events);
+        *declined = rc == 1;
+        return NULL;
+    }
+    return events;
+}
+
+static PyObject *
+tree_links(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    Py_ssize_t *links;
+    int declined;
+    PyObject *events = linked_copy(arg, &links, &declined);
+    if (events == NULL) {
+        if (declined) {
+            Py_RETURN_NONE;
+        }
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(events);
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
+        PyObject *value = PyLong_FromSsize_t(links[i]);
+        if (value == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, value);
+    }
+    PyMem_Free(links);
+    Py_DECREF(events);
+    return out;
+}
+
+/* `trees_holding(events, calls)`: `tracetool.inspect.scan._trees_holding` — the events of the
+ * call trees holding these calls (positions of call events in `events`) and the calls'
+ * positions among them, or (events, calls) themselves when that is every event; None when an
+ * event is not a dict. */
+static PyObject *
+trees_holding(PyObject *module, PyObject *args)
+{
+    PyObject *arg, *calls;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "OO!:trees_holding", &arg, &PyList_Type, &calls)) {
+        return NULL;
+    }
+    Py_ssize_t *links;
+    int declined;
+    PyObject *events = linked_copy(arg, &links, &declined);
+    if (events == NULL) {
+        if (declined) {
+            Py_RETURN_NONE;
+        }
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(events), ncalls = PyList_GET_SIZE(calls), kept = 0;
+    PyObject *result = NULL, *chosen = NULL, *positions = NULL;
+    /* wanted[p]: p is the root of a tree holding a call; then before[p]: kept events before p */
+    unsigned char *wanted = PyMem_Calloc((size_t)(count > 0 ? count : 1), 1);
+    Py_ssize_t *before = PyMem_Malloc((size_t)(count > 0 ? count : 1) * sizeof(Py_ssize_t));
+    if (wanted == NULL || before == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < ncalls; i++) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyList_GET_ITEM(calls, i));
+        if (at == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        if (at < 0 || at >= count || links[at] < 0) {
+            PyErr_SetString(PyExc_ValueError, "a call position out of range or not a call");
+            goto done;
+        }
+        wanted[links[at]] = 1;
+    }
+    for (Py_ssize_t p = 0; p < count; p++) {
+        before[p] = kept;
+        if (links[p] >= 0 && wanted[links[links[p]]]) {
+            kept++;
+        }
+    }
+    if (kept == count) {
+        result = Py_BuildValue("(OO)", arg, calls);
+        goto done;
+    }
+    chosen = PyList_New(kept);
+    positions = PyList_New(ncalls);
+    if (chosen == NULL || positions == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t p = 0, n = 0; p < count; p++) {
+        if (links[p] >= 0 && wanted[links[links[p]]]) {
+            PyObject *event = PyList_GET_ITEM(events, p);
+            Py_INCREF(event);
+            PyList_SET_ITEM(chosen, n++, event);
+        }
+    }
+    for (Py_ssize_t i = 0; i < ncalls; i++) {
+        PyObject *at = PyLong_FromSsize_t(before[PyLong_AsSsize_t(PyList_GET_ITEM(calls, i))]);
+        if (at == NULL) {
+            goto done;
+        }
+        PyList_SET_ITEM(positions, i, at);
+    }
+    result = PyTuple_Pack(2, chosen, positions);
+done:
+    Py_XDECREF(chosen);
+    Py_XDECREF(positions);
+    PyMem_Free(wanted);
+    PyMem_Free(before);
+    PyMem_Free(links);
+    Py_DECREF(events);
+    return result;
+}
+
+/* `screen_calls(events, last, loose)`: `tracetool.inspect.matching.Matcher.screen` of a
+ * function — the positions of the call events whose `method_id` (read as `str`, "" when
+ * missing) holds `last`, or whose `loose(method_id)` is empty — for a list of dicts; None when
+ * an event is not a dict. */
+static PyObject *
+screen_calls(PyObject *module, PyObject *args)
+{
+    PyObject *events, *last, *loose;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!UO:screen_calls", &PyList_Type, &events, &last, &loose)) {
+        return NULL;
+    }
+    static PyObject *k_event, *k_method, *k_call;
+    if (k_event == NULL) {
+        k_event = PyUnicode_InternFromString("event");
+        k_method = PyUnicode_InternFromString("method_id");
+        k_call = PyUnicode_InternFromString("call");
+        if (!k_event || !k_method || !k_call) {
+            Py_CLEAR(k_event);
+            return NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+        if (!PyDict_Check(PyList_GET_ITEM(events, i))) {
+            Py_RETURN_NONE;
+        }
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    /* (`loose` is Python: the list is read again at each position, its events held) */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+        PyObject *event = PyList_GET_ITEM(events, i);
+        if (!PyDict_Check(event)) {
+            Py_DECREF(out);
+            Py_RETURN_NONE;
+        }
+        Py_INCREF(event);
+        PyObject *kind = PyDict_GetItemWithError(event, k_event);
+        int keep = 0;
+        if (kind != NULL && PyUnicode_CheckExact(kind) &&
+            (kind == k_call || PyUnicode_Compare(kind, k_call) == 0)) {
+            PyObject *method = PyDict_GetItemWithError(event, k_method);
+            PyObject *name = NULL;
+            if (method != NULL) {
+                name = PyObject_Str(method);
+            }
+            else if (!PyErr_Occurred()) {
+                name = PyUnicode_FromStringAndSize("", 0);
+            }
+            if (name != NULL) {
+                keep = PyUnicode_Contains(name, last);
+                if (keep == 0) {
+                    PyObject *loosened = PyObject_CallOneArg(loose, name);
+                    if (loosened == NULL) {
+                        keep = -1;
+                    }
+                    else {
+                        keep = PyObject_IsTrue(loosened);
+                        keep = keep < 0 ? -1 : !keep;
+                        Py_DECREF(loosened);
+                    }
+                }
+                Py_DECREF(name);
+            }
+            else {
+                keep = -1;
+            }
+        }
+        else if (kind == NULL && PyErr_Occurred()) {
+            keep = -1;
+        }
+        Py_DECREF(event);
+        if (keep < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (keep) {
+            PyObject *at = PyLong_FromSsize_t(i);
+            if (at == NULL || PyList_Append(out, at) < 0) {
+                Py_XDECREF(at);
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_DECREF(at);
+        }
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------------ call trees */
+
+static PyObject *
+slot_get(PyObject *descr, PyObject *node)
+{
+    return Py_TYPE(descr)->tp_descr_get(descr, node, (PyObject *)Py_TYPE(node));
+}
+
+static int
+slot_set(PyObject *descr, PyObject *node, PyObject *value)
+{
+    return Py_TYPE(descr)->tp_descr_set(descr, node, value);
+}
+
+/* `tree_walk(node_type, roots, release)`: `tracetool.trace.tree.preorder(roots)`, every node
+ * below the roots (included) in pre-order, as a list; with `release`, `tree.release(roots)`
+ * instead (each node's parent None and children a new empty list; None returned). */
+static PyObject *
+tree_walk(PyObject *module, PyObject *args)
+{
+    PyObject *type_obj, *roots_arg;
+    int release;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!Op:tree_walk", &PyType_Type, &type_obj, &roots_arg,
+                          &release)) {
+        return NULL;
+    }
+    PyObject *children_d = PyObject_GetAttrString(type_obj, "children");
+    PyObject *parent_d = PyObject_GetAttrString(type_obj, "parent");
+    PyObject *roots = PySequence_Fast(roots_arg, "roots must be a sequence");
+    PyObject *out = release ? NULL : PyList_New(0);
+    Buf stack = {NULL, 0, 0}; /* PyObject* (strong references) */
+    PyObject *result = NULL;
+    if (children_d == NULL || parent_d == NULL || roots == NULL || (!release && out == NULL)) {
+        goto done;
+    }
+    if (Py_TYPE(children_d)->tp_descr_get == NULL || Py_TYPE(children_d)->tp_descr_set == NULL ||
+        Py_TYPE(parent_d)->tp_descr_set == NULL) {
+        PyErr_SetString(PyExc_TypeError, "children and parent are not slots");
+        goto done;
+    }
+    for (Py_ssize_t i = PySequence_Fast_GET_SIZE(roots) - 1; i >= 0; i--) {
+        PyObject *root = PySequence_Fast_GET_ITEM(roots, i);
+        Py_INCREF(root);
+        if (buf_put(&stack, &root, sizeof(root)) < 0) {
+            Py_DECREF(root);
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    while (stack.len > 0) {
+        PyObject *node;
+        stack.len -= sizeof(node);
+        memcpy(&node, stack.p + stack.len, sizeof(node));
+        int rc = out != NULL ? PyList_Append(out, node) : 0;
+        PyObject *children = rc == 0 ? slot_get(children_d, node) : NULL;
+        if (children != NULL) {
+            PyObject *items = PySequence_Fast(children, "children must be a sequence");
+            Py_DECREF(children);
+            if (items == NULL) {
+                rc = -1;
+            }
+            else {
+                for (Py_ssize_t i = PySequence_Fast_GET_SIZE(items) - 1; rc == 0 && i >= 0; i--) {
+                    PyObject *child = PySequence_Fast_GET_ITEM(items, i);
+                    Py_INCREF(child);
+                    if (buf_put(&stack, &child, sizeof(child)) < 0) {
+                        Py_DECREF(child);
+                        PyErr_NoMemory();
+                        rc = -1;
+                    }
+                }
+                Py_DECREF(items);
+            }
+        }
+        else {
+            rc = -1;
+        }
+        if (rc == 0 && release) {
+            PyObject *empty = PyList_New(0);
+            if (empty == NULL || slot_set(parent_d, node, Py_None) < 0 ||
+                slot_set(children_d, node, empty) < 0) {
+                rc = -1;
+            }
+            Py_XDECREF(empty);
+        }
+        Py_DECREF(node);
+        if (rc < 0) {
+            goto done;
+        }
+    }
+    result = release ? Py_None : out;
+    Py_INCREF(result);
+done:
+    while (stack.len > 0) {
+        PyObject *node;
+        stack.len -= sizeof(node);
+        memcpy(&node, stack.p + stack.len, sizeof(node));
+        Py_DECREF(node);
+    }
+    PyMem_Free(stack.p);
+    Py_XDECREF(out);
+    Py_XDECREF(roots);
+    Py_XDECREF(children_d);
+    Py_XDECREF(parent_d);
+    return result;
+}
+
+/* ------------------------------------------------------------------ classMap
+ *
+ * `class_map(roots, by_location, children, data, object_type, extra_keys)`:
+ * `tracetool.trace.codeobjects.ClassMap.from_json(data)` (a list) into a fresh ClassMap's
+ * `roots`, `by_location` and `_children`, its `CodeObject`s (`object_type`) made with their
+ * slots set through their descriptors: the same objects, keys, labels and extras, in the same
+ * order, for `inspect`. */
+
+enum { CO_FQID, CO_ID, CO_CHILDREN, CO_EXTRA, CO_LABELS, CO_LOCATION, CO_NAME, CO_PARENT,
+       CO_STATIC, CO_TYPE, CO_COUNT };
+static const char *const CO_SLOTS[CO_COUNT] = {"_fqid", "_id", "children", "extra", "labels",
+                                              "location", "name", "parent", "static", "type"};
+
+/* `_labels(value)`: a new list. */
+static PyObject *
+labels_of(PyObject *value)
+{
+    if (value != NULL && PyList_Check(value)) {
+        Py_ssize_t n = PyList_GET_SIZE(value);
+        PyObject *out = PyList_New(0);
+        for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(value) && i < n; i++) {
+            PyObject *text = PyObject_Str(PyList_GET_ITEM(value, i));
+            if (text == NULL || PyList_Append(out, text) < 0) {
+                Py_XDECREF(text);
+                Py_CLEAR(out);
+                break;
+            }
+            Py_DECREF(text);
+        }
+        return out;
+    }
+    if (value != NULL && PyUnicode_Check(value)) {
+        PyObject *out = PyList_New(1);
+        if (out != NULL) {
+            Py_INCREF(value);
+            PyList_SET_ITEM(out, 0, value);
+        }
+        return out;
+    }
+    return PyList_New(0);
+}
+
+/* sorted(set(a) | set(b)) (b may be NULL) */
+static PyObject *
+sorted_union(PyObject *a, PyObject *b)
+{
+    PyObject *set = PySet_New(a);
+    if (set == NULL) {
+        return NULL;
+    }
+    if (b != NULL) {
+        PyObject *other = PySet_New(b);
+        PyObject *both = other == NULL ? NULL : PyNumber_InPlaceOr(set, other);
+        Py_XDECREF(other);
+        if (both == NULL) {
+            Py_DECREF(set);
+            return NULL;
+        }
+        Py_DECREF(both); /* (set itself) */
+    }
+    PyObject *out = PySequence_List(set);
+    Py_DECREF(set);
+    if (out != NULL && PyList_Sort(out) < 0) {
+        Py_CLEAR(out);
+    }
+    return out;
+}
+
+static PyObject *
+class_map(PyObject *module, PyObject *args)
+{
+    PyObject *roots, *by_location, *made, *data, *type_obj, *extra_keys;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!:class_map", &PyList_Type, &roots, &PyDict_Type,
+                          &by_location, &PyDict_Type, &made, &PyList_Type, &data, &PyType_Type,
+                          &type_obj, &PyTuple_Type, &extra_keys)) {
+        return NULL;
+    }
+    static PyObject *k_type, *k_name, *k_location, *k_static, *k_labels, *k_children, *package,
+        *function, *empty, *nul;
+    if (k_type == NULL) {
+        k_type = PyUnicode_InternFromString("type");
+        k_name = PyUnicode_InternFromString("name");
+        k_location = PyUnicode_InternFromString("location");
+        k_static = PyUnicode_InternFromString("static");
+        k_labels = PyUnicode_InternFromString("labels");
+        k_children = PyUnicode_InternFromString("children");
+        package = PyUnicode_InternFromString("package");
+        function = PyUnicode_InternFromString("function");
+        empty = PyUnicode_InternFromString("");
+        nul = PyUnicode_FromStringAndSize("\0", 1);
+        if (!k_type || !k_name || !k_location || !k_static || !k_labels || !k_children ||
+            !package || !function || !empty || !nul) {
+            Py_CLEAR(k_type);
+            return NULL;
+        }
+    }
+    PyTypeObject *type = (PyTypeObject *)type_obj;
+    PyObject *slot[CO_COUNT] = {NULL};
+    Buf stack = {NULL, 0, 0}; /* (item, parent) pairs, strong references */
+    PyObject *result = NULL;
+    for (int i = 0; i < CO_COUNT; i++) {
+        slot[i] = PyObject_GetAttrString(type_obj, CO_SLOTS[i]);
+        if (slot[i] == NULL) {
+            goto done;
+        }
+        if (Py_TYPE(slot[i])->tp_descr_get == NULL || Py_TYPE(slot[i])->tp_descr_set == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s is not a slot", CO_SLOTS[i]);
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = PyList_GET_SIZE(data) - 1; i >= 0; i--) {
+        PyObject *pair[2] = {PyList_GET_ITEM(data, i), Py_None};
+        Py_INCREF(pair[0]);
+        Py_INCREF(pair[1]);
+        if (buf_put(&stack, pair, sizeof(pair)) < 0) {
+            Py_DECREF(pair[0]);
+            Py_DECREF(pair[1]);
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    while (stack.len > 0) {
+        PyObject *pair[2];
+        stack.len -= sizeof(pair);
+        memcpy(pair, stack.p + stack.len, sizeof(pair));
+        PyObject *item = pair[0], *parent = pair[1];
+        PyObject *kind = NULL, *name = NULL, *labels = NULL, *key = NULL, *obj = NULL;
+        PyObject *location;
+        int is_static, rc = -1;
+        if (!PyDict_Check(item)) {
+            rc = 0;
+            goto next;
+        }
+        /* str(get("type") or "package"), str(get("name", "")), get("location"),
+         * bool(get("static", False)), _labels(get("labels")) */
+        PyObject *value = PyDict_GetItemWithError(item, k_type);
+        int truthy = value == NULL ? 0 : PyObject_IsTrue(value);
+        if ((value == NULL && PyErr_Occurred()) || truthy < 0) {
+            goto next;
+        }
+        kind = truthy ? PyObject_Str(value) : (Py_INCREF(package), package);
+        value = PyDict_GetItemWithError(item, k_name);
+        if (kind == NULL || (value == NULL && PyErr_Occurred())) {
+            goto next;
+        }
+        name = value == NULL ? (Py_INCREF(empty), empty) : PyObject_Str(value);
+        location = PyDict_GetItemWithError(item, k_location);
+        if (name == NULL || (location == NULL && PyErr_Occurred())) {
+            goto next;
+        }
+        location = location == NULL ? Py_None : location;
+        value = PyDict_GetItemWithError(item, k_static);
+        if (value == NULL && PyErr_Occurred()) {
+            goto next;
+        }
+        is_static = value == NULL ? 0 : PyObject_IsTrue(value);
+        if (is_static < 0) {
+            goto next;
+        }
+        value = PyDict_GetItemWithError(item, k_labels);
+        if (value == NULL && PyErr_Occurred()) {
+            goto next;
+        }
+        labels = labels_of(value);
+        if (labels == NULL) {
+            goto next;
+        }
+        /* child(): key (id(parent), type, name or f"{name}\0{static}\0{location}") */
+        int is_function = PyUnicode_Compare(kind, function) == 0;
+        PyObject *ident = PyLong_FromVoidPtr(parent);
+        PyObject *third = NULL;
+        if (is_function) {
+            PyObject *where = PyObject_Format(location, empty);
+            PyObject *parts = where == NULL ? NULL
+                                            : PyTuple_Pack(5, name, nul,
+                                                           is_static ? Py_True : Py_False, nul,
+                                                           where);
+            Py_XDECREF(where);
+            if (parts != NULL) {
+                /* (f-string pieces: str of each; "True"/"False" for the flag) */
+                PyObject *texts = PyList_New(5);
+                for (int i = 0; texts != NULL && i < 5; i++) {
+                    PyObject *piece = PyObject_Str(PyTuple_GET_ITEM(parts, i));
+                    if (piece == NULL) {
+                        Py_CLEAR(texts);
+                        break;
+                    }
+                    PyList_SET_ITEM(texts, i, piece);
+                }
+                if (texts != NULL) {
+                    third = PyUnicode_Join(empty, texts);
+                    Py_DECREF(texts);
+                }
+                Py_DECREF(parts);
+            }
+        }
+        else {
+            third = name;
+            Py_INCREF(third);
+        }
+        if (ident != NULL && third != NULL) {
+            key = PyTuple_Pack(3, ident, kind, third);
+        }
+        Py_XDECREF(ident);
+        Py_XDECREF(third);
+        if (key == NULL) {
+            goto next;
+        }
+        PyObject *existing = PyDict_GetItemWithError(made, key);
+        if (existing != NULL) {
+            obj = existing;
+            Py_INCREF(obj);
+            if (PyList_GET_SIZE(labels) > 0) {
+                PyObject *old = slot_get(slot[CO_LABELS], obj);
+                PyObject *merged = old == NULL ? NULL : sorted_union(old, labels);
+                Py_XDECREF(old);
+                if (merged == NULL || slot_set(slot[CO_LABELS], obj, merged) < 0) {
+                    Py_XDECREF(merged);
+                    goto next;
+                }
+                Py_DECREF(merged);
+            }
+        }
+        else {
+            if (PyErr_Occurred()) {
+                goto next;
+            }
+            obj = type->tp_alloc(type, 0);
+            if (obj == NULL) {
+                goto next;
+            }
+            PyObject *sorted = PyList_GET_SIZE(labels) > 0 ? sorted_union(labels, NULL)
+                                                           : PyList_New(0);
+            PyObject *kids = PyList_New(0), *extra = PyDict_New();
+            int ok = sorted != NULL && kids != NULL && extra != NULL &&
+                     slot_set(slot[CO_TYPE], obj, kind) == 0 &&
+                     slot_set(slot[CO_NAME], obj, name) == 0 &&
+                     slot_set(slot[CO_PARENT], obj, parent) == 0 &&
+                     slot_set(slot[CO_CHILDREN], obj, kids) == 0 &&
+                     slot_set(slot[CO_LOCATION], obj, location) == 0 &&
+                     slot_set(slot[CO_STATIC], obj, is_static ? Py_True : Py_False) == 0 &&
+                     slot_set(slot[CO_LABELS], obj, sorted) == 0 &&
+                     slot_set(slot[CO_EXTRA], obj, extra) == 0 &&
+                     slot_set(slot[CO_ID], obj, Py_None) == 0 &&
+                     slot_set(slot[CO_FQID], obj, Py_None) == 0;
+            Py_XDECREF(sorted);
+            Py_XDECREF(kids);
+            Py_XDECREF(extra);
+            if (!ok || PyDict_SetItem(made, key, obj) < 0) {
+                goto next;
+            }
+            if (parent == Py_None) {
+                ok = PyList_Append(roots, obj) == 0;
+            }
+            else {
+                PyObject *siblings = slot_get(slot[CO_CHILDREN], parent);
+                ok = siblings != NULL && PyList_Append(siblings, obj) == 0;
+                Py_XDECREF(siblings);
+            }
+            if (!ok) {
+                goto next;
+            }
+            int located = location == Py_None ? 0 : PyObject_IsTrue(location);
+            if (located < 0) {
+                goto next;
+            }
+            if (is_function && located) {
+                PyObject *text = PyObject_Str(location);
+                PyObject *list = NULL;
+                if (text != NULL) {
+                    list = PyDict_GetItemWithError(by_location, text);
+                    if (list == NULL && !PyErr_Occurred()) {
+                        PyObject *fresh = PyList_New(0);
+                        if (fresh != NULL && PyDict_SetItem(by_location, text, fresh) == 0) {
+                            list = fresh;
+                        }
+                        Py_XDECREF(fresh);
+                    }
+                }
+                Py_XDECREF(text);
+                if (list == NULL || PyList_Append(list, obj) < 0) {
+                    goto next;
+                }
+            }
+        }
+        /* for extra in _EXTRA_KEYS: if extra in item: obj.extra[extra] = item[extra] */
+        PyObject *extra = slot_get(slot[CO_EXTRA], obj);
+        if (extra == NULL) {
+            goto next;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(extra_keys); i++) {
+            PyObject *k = PyTuple_GET_ITEM(extra_keys, i);
+            PyObject *v = PyDict_GetItemWithError(item, k);
+            if (v == NULL && PyErr_Occurred()) {
+                Py_DECREF(extra);
+                goto next;
+            }
+            if (v != NULL && PyObject_SetItem(extra, k, v) < 0) {
+                Py_DECREF(extra);
+                goto next;
+            }
+        }
+        Py_DECREF(extra);
+        /* children = get("children"): a list's items pushed, in reverse */
+        PyObject *children = PyDict_GetItemWithError(item, k_children);
+        if (children == NULL && PyErr_Occurred()) {
+            goto next;
+        }
+        if (children != NULL && PyList_Check(children)) {
+            rc = 0;
+            for (Py_ssize_t i = PyList_GET_SIZE(children) - 1; rc == 0 && i >= 0; i--) {
+                PyObject *push[2] = {PyList_GET_ITEM(children, i), obj};
+                Py_INCREF(push[0]);
+                Py_INCREF(push[1]);
+                if (buf_put(&stack, push, sizeof(push)) < 0) {
+                    Py_DECREF(push[0]);
+                    Py_DECREF(push[1]);
+                    PyErr_NoMemory();
+                    rc = -1;
+                }
+            }
+            goto next;
+        }
+        rc = 0;
+    next:
+        Py_XDECREF(kind);
+        Py_XDECREF(name);
+        Py_XDECREF(labels);
+        Py_XDECREF(key);
+        Py_XDECREF(obj);
+        Py_DECREF(item);
+        Py_DECREF(parent);
+        if (rc < 0) {
+            goto done;
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    while (stack.len > 0) {
+        PyObject *pair[2];
+        stack.len -= sizeof(pair);
+        memcpy(pair, stack.p + stack.len, sizeof(pair));
+        Py_DECREF(pair[0]);
+        Py_DECREF(pair[1]);
+    }
+    PyMem_Free(stack.p);
+    for (int i = 0; i < CO_COUNT; i++) {
+        Py_XDECREF(slot[i]);
+    }
+    return result;
+}
+
+/* ------------------------------------------------------------------ batch sums
+ *
+ * `add_named(batch, raw_sums)`: `OverheadPartial.add_recording(named_sums(raw_sums, ...))` of
+ * `nested_sums`' sums when every entry is named already (its fourth item: the C's name of a
+ * function, SQL's (sql, database type), the name `_scan` gave an HTTP call): the entries'
+ * calls and seconds summed per name in order (as `named_sums` adds them), then each name's
+ * count added to the batch's and its seconds appended to its list (`batch`: name -> [calls,
+ * [seconds of each recording]]). False, and the batch untouched, when an entry is not named or
+ * not of that shape: the caller names them in Python. */
+
+static PyObject *
+add_named(PyObject *module, PyObject *args)
+{
+    PyObject *batch, *raw_sums;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!O!:add_named", &PyDict_Type, &batch, &PyDict_Type,
+                          &raw_sums)) {
+        return NULL;
+    }
+    Py_ssize_t count = PyDict_GET_SIZE(raw_sums);
+    PyObject *names = PyDict_New(); /* name -> its index in `sums` */
+    typedef struct {
+        PyObject *name; /* (borrowed: raw_sums holds it) */
+        long long calls;
+        double seconds;
+    } Sum;
+    Sum *sums = PyMem_Malloc((size_t)(count > 0 ? count : 1) * sizeof(Sum));
+    Py_ssize_t distinct = 0;
+    PyObject *result = NULL;
+    if (names == NULL || sums == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t at = 0;
+    PyObject *key, *entry;
+    while (PyDict_Next(raw_sums, &at, &key, &entry)) {
+        if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) < 4) {
+            result = Py_False;
+            goto done;
+        }
+        PyObject *calls = PyList_GET_ITEM(entry, 0), *seconds = PyList_GET_ITEM(entry, 1);
+        PyObject *name = PyList_GET_ITEM(entry, 3);
+        if (name == Py_None || !PyLong_CheckExact(calls) || !PyFloat_CheckExact(seconds) ||
+            !(PyUnicode_CheckExact(name) || PyTuple_CheckExact(name))) {
+            result = Py_False;
+            goto done;
+        }
+        int overflow = 0;
+        long long n = PyLong_AsLongLongAndOverflow(calls, &overflow);
+        if (overflow || (n == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            result = Py_False;
+            goto done;
+        }
+        PyObject *found = PyDict_GetItemWithError(names, name);
+        if (found == NULL) {
+            if (PyErr_Occurred()) {
+                goto done;
+            }
+            PyObject *index = PyLong_FromSsize_t(distinct);
+            if (index == NULL || PyDict_SetItem(names, name, index) < 0) {
+                Py_XDECREF(index);
+                goto done;
+            }
+            Py_DECREF(index);
+            sums[distinct].name = name;
+            sums[distinct].calls = n;
+            sums[distinct].seconds = PyFloat_AS_DOUBLE(seconds);
+            distinct++;
+        }
+        else {
+            Sum *sum = sums + PyLong_AsSsize_t(found);
+            if ((n > 0 && sum->calls > LLONG_MAX - n) || (n < 0 && sum->calls < LLONG_MIN - n)) {
+                result = Py_False;
+                goto done;
+            }
+            sum->calls += n;
+            sum->seconds += PyFloat_AS_DOUBLE(seconds);
+        }
+    }
+    /* every entry read: now the batch (only a lack of memory can stop this half way) */
+    for (Py_ssize_t i = 0; i < distinct; i++) {
+        PyObject *calls = PyLong_FromLongLong(sums[i].calls);
+        PyObject *seconds = PyFloat_FromDouble(sums[i].seconds);
+        if (calls == NULL || seconds == NULL) {
+            Py_XDECREF(calls);
+            Py_XDECREF(seconds);
+            goto done;
+        }
+        PyObject *held = PyDict_GetItemWithError(batch, sums[i].name);
+        if (held == NULL) {
+            PyObject *parts = NULL, *value = NULL;
+            if (!PyErr_Occurred() && (parts = PyList_New(1)) != NULL) {
+                PyList_SET_ITEM(parts, 0, seconds);
+                seconds = NULL;
+                value = PyList_New(2);
+            }
+            if (value == NULL) {
+                Py_XDECREF(parts);
+                Py_XDECREF(seconds);
+                Py_DECREF(calls);
+                goto done;
+            }
+            PyList_SET_ITEM(value, 0, calls);
+            PyList_SET_ITEM(value, 1, parts);
+            int rc = PyDict_SetItem(batch, sums[i].name, value);
+            Py_DECREF(value);
+            if (rc < 0) {
+                goto done;
+            }
+            continue;
+        }
+        /* [calls, [seconds...]]: held[0] += calls; held[1].append(seconds) */
+        if (!PyList_CheckExact(held) || PyList_GET_SIZE(held) != 2 ||
+            !PyList_CheckExact(PyList_GET_ITEM(held, 1))) {
+            PyErr_SetString(PyExc_TypeError, "a batch entry is not [calls, [seconds]]");
+            Py_DECREF(calls);
+            Py_DECREF(seconds);
+            goto done;
+        }
+        PyObject *total = PyNumber_Add(PyList_GET_ITEM(held, 0), calls);
+        Py_DECREF(calls);
+        if (total == NULL) {
+            Py_DECREF(seconds);
+            goto done;
+        }
+        PyList_SetItem(held, 0, total); /* (steals total) */
+        int rc = PyList_Append(PyList_GET_ITEM(held, 1), seconds);
+        Py_DECREF(seconds);
+        if (rc < 0) {
+            goto done;
+        }
+    }
+    result = Py_True;
+done:
+    Py_XDECREF(names);
+    PyMem_Free(sums);
+    Py_XINCREF(result);
+    return result;
+}
+
 /* _speedups_diagram.c: the walk of tracetool.diagram.builder.actions_of */
 PyObject *tt_diagram_actions(PyObject *self, PyObject *args);
 PyObject *tt_call_tree(PyObject *self, PyObject *args);
@@ -1879,7 +3273,20 @@ static PyMethodDef methods[] = {
      "subtree_digests(order, leaves, inner, leaf_digest, inner_digest, fold, Action) -> None\n"
      "(tracetool/_speedups_diagram.c)."},
     {"nested_sums", nested_sums, METH_VARARGS,
-     "nested_sums(raw, max_depth, unset, chains=None, namer=None) -> (sums, others, classmap span)\nor None (module doc)."},
+     "nested_sums(raw, max_depth, unset, chains=None, namer=None, strict=False) -> (sums, others,\n"
+     "classmap span) or None (module doc)."},
+    {"add_named", add_named, METH_VARARGS,
+     "add_named(batch, raw_sums) -> whether the named sums were added to the batch (module doc)."},
+    {"trees_holding", trees_holding, METH_VARARGS,
+     "trees_holding(events, calls) -> inspect.scan._trees_holding(events, calls), or None."},
+    {"screen_calls", screen_calls, METH_VARARGS,
+     "screen_calls(events, last, loose) -> inspect.matching.Matcher.screen of a function."},
+    {"tree_walk", tree_walk, METH_VARARGS,
+     "tree_walk(node_type, roots, release) -> tree.preorder(roots), or tree.release(roots)."},
+    {"class_map", class_map, METH_VARARGS,
+     "class_map(roots, by_location, children, data, object_type, extra_keys): ClassMap.from_json."},
+    {"tree_links", tree_links, METH_O,
+     "tree_links(events) -> tracetool.trace.tree.tree_links(events), or None (module doc)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

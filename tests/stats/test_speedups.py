@@ -19,6 +19,7 @@ from tracetool.errors import TraceToolError
 from tracetool.stats import _collect, _scan, directory_stats
 from tracetool.stats._names import process_names
 from tracetool.trace.checks import MAX_DEPTH
+from tracetool.trace.extract import is_recording
 from tracetool.trace.stream import UNSET
 
 try:
@@ -52,6 +53,22 @@ def _overhead(path: Path, raw: bytes, fast: Any) -> str:
 def _scanned(raw: bytes) -> Optional[Any]:
     names = process_names()
     return _scan.scanned_sums(raw, _collect._other_key, names.event_function, names.chain_names)
+
+
+def _strict(raw: bytes) -> Any:
+    """The C's answer validating the bytes itself (as `scanned_sums` calls it for stats)."""
+    return FAST(raw, MAX_DEPTH, UNSET, None, None, True)
+
+
+def _as_simdjson(raw: bytes) -> bool:
+    """Whether the strict scan took the bytes; it takes only what simdjson accepts (the check
+    it replaces), with the answer of the scan that trusts the bytes."""
+    found = _strict(raw)
+    if found is None:
+        return False
+    assert is_recording(raw) is True, raw[:300]
+    assert found == FAST(raw, MAX_DEPTH, UNSET), raw[:300]
+    return True
 
 
 def _same(path: Path, raw: bytes) -> bool:
@@ -102,7 +119,11 @@ def test_random_recordings(tmp_path: Path) -> None:
     path = tmp_path / "r.trace.json"
     taken = 0
     for _ in range(1500):
-        taken += _same(path, orjson.dumps(_document(rng)))
+        raw = orjson.dumps(_document(rng))
+        taken += _same(path, raw)
+        # (the strict scan declines none of these that simdjson and the plain scan take)
+        plain = is_recording(raw) is True and FAST(raw, MAX_DEPTH, UNSET) is not None
+        assert _as_simdjson(raw) == plain
     assert 100 < taken < 1500
 
 
@@ -347,6 +368,7 @@ def test_mutated_bytes(tmp_path: Path) -> None:
         for raw in _mutations(rng, base):
             found = FAST(raw, MAX_DEPTH, UNSET)
             assert found is None or isinstance(found, tuple)
+            _as_simdjson(raw)
             _same(path, raw)
 
 
@@ -362,8 +384,9 @@ def test_any_bytes_never_crash() -> None:
         else:
             raw = b'{"events":[' + b"".join(rng.choice(tokens) for _ in range(rng.randrange(80)))
         for depth in (-1, 0, 3, MAX_DEPTH):
-            found = FAST(raw, depth, UNSET)
-            assert found is None or isinstance(found, tuple)
+            for strict in (False, True):
+                found = FAST(raw, depth, UNSET, None, None, strict)
+                assert found is None or isinstance(found, tuple)
     with pytest.raises(TypeError):
         FAST("not bytes", MAX_DEPTH, UNSET)
 
@@ -511,6 +534,7 @@ def test_escapes_at_every_block_offset(tmp_path: Path) -> None:
         for cut in range(len(raw) - 400, len(raw)):
             found = FAST(raw[:cut], MAX_DEPTH, UNSET)
             assert found is None or isinstance(found, tuple)
+            assert _strict(raw[:cut]) is None
 
 
 @needs_c
@@ -529,3 +553,552 @@ def test_call_ids_that_stop_rising(tmp_path: Path) -> None:
     assert _same(path, nested([b"1", b'"1"', b"2"]))
     assert not _same(path, nested([b"1", b"2", b"3", b"2"]))
     assert not _same(path, nested([b"1", b"7", b'"x"', b"7"]))
+
+
+# -- the strict scan's validation (what simdjson checked before it) -------------------------
+
+# JSON texts simdjson refuses (or the strict scan, tighter), each tried as every kind of value
+# the scan reads or skips
+_REFUSED = [
+    b'"\xff"',
+    b'"\x80"',
+    b'"\xc0\x80"',
+    b'"\xc1\xbf"',
+    b'"\xe0\x80\x80"',
+    b'"\xed\xa0\x80"',
+    b'"\xed\xbf\xbf"',
+    b'"\xf0\x80\x80\x80"',
+    b'"\xf4\x90\x80\x80"',
+    b'"\xf5\x80\x80\x80"',
+    b'"\xe2\x82"',
+    b'"\xe2\x82x"',
+    b'"\xc3"',
+    b'"a\x01b"',
+    b'"\x00"',
+    b'"\t"',
+    b'"\n"',
+    b'"\x1f"',
+    b'"\\ud800"',
+    b'"\\udc00"',
+    b'"\\ud800\\u0041"',
+    b'"\\ud800\\ud800"',
+    b'"\\udbff"',
+    b'"\\x"',
+    b'"\\u12g4"',
+    b'"\\u12"',
+    b'"\\\'"',
+    b'"\\a"',
+    b'"\\0"',
+    b"18446744073709551616",
+    b"99999999999999999999",
+    b"-9223372036854775809",
+    b"100000000000000000000",
+    b"1e400",
+    b"-1e400",
+    b"1.5e999999",
+    b"1" + b"0" * 400 + b".0",
+    b"01",
+    b"-01",
+    b"00",
+    b"1.",
+    b"1.e5",
+    b".5",
+    b"-",
+    b"-a",
+    b"1e",
+    b"1e+",
+    b"1E-",
+    b"+1",
+    b"0x10",
+    b"1.2.3",
+    b"1-2",
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"tru",
+    b"nul",
+    b"falsey",
+    b"True",
+    b"'x'",
+    b"[1,]",
+    b"[,1]",
+    b"[,]",
+    b"[1 2]",
+    b"[true false]",
+    b'{"a":1,}',
+    b'{,"a":1}',
+    b'{"a" 1}',
+    b'{"a":}',
+    b'{"a"}',
+    b"{1:2}",
+    b"{a:1}",
+    b'{"a":1 "b":2}',
+    b'{"a":1;"b":2}',
+    b"[}",
+    b"{]",
+    b'[{"a":1]}',
+    b"[1]]",
+    b"[[1]",
+    b"[\x0b1]",
+    b"[\x0c1]",
+    b"[\xc2\xa01]",
+    b'["\xe2\x80\xa8" 1]',
+    b"[1]x",
+    b"[" * (MAX_DEPTH + 2) + b"]" * (MAX_DEPTH + 2),
+]
+# valid texts the strict scan takes (simdjson does too)
+_TAKEN = [
+    b'"\\ud83d\\ude00"',
+    b'"\\uD83D\\uDE00\\u0041"',
+    '"caf\u00e9 \u20ac \U0001f600 \u07ff \uffff \U0010ffff"'.encode(),
+    b'"\\"\\\\\\/\\b\\f\\n\\r\\t"',
+    b'"\x7f"',
+    b"0",
+    b"-0",
+    b"-0.0",
+    b"0.5",
+    b"1e-05",
+    b"1E+2",
+    b"2.5e-3",
+    b"1e300",
+    b"-1.5e-300",
+    b"9223372036854775807",
+    b"-9223372036854775808",
+    b"18446744073709551615",
+    b"0.1000000000000000055511151231257827",
+    b"[]",
+    b"{}",
+    b' [ 1 , [ ] , { } , { "a" : [ null , true , false ] } ] ',
+    b'{"a":{"b":[{"c":"}]\\"["}]}}',
+]
+
+
+def _placements(value: bytes) -> list[bytes]:
+    """Recordings holding the value where the scan reads it (a key field, the seconds, a SQL
+    query, an HTTP request), where it skips it (a field it does not read, a nested container,
+    the metadata, the classMap, an event it does not pair) and as a key."""
+    plain = _pair({}, {})
+    nested = b'[{"name":"p","value":' + value + b"}]"
+    return [
+        _recording(_pair({"defined_class": value}, {})),
+        _recording(_pair({"method_id": value}, {})),
+        _recording(_pair({}, {"elapsed_instrumentation": value})),
+        _recording(_pair({"id": value}, {})),
+        _recording(_pair({"sql_query": b'{"sql":' + value + b"}"}, {})),
+        _recording(_pair({"http_server_request": b'{"path_info":' + value + b"}"}, {})),
+        _recording(_pair({"message": value}, {})),
+        _recording(_pair({"parameters": nested}, {"return_value": nested})),
+        _recording(_pair({"parameters": b"[" + value + b"]"}, {})),
+        _recording(plain, b'"metadata":{"x":' + value + b"},"),
+        _recording(plain, b'"other":' + value + b","),
+        _recording([*plain, b'{"event":"other","x":' + value + b"}"]),
+        _recording(
+            plain, b'"classMap":[{"name":"a","type":"function","x":' + value + b"}],"
+        ).replace(b'"classMap":' + _CLASS_MAP + b",", b""),
+        _recording(plain).replace(b'"location":"p.rb:1"', b'"location":"p.rb:1","x":' + value),
+        _recording(plain).replace(
+            b'"children":[{"name":"a"', b'"children":[' + value + b',{"name":"a"'
+        ),
+        _recording(plain).replace(b'"version":"1.12"', b'"version":' + value),
+    ]
+
+
+@needs_c
+def test_strict_scan_refuses_what_simdjson_refuses(tmp_path: Path) -> None:
+    """Invalid UTF-8, control characters, bad escapes, lone surrogates, numbers past 64 bits or
+    a double, grammar errors and nesting past the limit, wherever they are (skipped containers
+    too): the strict scan declines (and stats gives the pure-Python answer); the same
+    recordings with a valid value are taken, with the answer of the scan that trusts them."""
+    path = tmp_path / "r.trace.json"
+    for value in _REFUSED:
+        for raw in _placements(value):
+            assert _strict(raw) is None, raw
+            if value in (b'"\\udbff"', b"-1e400"):  # (stats' answer, through `scanned_sums`)
+                _same(path, raw)
+    for value in _TAKEN:
+        taken = 0
+        for raw in _placements(value):
+            taken += _as_simdjson(raw)
+        assert taken >= 6, value
+    for raw in (_recording(_pair({}, {})), _recording(_pair({"sql_query": _SQL[0]}, {}))):
+        assert _as_simdjson(raw)
+        for document in (
+            raw.replace(b'"events":', b'"evs":'),
+            raw.replace(b'"events":[', b'"events":{"x":[').replace(b"]}", b"]}}"),
+            raw + b"\x00",
+            raw + b"}",
+            raw[:-1],
+            b"\xef\xbb\xbf" + raw,
+            b"[" + raw + b"]",
+        ):
+            assert _strict(document) is None, document
+
+
+@needs_c
+def test_strict_scan_mutations(tmp_path: Path) -> None:
+    """Bytes flipped, inserted or cut anywhere in recordings whose skipped containers hold
+    strings, numbers and escapes: the strict scan takes only what simdjson accepts, with the
+    answer of the scan that trusts the bytes."""
+    rng = random.Random(1188)
+    special = b'"\\{}[],:0123456789-+.eEu tfnrl\x00\x01\x1f\x7f\x80\xbf\xc0\xc3\xe2\xed\xf0\xf4\xff'
+    extras = [b"\\ud83d\\ude00", b"\\u00e9", "é€😀".encode(), b"1e-05", b"-0.5", b"true"]
+    bases = [
+        _recording(
+            _pair(
+                {
+                    "parameters": b'[{"name":"a\\"b","value":"x\\u0041\xc3\xa9","n":[1,-2.5e-3,null]}]'
+                },
+                {"return_value": b'{"class":"S","value":"\\ud83d\\ude00 \xe2\x82\xac"}'},
+            )
+        )
+    ]
+    bases += [orjson.dumps(_document(rng)) for _ in range(10)]
+    taken = 0
+    for base in bases:
+        _as_simdjson(base)
+        for _ in range(400):
+            raw = bytearray(base)
+            for _ in range(rng.randrange(1, 3)):
+                at = rng.randrange(len(raw) + 1)
+                choice = rng.random()
+                if choice < 0.4:
+                    raw[at:at] = bytes([rng.choice(special)])
+                elif choice < 0.6 and at < len(raw):
+                    raw[at] = rng.choice(special)
+                elif choice < 0.8:
+                    raw[at:at] = rng.choice(extras)
+                else:
+                    del raw[at : at + rng.randrange(1, 6)]
+            taken += _as_simdjson(bytes(raw))
+    assert taken > 100
+
+
+# -- inspect's tree links ------------------------------------------------------------------
+
+
+def _events(rng: random.Random) -> list[Any]:
+    """Random events: calls and returns on a few threads, returns naming their call, another
+    open or closed call, an unknown one or none, ids that are equal across types (1, 1.0,
+    True), missing fields, other kinds."""
+    ids: list[Any] = [1, 2, 3, 1.0, True, "1", "a", None, -5, 2**70]
+    threads: list[Any] = [1, 2, "1", None, 1.0, "MISSING"]
+    events: list[Any] = []
+    for number in range(rng.randrange(60)):
+        choice = rng.random()
+        event: dict[str, Any]
+        if choice < 0.45:
+            event = {"event": "call", "id": rng.choice([*ids, number, number + 0.5])}
+        elif choice < 0.9:
+            event = {"event": "return", "id": number}
+            parent = rng.random()
+            if parent < 0.5 and events:
+                event["parent_id"] = rng.choice(events).get("id")
+            elif parent < 0.7:
+                event["parent_id"] = rng.choice(ids)
+            elif parent < 0.85:
+                event["parent_id"] = None
+        else:
+            event = {"event": rng.choice(["other", None, 1, "Call", "call ", "returns"])}
+            event["id"] = number
+        thread = rng.choice(threads)
+        if thread != "MISSING":
+            event["thread_id"] = thread
+        if rng.random() < 0.05:
+            del event["event"]
+        events.append(event)
+    return events
+
+
+@needs_c
+def test_tree_links_as_python() -> None:
+    """`_speedups.tree_links` gives `trace.tree.tree_links`'s links of any dict events, raises
+    what it raises (an unhashable id or thread), and declines (None) events that are not dicts."""
+    from tracetool.inspect import scan
+    from tracetool.trace.tree import tree_links
+
+    rng = random.Random(4242)
+    for _ in range(3000):
+        events = _events(rng)
+        assert _speedups.tree_links(events) == tree_links(events), events
+        calls = [i for i, e in enumerate(events) if e.get("event") == "call"]
+        for chosen in (calls, calls[:1], calls[-1:], calls[::3], []):
+            fast = scan._trees_holding(events, chosen)
+            saved, scan._TREES_HOLDING = scan._TREES_HOLDING, None
+            try:
+                assert fast == scan._trees_holding(events, chosen)
+            finally:
+                scan._TREES_HOLDING = saved
+    raised = 0
+    for bad in ({"id": [1]}, {"thread_id": {}}, {"parent_id": [2]}):
+        for kind in ("call", "return"):
+            events = [{"event": "call", "id": 1, "thread_id": 1}, {"event": kind, **bad}]
+            try:
+                expected = tree_links(events)
+            except TypeError:
+                raised += 1
+                with pytest.raises(TypeError):
+                    _speedups.tree_links(events)
+            else:
+                assert _speedups.tree_links(events) == expected
+    assert raised == 4
+    assert _speedups.tree_links([]) == []
+    assert _speedups.tree_links([{"event": "call"}, ["not a dict"]]) is None
+    assert _speedups.trees_holding([{"event": "call"}, ["not a dict"]], [0]) is None
+    with pytest.raises(TypeError):
+        _speedups.tree_links(({"event": "call"},))
+    with pytest.raises(ValueError):
+        _speedups.trees_holding([{"event": "call"}, {"event": "x"}], [1])
+
+
+# -- batch sums of named recordings --------------------------------------------------------
+
+
+@needs_c
+def test_add_named_as_add_recording() -> None:
+    """`OverheadPartial.add_named` (the C) of recordings whose every sum the scan named adds to
+    a batch exactly what `add_recording` of `named_sums` adds (the same counts, the same
+    per-recording seconds, a name made of several raw keys summed in their order); it adds
+    nothing and says so when an entry is not named."""
+    import copy
+
+    rng = random.Random(5)
+    names = process_names()
+    raws = [p.read_bytes() for p in corpus_recordings()[:30]]
+    raws += [orjson.dumps(_document(rng)) for _ in range(300)]
+    raws += [_recording(_pair({field: value}, {})) for field in _CALL_FIELDS for value in _VALUES]
+    raws += [_recording(_pair({"sql_query": sql}, {})) for sql in _SQL]
+    raws += [_recording(_pair({"http_server_request": http}, {})) for http in _HTTP]
+    fast, plain = _collect.OverheadPartial(), _collect.OverheadPartial()
+    taken = declined = 0
+    for raw in raws:
+        scanned = _scan.scanned_sums(
+            raw, _collect._other_key, names.event_function, names.chain_names
+        )
+        if scanned is None:
+            continue
+        before = copy.deepcopy(fast.sums)
+        if fast.add_named(scanned[0]):
+            taken += 1
+            plain.add_recording(_collect._scanned_named(scanned, names))
+            continue
+        declined += 1
+        assert fast.sums == before
+        sums = _collect._scanned_named(scanned, names)
+        fast.add_recording(sums)
+        plain.add_recording(sums)
+    assert taken > 100 and declined > 0
+    assert fast.files == plain.files
+    assert list(fast.sums.items()) == list(plain.sums.items())
+    batch: dict[Any, Any] = {"f": [1, [0.5]]}
+    for raw_sums in (
+        {("k",): [1, 0.5, (0, 1)]},
+        {("k",): [1, 0.5, (0, 1), None]},
+        {("k",): [1, "0.5", (0, 1), "f"]},
+        {("k",): [1.0, 0.5, (0, 1), "f"]},
+        {("k",): [2**70, 0.5, (0, 1), "f"]},
+        {("k",): [1, 0.5, (0, 1), "f"], ("j",): [1, 0.5, (0, 1), b"x"]},
+        {("k",): (1, 0.5, (0, 1), "f")},
+    ):
+        assert _speedups.add_named(batch, raw_sums) is False
+        assert batch == {"f": [1, [0.5]]}
+    assert _speedups.add_named(
+        batch, {("k",): [2, 0.25, (0, 1), "f"], ("j",): [1, 0.5, (0, 1), "f"]}
+    )
+    assert _speedups.add_named(batch, {("k",): [1, 1.0, (0, 1), ("SELECT 1", "")]})
+    assert batch == {"f": [4, [0.5, 0.75]], ("SELECT 1", ""): [1, [1.0]]}
+    with pytest.raises(TypeError):
+        _speedups.add_named({"f": [1, 0.5]}, {("k",): [1, 0.5, (0, 1), "f"]})
+
+
+@needs_c
+def test_screen_calls_as_python() -> None:
+    """`_speedups.screen_calls` keeps the calls `Matcher.screen` keeps for a function: any
+    `method_id` (a name holding the last component or not, one `loose` empties, missing, null,
+    a number, a container), any kind of event; None for events that are not dicts."""
+    from tracetool.inspect import matching
+    from tracetool.inspect.refs import parse_code_object
+
+    rng = random.Random(77)
+    methods: list[Any] = ["find", "find_by", "refind", "Find", "save", "", "#", ".", "::", " "]
+    methods += [None, 7, 1.5, True, ["find"], {"find": 1}, "MISSING", "f\u00efnd", "x.find"]
+    for ident in (
+        "function:app/models/User.find",
+        "function:a/b#save",
+        "function:x.find",
+        "function:7",
+    ):
+        matcher = matching.Matcher(parse_code_object(ident))
+        for _ in range(300):
+            events: list[Any] = []
+            for _ in range(rng.randrange(30)):
+                event: dict[str, Any] = {"event": rng.choice(["call", "call", "return", None, 1])}
+                method = rng.choice(methods)
+                if method != "MISSING":
+                    event["method_id"] = method
+                events.append(event)
+            fast = matcher.screen(events)
+            saved, matching._SCREEN_CALLS = matching._SCREEN_CALLS, None
+            try:
+                assert fast == matcher.screen(events), (ident, events)
+            finally:
+                matching._SCREEN_CALLS = saved
+    assert _speedups.screen_calls([{"event": "call"}, 1], "find", str) is None
+    with pytest.raises(ZeroDivisionError):
+        _speedups.screen_calls([{"event": "call", "method_id": "x"}], "find", lambda n: 1 / 0)
+
+
+def _shape(builder: Any) -> Any:
+    """A builder's trees, dicts and stacks, with nodes named by their calls' positions."""
+    from tracetool.trace.tree import preorder
+
+    every = preorder(builder.roots) + [n for s in builder.stacks.values() for n in s]
+    every += list(builder.nodes.values())
+    name = {id(n): n.call["at"] for n in every}
+
+    def node(n: Any) -> Any:
+        if n is None:
+            return None
+        parent = None if n.parent is None else name[id(n.parent)]
+        ret = None if n.ret is None else n.ret["at"]
+        return (name[id(n)], ret, parent, [name[id(c)] for c in n.children], n._open)
+
+    return (
+        [node(n) for n in preorder(builder.roots)],
+        [(k, name[id(n)]) for k, n in builder.nodes.items()],
+        [(k, [name[id(n)] for n in s]) for k, s in builder.stacks.items()],
+        None if builder.created is None else [name[id(n)] for n in builder.created],
+    )
+
+
+@needs_c
+def test_inspect_builds_trees_as_call_tree_builder() -> None:
+    """inspect's `_add` (`_speedups.call_tree`) builds what `CallTreeBuilder.add` builds from
+    the same dict events, fed whole or in blocks: the same nodes, links, returns, open flags,
+    id and thread dicts."""
+    from tracetool.inspect import scan
+    from tracetool.trace.tree import CallTreeBuilder
+
+    rng = random.Random(2024)
+    for _ in range(2000):
+        events = _events(rng)
+        for at, event in enumerate(events):
+            event["at"] = at
+        cuts = sorted(rng.sample(range(len(events) + 1), min(len(events) + 1, rng.randrange(3))))
+        blocks = [events[a:b] for a, b in zip([0, *cuts], [*cuts, len(events)])]
+        built = []
+        for fast in (True, False):
+            builder = CallTreeBuilder()
+            saved, scan._CALL_TREE = scan._CALL_TREE, (scan._CALL_TREE if fast else None)
+            try:
+                for block in blocks:
+                    scan._add(builder, block)
+            finally:
+                scan._CALL_TREE = saved
+            built.append(_shape(builder))
+        assert built[0] == built[1], events
+
+
+@needs_c
+def test_tree_walk_as_preorder_and_release() -> None:
+    """`_speedups.tree_walk` (inspect's `walk` and `unlink`) gives `preorder`'s nodes and
+    leaves the nodes as `release` does."""
+    from tracetool.inspect.context import unlink, walk
+    from tracetool.trace.tree import CallNode, CallTreeBuilder, preorder, release
+
+    rng = random.Random(31)
+    for _ in range(1000):
+        events = _events(rng)
+        for at, event in enumerate(events):
+            event["at"] = at
+        trees = []
+        for _ in range(2):
+            builder = CallTreeBuilder()
+            builder.add(events)
+            trees.append(builder)
+        fast, plain = trees
+        assert [n.call["at"] for n in walk(fast.roots)] == [
+            n.call["at"] for n in preorder(plain.roots)
+        ]
+        some = fast.roots[1:3]
+        assert walk(tuple(some)) == preorder(some)
+        nodes, plain_nodes = preorder(fast.roots), preorder(plain.roots)
+        unlink(fast.roots)
+        release(plain.roots)
+        assert all(n.parent is None and n.children == [] for n in nodes + plain_nodes)
+        assert [n.call["at"] for n in walk(fast.roots)] == [n.call["at"] for n in fast.roots]
+    assert _speedups.tree_walk(CallNode, [], False) == []
+    assert _speedups.tree_walk(CallNode, [], True) is None
+    with pytest.raises(TypeError):
+        _speedups.tree_walk(CallNode, 7, False)
+
+
+def _class_map_shape(cmap: Any) -> Any:
+    """A ClassMap's objects (in creation order), keys, roots and locations, with objects named
+    by their creation order."""
+    objects = list(cmap._children.values())
+    index = {id(o): n for n, o in enumerate(objects)}
+    index[id(None)] = -1
+
+    def obj(o: Any) -> Any:
+        fields = (o.type, o.name, o.location, o.static, o.labels, o.extra, o._id, o._fqid)
+        return (*fields, index[id(o.parent)], [index[id(c)] for c in o.children])
+
+    return (
+        [obj(o) for o in objects],
+        [(index[k[0]] if k[0] in index else "?", k[1], k[2]) for k in cmap._children],
+        [index[id(o)] for o in cmap.roots],
+        [(k, [index[id(o)] for o in v]) for k, v in cmap.by_location.items()],
+        cmap._by_fqid,
+        [o.fqid for o in objects],
+    )
+
+
+def _random_items(rng: random.Random, depth: int = 0) -> list[Any]:
+    types: list[Any] = ["package", "class", "function", "", None, 7, "MISSING", "http"]
+    names: list[Any] = ["a", "b", "A", "", None, 1, True, "MISSING", "x/y"]
+    items: list[Any] = []
+    for _ in range(rng.randrange(6 if depth < 3 else 2)):
+        if rng.random() < 0.05:
+            items.append(rng.choice([1, "x", None, []]))
+            continue
+        item: dict[str, Any] = {}
+        for key, choices in (
+            ("type", types),
+            ("name", names),
+            ("location", ["p.rb:1", "p.rb:2", "", None, 3, "MISSING"]),
+            ("static", [True, False, None, 1, 0, "", "MISSING"]),
+            ("labels", [["l1"], ["l2", "l1", "l1"], "l3", [1, None], None, 5, "MISSING"]),
+            ("comment", ["c", None, "MISSING", "MISSING"]),
+            ("sql", ["SELECT 1", "MISSING", "MISSING"]),
+        ):
+            value = rng.choice(choices)
+            if value != "MISSING":
+                item[key] = value
+        if rng.random() < 0.6:
+            item["children"] = _random_items(rng, depth + 1) if rng.random() < 0.9 else {"x": 1}
+        items.append(item)
+    return items
+
+
+@needs_c
+def test_class_map_as_from_json(corpus: Path) -> None:
+    """`_speedups.class_map` (inspect's `read_class_map`) makes what `ClassMap.from_json` makes:
+    the same objects with the same fields, keys, order, labels merged and extras kept for
+    repeated items, locations, of the corpus's classMaps and of random ones."""
+    from tracetool.inspect.context import read_class_map
+    from tracetool.trace.codeobjects import ClassMap
+
+    datas = [orjson.loads(p.read_bytes()).get("classMap") for p in corpus_recordings()[:40]]
+    rng = random.Random(606)
+    datas += [_random_items(rng) for _ in range(1500)]
+    # repeated items: labels merged, extras overwritten, functions told apart by static/location
+    datas += [rng.choice(datas[40:]) * 2 for _ in range(100)]
+    made = 0
+    for data in datas:
+        if not isinstance(data, list):
+            continue
+        fast, plain = read_class_map(data), ClassMap.from_json(data)
+        assert _class_map_shape(fast) == _class_map_shape(plain), data
+        made += len(fast._children)
+    assert made > 3000
+    assert read_class_map({"not": "a list"})._by_fqid == {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tracetool import accel
 from tracetool.inspect.refs import CodeObjectRef
 from tracetool.trace.codeobjects import CodeObject, function_call_key
 from tracetool.trace.tree import CallNode
@@ -21,6 +22,9 @@ from tracetool.trace.tree import CallNode
 if TYPE_CHECKING:
     from tracetool.inspect.context import CodeObjects
 
+
+# `screen` of a function in C (`tracetool._speedups`), or None
+_SCREEN_CALLS = accel.function("screen_calls")
 
 # the field every call of these types that matches holds
 _SCREENED = {
@@ -83,6 +87,10 @@ class Matcher:
         from tracetool.identifiers import loose
 
         last = self.last
+        if _SCREEN_CALLS is not None:  # (the same, in C)
+            found = _SCREEN_CALLS(events, last, loose)
+            if found is not None:
+                return found  # type: ignore[no-any-return]
         return [
             i
             for i, e in enumerate(events)

@@ -21,17 +21,17 @@ from typing import Any, Optional, TypedDict
 
 import msgspec
 
+from tracetool import accel
 from tracetool.errors import TraceToolError
-from tracetool.inspect.context import CodeObjects, Notable, context
+from tracetool.inspect.context import CodeObjects, Notable, context, read_class_map, unlink, walk
 from tracetool.inspect.matching import Matcher
 from tracetool.inspect.refs import CodeObjectRef, Match
 from tracetool.inspect.sql_names import ANALYZE, IndexedSql, IndexReader, SqlNames
-from tracetool.trace.codeobjects import ClassMap
 from tracetool.trace.document import TraceDocument, from_data, gc_paused, parse
 from tracetool.trace.reader import guarded
 from tracetool.trace.slim import _Request
 from tracetool.trace.stream import open_stream, read_small
-from tracetool.trace.tree import CallNode, CallTreeBuilder, preorder, release, tree_links
+from tracetool.trace.tree import CallNode, CallTreeBuilder, tree_links
 
 
 def recording_name(path: Path, trace_dir: Path) -> str:
@@ -117,7 +117,7 @@ def find_in(
             if calls is not None:
                 # the matches, decided on the events: only the trees holding one are built
                 if calls:
-                    cos = CodeObjects(ClassMap.from_json(doc.class_map), names)
+                    cos = CodeObjects(read_class_map(doc.class_map), names)
                     calls = [i for i in calls if matcher.matches_call(events[i], cos)]
                 if not calls:
                     _drop(cos)
@@ -160,7 +160,7 @@ def _matches_in(
     pending: list[CallNode] = []  # the nodes of the calls `screen` kept, not searched yet
     try:
         for block, calls in blocks:
-            builder.add(block)
+            _add(builder, block)
             pending.extend(_nodes_of(builder, block, calls))
             if len(nodes) > HELD_CALLS:
                 roots = builder.take_finished()
@@ -169,14 +169,14 @@ def _matches_in(
                 if now:
                     pending = [n for n in pending if id(_root(n)) not in taken]
                     if cos is None:
-                        cos = CodeObjects(ClassMap.from_json(class_map), names)
+                        cos = CodeObjects(read_class_map(class_map), names)
                 _search(roots, now, cos, recording, matcher, matches)
         if pending:
             if cos is None:
-                cos = CodeObjects(ClassMap.from_json(class_map), names)
+                cos = CodeObjects(read_class_map(class_map), names)
         _search(builder.roots, pending, cos, recording, matcher, matches, last=True)
     finally:
-        release(builder.roots)
+        unlink(builder.roots)
         _drop(cos)
     return matches
 
@@ -195,12 +195,39 @@ def _drop(cos: CodeObjects | None) -> None:
 FEW_MATCHES = 128
 
 
+# `_trees_holding` and `CallTreeBuilder.add` in C (`tracetool._speedups`), or None
+_TREES_HOLDING = accel.function("trees_holding")
+_CALL_TREE = accel.function("call_tree")
+
+
+def _add(builder: CallTreeBuilder, block: list[dict[str, Any]]) -> None:
+    """`builder.add(block)`, by the accelerator where it is built (dict events in a list; a
+    builder without `created`)."""
+    fast = _CALL_TREE
+    if (
+        fast is not None
+        and block
+        and block.__class__ is list
+        and block[0].__class__ is dict
+        and builder.created is None
+    ):
+        done = fast(block, builder.roots, builder.nodes, builder.stacks, CallNode, dict.get, 0)
+        if done is not NotImplemented:
+            return
+    builder.add(block)
+
+
 def _trees_holding(
     events: list[dict[str, Any]], calls: list[int]
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """The events of the call trees holding these calls (positions in `events`), with the
     calls' positions among them: searched alone, those trees are built as in the whole tree
-    (`tree_links`), and the others cannot match."""
+    (`tree_links`), and the others cannot match. By the accelerator where it is built."""
+    fast = _TREES_HOLDING
+    if fast is not None:
+        found = fast(events, calls)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
     links = tree_links(events)
     wanted = {links[i] for i in calls}
     if len(wanted) == 1:
@@ -230,7 +257,7 @@ def _nodes_of(
         node = nodes.get(call.get("id"))
         if node is None or node.call is not call:  # an id held twice: the plain way
             wanted = {id(c) for c in events}
-            return [n for n in preorder(builder.roots) if id(n.call) in wanted]
+            return [n for n in walk(builder.roots) if id(n.call) in wanted]
         out.append(node)
     return out
 
@@ -268,7 +295,7 @@ def _search(
                 continue
             # a match's context lies within its own tree: index the trees that hold a match
             # (a tree's nodes only when it holds two, as most hold one, or its names go)
-            nodes = preorder((root,)) if len(found) > 1 or not last else None
+            nodes = walk((root,)) if len(found) > 1 or not last else None
             if nodes is not None:
                 searched.extend(nodes)
                 ids = {id(n) for n in found}
@@ -285,7 +312,7 @@ def _search(
             for node in searched:
                 pop(node, None)
     finally:
-        release(roots)
+        unlink(roots)
 
 
 class InspectEvent(TypedDict, total=False):

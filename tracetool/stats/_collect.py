@@ -32,6 +32,7 @@ from typing import Any, Optional, Union
 import msgspec
 import orjson
 
+from tracetool import accel
 from tracetool.errors import TraceToolError
 from tracetool.stats import _scan
 from tracetool.stats._names import Names, process_names
@@ -86,6 +87,15 @@ class OverheadPartial:
                 entry[1].append(seconds)
         self.files += 1
 
+    def add_named(self, raw_sums: dict[Any, list[Any]]) -> bool:
+        """`add_recording` of `named_sums(raw_sums)` when the accelerator has named every entry
+        (`_speedups.add_named`, in C); False, and nothing added, when it has not (or is not
+        built)."""
+        if _ADD_NAMED is None or not _ADD_NAMED(self.sums, raw_sums):
+            return False
+        self.files += 1
+        return True
+
     def merge(self, other: OverheadPartial) -> None:
         for key, (count, parts) in other.sums.items():
             entry = self.sums.get(key)
@@ -97,6 +107,8 @@ class OverheadPartial:
         self.files += other.files
         self.warnings.extend(other.warnings)
 
+
+_ADD_NAMED = accel.function("add_named")
 
 # (defined_class, method_id, path, lineno, static): what identifies a function call
 _function_key: Callable[[EventHead], tuple[Any, ...]] = operator.attrgetter(
@@ -212,14 +224,20 @@ def _paired_sums(events: Iterable[EventHead]) -> dict[Any, list[Any]]:
 
 
 def _file_overhead(
-    path: Path, names: Names, raw_bytes: Optional[bytes] = None
-) -> dict[Key, list[float]]:
+    path: Path,
+    names: Names,
+    raw_bytes: Optional[bytes] = None,
+    batch: Optional[OverheadPartial] = None,
+) -> Optional[dict[Key, list[float]]]:
+    """The recording's sums (`named_sums`), or None when they went to `batch` already (`add_named`)."""
     if raw_bytes is None and _scan.available():
         raw_bytes = read_small(path)  # (None when streamed: big files keep their reader)
     if raw_bytes is not None:
-        sums = scanned_overhead(raw_bytes, names)
-        if sums is not None:
-            return sums
+        scanned = _scan.scanned_sums(raw_bytes, _other_key, names.event_function, names.chain_names)
+        if scanned is not None:
+            if batch is not None and batch.add_named(scanned[0]):
+                return None
+            return _scanned_named(scanned, names)
     stream = open_stream(path, header_keys=("classMap",), heads=True, raw=raw_bytes)
     # Sum under a raw key first (cheap: a tuple of the call's identifying fields) and name each
     # distinct key once at the end; a function call is identified by its defined_class,
@@ -240,8 +258,11 @@ def scanned_overhead(
     scanned = _scan.scanned_sums(
         raw, _other_key, names.event_function, names.chain_names, validated
     )
-    if scanned is None:
-        return None
+    return None if scanned is None else _scanned_named(scanned, names)
+
+
+def _scanned_named(scanned: tuple[Any, Any, memoryview], names: Names) -> dict[Key, list[float]]:
+    """`named_sums` of `_scan.scanned_sums`' answer."""
     found, class_map, view = scanned
     samples = _scan.Samples(view)
     return named_sums(found, names.recording(class_map), samples.dict_of, samples.head)
@@ -305,11 +326,12 @@ def overhead_batch(paths: list[Path]) -> OverheadPartial:
         for path in paths:
             try:
                 with guarded(path):
-                    sums = _file_overhead(path, names)
+                    sums = _file_overhead(path, names, batch=partial)
             except TraceToolError as exc:
                 partial.warnings.append(f"skipped {exc}")
                 continue
-            partial.add_recording(sums)
+            if sums is not None:  # (else added already, all at once)
+                partial.add_recording(sums)
     return partial
 
 
@@ -320,6 +342,7 @@ def file_overhead(path: Path, raw_bytes: Optional[bytes] = None) -> list[list[An
     file's bytes when already read. Raises `TraceToolError` for a file stats would skip."""
     with gc_paused(), guarded(path):
         sums = _file_overhead(path, process_names(), raw_bytes)
+    assert sums is not None  # (no batch)
     return overhead_rows(sums)
 
 
