@@ -1082,10 +1082,10 @@ def _random_items(rng: random.Random, depth: int = 0) -> list[Any]:
 
 @needs_c
 def test_class_map_as_from_json(corpus: Path) -> None:
-    """`_speedups.class_map` (inspect's `read_class_map`) makes what `ClassMap.from_json` makes:
+    """`_speedups.class_map` (`accel.class_map`) makes what `ClassMap.from_json` makes:
     the same objects with the same fields, keys, order, labels merged and extras kept for
     repeated items, locations, of the corpus's classMaps and of random ones."""
-    from tracetool.inspect.context import read_class_map
+    from tracetool.accel import class_map as read_class_map
     from tracetool.trace.codeobjects import ClassMap
 
     datas = [orjson.loads(p.read_bytes()).get("classMap") for p in corpus_recordings()[:40]]

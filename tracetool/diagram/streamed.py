@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracetool import accel
 from tracetool.diagram.builder import (
     ActionFactory,
     Actors,
@@ -47,7 +48,7 @@ from tracetool.diagram.builder import (
 from tracetool.diagram.model import Action, Actor
 from tracetool.errors import TraceFormatError
 from tracetool.filters.apply import BindState, bind_calls
-from tracetool.trace.codeobjects import ClassMap, CodeObject
+from tracetool.trace.codeobjects import CodeObject
 from tracetool.trace.document import reuse_freed_buffers
 from tracetool.trace.slim import SlimEvent
 from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, file_size, open_stream
@@ -123,7 +124,7 @@ def stream_diagram(
     if not stream.streamed:
         return None
     reuse_freed_buffers()  # both passes read the file a block at a time
-    cmap = ClassMap.from_json(stream.class_map)
+    cmap = accel.class_map(stream.class_map)
     state = BindState(cmap, sql_names=bool(options.expand or options.exclude))
     # every bound code object by number (from 0), with where `build_diagram`'s walk first
     # meets it: the position of its call's root, then of the call (`CallPairing`)

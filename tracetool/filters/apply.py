@@ -139,7 +139,7 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
                 u if isinstance(u := updates.get(str(e.get("id"))), _UPDATES) else e for e in events
             ]
         tree = call_tree(events)
-        cmap = ClassMap.from_json(doc.class_map)
+        cmap = accel.class_map(doc.class_map)
         static = {id(o) for o in cmap}
         nodes, cos = bind_nodes(tree.roots, cmap, BindState(cmap, sql_names))
         code_objects = dict(zip(map(id, nodes), cos))

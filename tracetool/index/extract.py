@@ -31,7 +31,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracetool import route_model, sql
+from tracetool import accel, route_model, sql
 from tracetool.filters import Bound
 from tracetool.filters.apply import call_tree
 from tracetool.index.canonical import Canonical, bound_class_map
@@ -49,7 +49,7 @@ from tracetool.index.rows import (
     plain_row,
     route_template,
 )
-from tracetool.trace import ClassMap, TraceDocument
+from tracetool.trace import TraceDocument
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import DATABASE_ROOT, CodeObject
 from tracetool.trace.normalize import apply_event_updates
@@ -154,7 +154,7 @@ class Extractor:
     """
 
     def __init__(self, class_map: Any) -> None:
-        self.cmap = ClassMap.from_json(class_map)
+        self.cmap = accel.class_map(class_map)
         self.static = set(map(id, self.cmap.objects()))
         self.doc = TraceDocument({})
         self.out = Extract(recording={})

@@ -15,27 +15,13 @@ import msgspec
 
 from tracetool import accel
 from tracetool.inspect.sql_names import ANALYZE, SqlNames
-from tracetool.trace import codeobjects
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import ClassMap, CodeObject, function_call_key
 from tracetool.trace.tree import CallNode, preorder, release
 
-# `preorder` and `release` of call trees, `ClassMap.from_json`, in C (`tracetool._speedups`),
-# or None
+# `preorder` and `release` of call trees in C (`tracetool._speedups`), or None
 _TREE_WALK = accel.function("tree_walk")
 _PREORDER_CALLS = accel.function("preorder_calls")
-_CLASS_MAP = accel.function("class_map")
-
-
-def read_class_map(data: Any) -> ClassMap:
-    """`ClassMap.from_json(data)`, by the accelerator where it is built (a list)."""
-    fast = _CLASS_MAP
-    if fast is None or data.__class__ is not list:
-        return ClassMap.from_json(data)
-    cmap = ClassMap()
-    cmap._by_fqid = None  # (built when first asked for, as `from_json` leaves it)
-    fast(cmap.roots, cmap.by_location, cmap._children, data, CodeObject, codeobjects._EXTRA_KEYS)
-    return cmap
 
 
 def walk(roots: Any) -> list[CallNode]:

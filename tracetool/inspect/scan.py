@@ -23,7 +23,7 @@ import msgspec
 
 from tracetool import accel
 from tracetool.errors import TraceToolError
-from tracetool.inspect.context import CodeObjects, Notable, context, read_class_map, unlink, walk
+from tracetool.inspect.context import CodeObjects, Notable, context, unlink, walk
 from tracetool.inspect.matching import Matcher
 from tracetool.inspect.refs import CodeObjectRef, Match
 from tracetool.inspect.sql_names import ANALYZE, IndexedSql, IndexReader, SqlNames
@@ -117,7 +117,7 @@ def find_in(
             if calls is not None:
                 # the matches, decided on the events: only the trees holding one are built
                 if calls:
-                    cos = CodeObjects(read_class_map(doc.class_map), names)
+                    cos = CodeObjects(accel.class_map(doc.class_map), names)
                     calls = [i for i in calls if matcher.matches_call(events[i], cos)]
                 if not calls:
                     _drop(cos)
@@ -169,11 +169,11 @@ def _matches_in(
                 if now:
                     pending = [n for n in pending if id(_root(n)) not in taken]
                     if cos is None:
-                        cos = CodeObjects(read_class_map(class_map), names)
+                        cos = CodeObjects(accel.class_map(class_map), names)
                 _search(roots, now, cos, recording, matcher, matches)
         if pending:
             if cos is None:
-                cos = CodeObjects(read_class_map(class_map), names)
+                cos = CodeObjects(accel.class_map(class_map), names)
         _search(builder.roots, pending, cos, recording, matcher, matches, last=True)
     finally:
         unlink(builder.roots)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tracetool import accel
 from tracetool.errors import TraceToolError
 from tracetool.inspect.refs import CodeObjectRef
 from tracetool.trace import events as ev
-from tracetool.trace.codeobjects import ClassMap
 from tracetool.trace.reader import find_trace_files, guarded
 from tracetool.trace.stream import open_stream
 
@@ -53,7 +53,7 @@ def known_identifiers(
                 with guarded(file):
                     # a big recording is streamed: its classMap is read, its events only here
                     doc = open_stream(file, header_keys=("classMap",), event_updates=False)
-                    cmap = ClassMap.from_json(doc.class_map)
+                    cmap = accel.class_map(doc.class_map)
                     for co in cmap:
                         if co.type == wanted:
                             seen.setdefault(co.fqid, None)

@@ -170,11 +170,17 @@ class ClassMap:
         return found
 
     @classmethod
-    def from_json(cls, data: Any) -> ClassMap:
+    def from_json(cls, data: Any, fill: Any = None) -> ClassMap:
+        """The code objects of a document's `classMap` (nothing unless it is a list). `fill`:
+        the same walk in C (`tracetool.accel.class_map` passes it; the agent never does),
+        which this walk stays the reference of."""
         cmap = cls()
         if not isinstance(data, list):
             return cmap
         cmap._by_fqid = None  # built when first asked for
+        if fill is not None and data.__class__ is list:
+            fill(cmap.roots, cmap.by_location, cmap._children, data, CodeObject, _EXTRA_KEYS)
+            return cmap
         stack: list[tuple[Any, CodeObject | None]] = [(item, None) for item in reversed(data)]
         pop, extend, child = stack.pop, stack.extend, cmap.child
         while stack:

@@ -35,7 +35,7 @@ from typing import Any
 
 import msgspec
 
-from tracetool import filters
+from tracetool import accel, filters
 from tracetool.errors import TraceFormatError
 from tracetool.filters import FilterState
 from tracetool.filters.apply import BindState, bind_calls, class_map_of
@@ -221,7 +221,7 @@ def _plan(stream: TraceStream, stamp: tuple[int, int]) -> _Plan | None:
     data = stream.before()
     if data is None:
         return None
-    plan = _Plan(stream, data, ClassMap.from_json(stream.class_map))
+    plan = _Plan(stream, data, accel.class_map(stream.class_map))
     plan.stamp = stamp
     pairing = CallPairing()
     blocks = _Blocks(stream)
