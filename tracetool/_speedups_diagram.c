@@ -627,7 +627,7 @@ callee_for(const Context *c, PyObject *co, PyObject *co_id)
     else {
         if (PyErr_Occurred())
             return NULL;
-        callee = PyObject_CallFunctionObjArgs(c->callee_of, co, c->actors, c->digests_only, NULL);
+        callee = PyObject_CallFunctionObjArgs(c->callee_of, co, c->actors, NULL);
         if (callee != NULL && PyDict_SetItem(c->callees, co_id, callee) < 0)
             Py_CLEAR(callee);
     }

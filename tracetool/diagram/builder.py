@@ -201,7 +201,7 @@ def actions_of(
         if kept is None or id(node) in kept:
             callee = callees.get(id(co))
             if callee is None:
-                callee = callees[id(co)] = callee_of(co, actors, digests_only)
+                callee = callees[id(co)] = callee_of(co, actors)
         else:
             callee = _LEFT_OUT
         actor = callee[0]
@@ -440,17 +440,17 @@ class ActionFactory:
         self.rpcs: dict[tuple[Any, ...], tuple[str, str, Any]] = {}  # `_rpc`
 
     @staticmethod
-    def callee(
-        co: CodeObject, actors: Actors, any_kind: bool = False
-    ) -> tuple[Actor | None, bool, str, bool]:
+    def callee(co: CodeObject, actors: Actors) -> tuple[Actor | None, bool, str, bool]:
         """What `actions_of` needs of a call's code object: its actor (`Actors.actor_for`),
         whether a call bound to it may be a SQL or HTTP one, its name and static flag.
 
         `bind` binds every SQL call to a `query` object and every HTTP one to a `route` or
         `external-route` (`ClassMap.code_object_for`, the unnamed query, the function cache
-        keyed by SQL-or-client), so other code objects' calls are plain functions; with
-        `any_kind` (code objects bound some other way: the indexer's) every call is looked at."""
-        special = any_kind or co.type in _SPECIAL_TYPES
+        keyed by SQL-or-client), and so does the indexer (`tracetool.index.extract`: a call
+        with `sql_query` to the `query` of its normalized SQL, an HTTP one by
+        `code_object_for`), so other code objects' calls are plain functions. (A plain call
+        bound to one of these types is still made right, only by the slower special path.)"""
+        special = co.type in _SPECIAL_TYPES
         return actors.actor_for(co), special, co.name, co.static
 
     def special_call(
