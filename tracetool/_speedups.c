@@ -3258,6 +3258,117 @@ PyObject *tt_preorder_calls(PyObject *self, PyObject *args);
 PyObject *tt_uml_lines(PyObject *self, PyObject *args);
 PyObject *tt_subtree_digests(PyObject *self, PyObject *args);
 
+/* ------------------------------------------------------------------ huge-number pre-check
+ *
+ * `huge_number_risk(buffer)`: `tracetool.trace.checks.maybe_huge_number` of a whole text, with
+ * the GIL released, so a reader may run it in a thread beside a decode that holds the GIL.
+ * The same classes (`_NUMBER_CLASSES`: digit `0`, `e`/`E` `e`, `.` and `-` kept, `:` for
+ * `:,[]{}` and white space, `x` for the rest, `+` dropped) and the same two tests on them: a
+ * run of 309 digits; an `e` followed by three or more digits and then a separator or the end,
+ * whose preceding run of `0.-` is not empty and starts the text or follows a separator. The
+ * Python function reads texts over 8 MB in overlapping 1 MB pieces, whose edges can only add
+ * alarms; this reads the text whole, as the Python function does up to 8 MB. */
+
+enum { HN_DIGIT, HN_EXP, HN_KEEP, HN_SEP, HN_OTHER, HN_DROP };
+
+static unsigned char hn_class[256];
+
+static void
+hn_init(void)
+{
+    static int done = 0;
+    if (done)
+        return;
+    for (int b = 0; b < 256; b++)
+        hn_class[b] = HN_OTHER;
+    for (int b = '0'; b <= '9'; b++)
+        hn_class[b] = HN_DIGIT;
+    const char *seps = ":,[]{} \t\r\n";
+    for (const char *c = seps; *c; c++)
+        hn_class[(unsigned char)*c] = HN_SEP;
+    hn_class['e'] = hn_class['E'] = HN_EXP;
+    hn_class['.'] = hn_class['-'] = HN_KEEP;
+    hn_class['+'] = HN_DROP;
+    done = 1;
+}
+
+static int
+hn_scan(const unsigned char *p, Py_ssize_t n)
+{
+    Py_ssize_t digits = 0;     /* digits in a row */
+    Py_ssize_t run = 0;        /* characters of `0.-` in a row */
+    int run_ok = 0;            /* that run starts the text or follows a separator */
+    int prev = HN_SEP;         /* the class before this character (the start counts as one) */
+    int in_exp = 0;            /* after an `e` that ends a candidate run */
+    Py_ssize_t exp_digits = 0; /* digits since that `e` */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int c = hn_class[p[i]];
+        if (c == HN_OTHER) {
+            /* most of a recording (names, text): ends every run and candidate; skipped in a
+             * tight loop */
+            while (i + 1 < n && hn_class[p[i + 1]] == HN_OTHER)
+                i++;
+            digits = run = 0;
+            in_exp = 0;
+            prev = HN_OTHER;
+            continue;
+        }
+        if (c == HN_DROP)
+            continue;
+        if (c == HN_DIGIT) {
+            if (++digits >= 309)
+                return 1;
+        }
+        else
+            digits = 0;
+        if (in_exp) {
+            if (c == HN_DIGIT) {
+                exp_digits++;
+                prev = c;
+                continue;
+            }
+            if (c == HN_SEP && exp_digits >= 3)
+                return 1;
+            in_exp = 0;
+            /* (the digits after the `e` were a run of `0` behind an `e`: not a candidate) */
+            run = exp_digits;
+            run_ok = 0;
+        }
+        switch (c) {
+        case HN_DIGIT:
+        case HN_KEEP:
+            if (run++ == 0)
+                run_ok = prev == HN_SEP;
+            break;
+        case HN_EXP:
+            in_exp = run > 0 && run_ok;
+            exp_digits = 0;
+            run = 0;
+            break;
+        default:
+            run = 0;
+        }
+        prev = c;
+    }
+    return in_exp && exp_digits >= 3;
+}
+
+static PyObject *
+huge_number_risk(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    hn_init();
+    int found;
+    Py_BEGIN_ALLOW_THREADS
+    found = hn_scan((const unsigned char *)view.buf, view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
+}
+
 static PyMethodDef methods[] = {
     {"diagram_actions", tt_diagram_actions, METH_VARARGS,
      "diagram_actions(call_roots, cos, kept, order, digests_only, context) -> root actions\n"
@@ -3285,6 +3396,8 @@ static PyMethodDef methods[] = {
      "tree_walk(node_type, roots, release) -> tree.preorder(roots), or tree.release(roots)."},
     {"class_map", class_map, METH_VARARGS,
      "class_map(roots, by_location, children, data, object_type, extra_keys): ClassMap.from_json."},
+    {"huge_number_risk", huge_number_risk, METH_O,
+     "huge_number_risk(buffer) -> trace.checks.maybe_huge_number of the whole text, GIL released."},
     {"tree_links", tree_links, METH_O,
      "tree_links(events) -> tracetool.trace.tree.tree_links(events), or None (module doc)."},
     {NULL, NULL, 0, NULL}};

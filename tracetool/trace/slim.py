@@ -25,11 +25,16 @@ Contract:
   other top-level key (`pruneFilter`…) unless `extras=False`: finding those takes a second scan
   of the file (a tenth of a second on 60 MB), which readers that never look at them (diagrams)
   skip.
+- What msgspec leaves unchecked (`tracetool.trace.checks.unchecked_defect`: UTF-8, numbers past
+  a double) is checked before decoding; for a big ASCII text the accelerator's huge-number scan
+  runs in a thread beside the decode instead (it releases the GIL, so on a second core the check
+  costs no wall time), and a text it flags gets the same verdict before anything is returned.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +43,9 @@ from typing import Any, ClassVar, Optional, TypedDict, Union
 import msgspec
 import orjson
 
+from tracetool import accel
 from tracetool.errors import TraceFormatError
-from tracetool.trace.checks import unchecked_defect
+from tracetool.trace.checks import bytes_defect, unchecked_defect
 from tracetool.trace.document import (
     TraceDocument,
     dumps,
@@ -317,10 +323,18 @@ def parse_slim(
     structs: bool = False,
     checked: bool = False,
 ) -> SlimDocument:
-    if not checked:
-        defect = unchecked_defect(data)  # what msgspec skips unchecked (tracetool.trace.checks)
-        if defect is not None:
-            raise TraceFormatError(f"{source}: {defect}")
+    beside: _Beside | None = None
+    if checked:
+        pass
+    elif (
+        _HUGE_NUMBER_RISK is not None
+        and data.__class__ is bytes
+        and len(data) >= _BESIDE_MIN
+        and data.isascii()  # (UTF-8 then, and the huge-number scan is the whole check)
+    ):
+        beside = _Beside(data)
+    else:
+        _check(data, source)
     shape = _MinimalDoc if minimal else _StructDoc if structs else _Doc
     decoder = _decoder(shape)
     try:
@@ -333,9 +347,13 @@ def parse_slim(
                 if key not in _KNOWN:
                     obj[key] = msgspec.json.decode(value)  # type: ignore[literal-required]
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        if beside is not None:
+            beside.settle(source)
         if shape is _StructDoc:  # (an event that is not an object, a null `event`…) as dicts
             return parse_slim(data, source, raw=raw, path=path, extras=extras, checked=True)
         return _fallback(path, data, source, raw)  # the full loader decides, in the shared words
+    if beside is not None:
+        beside.settle(source)
     events = obj.get("events") if isinstance(obj, dict) else None
     if events is not None:
         # kept out of from_data's check that every event is a dict: structs (`minimal`), or
@@ -355,6 +373,44 @@ def parse_slim(
                 if key in slim.raw_updates:
                     update.raw = slim.raw_updates[key]
     return slim
+
+
+def _check(data: bytes, source: str) -> None:
+    defect = unchecked_defect(data)  # what msgspec skips unchecked (tracetool.trace.checks)
+    if defect is not None:
+        raise TraceFormatError(f"{source}: {defect}")
+
+
+# `checks.maybe_huge_number` of a whole text in C, the GIL released (module doc), or None
+_HUGE_NUMBER_RISK = accel.function("huge_number_risk")
+_BESIDE_MIN = 4 << 20  # below this, starting a thread costs about what the check does
+
+
+class _Beside:
+    """The huge-number scan of an ASCII text, run in a thread while the caller decodes it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.flagged: bool | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="huge-number-check", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.flagged = bool(_HUGE_NUMBER_RISK(self.data))
+        except BaseException as exc:  # (MemoryError…) re-raised in the caller by settle
+            self.error = exc
+
+    def settle(self, source: str) -> None:
+        """Wait for the scan; raise what `unchecked_defect` would have found before decoding."""
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        if self.flagged:
+            defect = bytes_defect(self.data)  # the referee's verdict, as `unchecked_defect`
+            if defect is not None:
+                raise TraceFormatError(f"{source}: {defect}")
 
 
 def _fallback(path: Path | None, data: bytes, source: str, raw: bool) -> SlimDocument:
