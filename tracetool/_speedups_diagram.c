@@ -1266,6 +1266,32 @@ tt_subtree_digests(PyObject *self, PyObject *args)
 
 /* ------------------------------------------------------------------ PlantUML lines */
 
+/* `stack.append((child, depth + 1, in_loop))` for `children` in reverse (the walk pops them in
+ * order); -1 with an exception set on failure. */
+static int
+push_children(PyObject *stack, PyObject *children, PyObject *depth, PyObject *in_loop)
+{
+    Py_ssize_t n = PyList_GET_SIZE(children);
+    if (n == 0)
+        return 0;
+    PyObject *one = PyLong_FromLong(1);
+    PyObject *deeper = one == NULL ? NULL : PyNumber_Add(depth, one);
+    Py_XDECREF(one);
+    if (deeper == NULL)
+        return -1;
+    for (Py_ssize_t i = n; i-- > 0 && i < PyList_GET_SIZE(children);) {
+        PyObject *pushed = PyTuple_Pack(3, PyList_GET_ITEM(children, i), deeper, in_loop);
+        if (pushed == NULL || PyList_Append(stack, pushed) < 0) {
+            Py_XDECREF(pushed);
+            Py_DECREF(deeper);
+            return -1;
+        }
+        Py_DECREF(pushed);
+    }
+    Py_DECREF(deeper);
+    return 0;
+}
+
 /* uml_lines(stack, lines, memo, limit, Action) -> None: `tracetool.diagram.plantuml._batch_lines`'
  * loop for the items it makes of memoized texts only, until the stack is empty, `lines` holds
  * `limit` lines, or the next item needs Python (left on the stack): a closing line (a str) is
@@ -1387,24 +1413,8 @@ uml_function(PyObject *stack, PyObject *lines, PyObject *item, PyObject *heads, 
         if (PyList_Append(stack, response_line) < 0)
             goto done;
     }
-    Py_ssize_t n = PyList_GET_SIZE(children);
-    if (n) {
-        PyObject *one = PyLong_FromLong(1);
-        PyObject *deeper = one == NULL ? NULL : PyNumber_Add(depth, one);
-        Py_XDECREF(one);
-        if (deeper == NULL)
-            goto done;
-        for (Py_ssize_t i = n; i-- > 0 && i < PyList_GET_SIZE(children);) {
-            PyObject *pushed = PyTuple_Pack(3, PyList_GET_ITEM(children, i), deeper, in_loop);
-            if (pushed == NULL || PyList_Append(stack, pushed) < 0) {
-                Py_XDECREF(pushed);
-                Py_DECREF(deeper);
-                goto done;
-            }
-            Py_DECREF(pushed);
-        }
-        Py_DECREF(deeper);
-    }
+    if (push_children(stack, children, depth, in_loop) < 0)
+        goto done;
     rc = 1;
 done:
     Py_XDECREF(caller_id);
@@ -1529,24 +1539,8 @@ uml_query(PyObject *stack, PyObject *lines, PyObject *item, PyObject *labels,
         if (failed)
             goto done;
     }
-    Py_ssize_t n = PyList_GET_SIZE(children);
-    if (n) {
-        PyObject *one = PyLong_FromLong(1);
-        PyObject *deeper = one == NULL ? NULL : PyNumber_Add(depth, one);
-        Py_XDECREF(one);
-        if (deeper == NULL)
-            goto done;
-        for (Py_ssize_t i = n; i-- > 0 && i < PyList_GET_SIZE(children);) {
-            PyObject *pushed = PyTuple_Pack(3, PyList_GET_ITEM(children, i), deeper, in_loop);
-            if (pushed == NULL || PyList_Append(stack, pushed) < 0) {
-                Py_XDECREF(pushed);
-                Py_DECREF(deeper);
-                goto done;
-            }
-            Py_DECREF(pushed);
-        }
-        Py_DECREF(deeper);
-    }
+    if (push_children(stack, children, depth, in_loop) < 0)
+        goto done;
     rc = 1;
 done:
     Py_XDECREF(name);
