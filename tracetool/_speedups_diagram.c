@@ -82,19 +82,24 @@ static const char *const slot_names[N_SLOTS] = {
 static PyTypeObject *action_type = NULL; /* a strong reference, the class the offsets are of */
 static Py_ssize_t offsets[N_SLOTS];
 
-/* The offsets of `type`'s slots, once per class; 0 when they are known, 1 when `type` is not a
- * class with these object slots (declined), -1 on an error. */
+/* The offsets of `names`, object slots of `type` (a class whose instances this file fills in
+ * place), into `out`, and a new reference to the class in `*cached`: 0 when they are known (or
+ * `type` is `*cached` already), 1 when `type` is not a class with such slots (declined, nothing
+ * changed), -1 on an error. */
 static int
-learn_action_type(PyObject *type)
+learn_slots(PyObject *type, const char *const *names, int n, Py_ssize_t *out,
+            PyTypeObject **cached)
 {
-    if ((PyTypeObject *)type == action_type)
+    if ((PyTypeObject *)type == *cached)
         return 0;
     if (!PyType_Check(type))
         return 1;
     PyTypeObject *t = (PyTypeObject *)type;
-    Py_ssize_t found[N_SLOTS];
-    for (int i = 0; i < N_SLOTS; i++) {
-        PyObject *d = PyObject_GetAttrString(type, slot_names[i]);
+    Py_ssize_t found[32];
+    if (n > 32)
+        return 1;
+    for (int i = 0; i < n; i++) {
+        PyObject *d = PyObject_GetAttrString(type, names[i]);
         if (d == NULL) {
             if (!PyErr_ExceptionMatches(PyExc_AttributeError))
                 return -1;
@@ -116,10 +121,17 @@ learn_action_type(PyObject *type)
     }
     if (t->tp_alloc == NULL || t->tp_itemsize != 0)
         return 1;
-    memcpy(offsets, found, sizeof(offsets));
+    memcpy(out, found, sizeof(Py_ssize_t) * (size_t)n);
     Py_INCREF(type);
-    Py_XSETREF(action_type, t);
+    Py_XSETREF(*cached, t);
     return 0;
+}
+
+/* `Action`'s slot offsets (`learn_slots`) */
+static int
+learn_action_type(PyObject *type)
+{
+    return learn_slots(type, slot_names, N_SLOTS, offsets, &action_type);
 }
 
 #define SLOT(obj, i) (*(PyObject **)((char *)(obj) + offsets[i]))
@@ -882,41 +894,11 @@ node_set(PyObject *node, int i, PyObject *name, PyObject *value)
     return 0;
 }
 
+/* `CallNode`'s slot offsets (`learn_slots`) */
 static int
 learn_node_type(PyObject *type)
 {
-    if ((PyTypeObject *)type == node_type)
-        return 0;
-    if (!PyType_Check(type))
-        return 1;
-    PyTypeObject *t = (PyTypeObject *)type;
-    Py_ssize_t found[N_NODE_SLOTS];
-    for (int i = 0; i < N_NODE_SLOTS; i++) {
-        PyObject *d = PyObject_GetAttrString(type, node_slot_names[i]);
-        if (d == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-                return -1;
-            PyErr_Clear();
-            return 1;
-        }
-        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyDescrObject *)d)->d_type == t &&
-                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
-                 !(((PyMemberDescrObject *)d)->d_member->flags & READONLY);
-        if (ok) {
-            found[i] = ((PyMemberDescrObject *)d)->d_member->offset;
-            ok = found[i] >= (Py_ssize_t)sizeof(PyObject) &&
-                 found[i] + (Py_ssize_t)sizeof(PyObject *) <= t->tp_basicsize;
-        }
-        Py_DECREF(d);
-        if (!ok)
-            return 1;
-    }
-    if (t->tp_alloc == NULL || t->tp_itemsize != 0)
-        return 1;
-    memcpy(node_offsets, found, sizeof(node_offsets));
-    Py_INCREF(type);
-    Py_XSETREF(node_type, t);
-    return 0;
+    return learn_slots(type, node_slot_names, N_NODE_SLOTS, node_offsets, &node_type);
 }
 
 static int
