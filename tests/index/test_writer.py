@@ -1,0 +1,104 @@
+"""Writer.put: a recording the database refuses leaves no row behind, in a cold load (undone by
+deleting its rows) and after that (under a savepoint), and the others are indexed as usual."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.index.conftest import rows, run
+from tracetool.index import indexer
+from tracetool.index.worker import Indexed, Result, Task
+
+TABLES = (
+    "recordings",
+    "recordings_fts",
+    "http_requests",
+    "sql_queries",
+    "function_calls",
+    "exceptions",
+    "log_messages",
+    "recording_code_objects",
+    "overhead",
+    "code_objects",
+    "query_tables",
+)
+
+
+def _contents(qdb: Path) -> dict[str, Any]:
+    """Every table by content, recording ids replaced by paths (ids depend on the order)."""
+    path = dict(rows(qdb, "SELECT id, path FROM recordings"))
+    code = dict(rows(qdb, "SELECT id, fqid FROM code_objects"))
+    out: dict[str, Any] = {
+        "recordings": sorted(r[1:] for r in rows(qdb, "SELECT id, path, name FROM recordings")),
+        "fts": sorted(
+            (path[r[0]], *r[1:]) for r in rows(qdb, "SELECT rowid, * FROM recordings_fts")
+        ),
+        "code_objects": sorted(
+            r[1:] for r in rows(qdb, "SELECT * FROM code_objects")
+        ),  # (id first)
+        "query_tables": sorted((n, code[c]) for n, c in rows(qdb, "SELECT * FROM query_tables")),
+        "recording_code_objects": sorted(
+            (path[r], code[c])
+            for c, r in rows(qdb, "SELECT code_object_id, recording_id FROM recording_code_objects")
+        ),
+    }
+    c = code.get  # (None stays None)
+    out["http_requests"] = sorted(
+        (path[r[1]], *r[2:]) for r in rows(qdb, "SELECT * FROM http_requests")
+    )
+    out["sql_queries"] = sorted(
+        (path[r], e, q, c(co), ms, c(caller))
+        for _, r, e, q, co, ms, caller in rows(qdb, "SELECT * FROM sql_queries")
+    )
+    out["exceptions"] = sorted(
+        (path[r[1]], *r[2:7], c(r[7])) for r in rows(qdb, "SELECT * FROM exceptions")
+    )
+    out["log_messages"] = sorted(
+        (path[r], e, q, level, c(logger), c(caller), message)
+        for _, r, e, q, level, logger, caller, message in rows(qdb, "SELECT * FROM log_messages")
+    )
+    out["function_calls"] = sorted(
+        (path[r[0]], code[r[1]], *r[2:]) for r in rows(qdb, "SELECT * FROM function_calls")
+    )
+    out["overhead"] = sorted((path[r], s) for r, s in rows(qdb, "SELECT * FROM overhead"))
+    return out
+
+
+@pytest.mark.parametrize("refused", [1, 2])
+def test_refused_recordings_leave_no_rows(
+    shop: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused: int
+) -> None:
+    names = sorted(p.relative_to(shop).as_posix() for p in shop.rglob("*.trace.json"))
+    bad = names[:refused]  # the first is undone by deletes, the second under a savepoint
+    real = indexer.process
+
+    def process(task: Task, threshold: int | None = None) -> Result:
+        result = real(task, threshold)
+        if task.relpath in bad:
+            assert isinstance(result, Indexed)
+            # Refused by the last insert of its rows (a list where text belongs), after all
+            # the others went in.
+            assert result.data.queries and result.data.functions
+            result.data.fts = (*result.data.fts[:5], ["not", "text"])
+        return result
+
+    monkeypatch.setattr(indexer, "process", process)
+    qdb = tmp_path / "db" / "query.db"
+    result = run(shop, qdb)
+    assert sorted(s.path for s in result.skipped) == bad
+    assert sorted(result.added) == names[refused:]
+
+    clean = tmp_path / "clean"
+    shutil.copytree(shop, clean)
+    for name in bad:
+        (clean / name).unlink()
+    monkeypatch.setattr(indexer, "process", real)
+    expected = tmp_path / "db2" / "query.db"
+    run(clean, expected)
+    assert _contents(qdb) == _contents(expected)
+    assert rows(qdb, "PRAGMA integrity_check") == [("ok",)]
+    assert rows(qdb, "INSERT INTO recordings_fts(recordings_fts) VALUES ('integrity-check')") == []
