@@ -12,6 +12,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import orjson
@@ -275,12 +276,16 @@ class Writer:
         else:
             rid = self._adding = int(conn.execute(_INSERT_RECORDING, values).lastrowid or 0)
         items = data.items
-        ids = {fqid: self._code_id(fqid, items) for fqid in items}
+        codes = self._codes
+        for fqid in [f for f in items if f not in codes]:  # (in order: ids are assigned)
+            self._code_id(fqid, items)
+        cids = list(map(codes.__getitem__, items))
         conn.executemany(
             "INSERT INTO recording_code_objects (code_object_id, recording_id) VALUES (?, ?)",
-            [(cid, rid) for cid in ids.values()],
+            zip(cids, repeat(rid)),
         )
-        self._touched.update(cid for cid in ids.values() if cid is not None)
+        self._touched.update(cids)
+        ids = dict(zip(items, cids))
         # fqid (or None) -> code object id, by plain subscription: the rows below name code
         # objects hundreds of thousands of times, nearly always one of `items`.
         code = _CodeIds(ids, self._code_id, items)
