@@ -321,3 +321,11 @@ def test_http_actions_cached_by_plain_fields_only(monkeypatch: pytest.MonkeyPatc
     cached = rendered()
     monkeypatch.setattr(builder, "_rpc_key", lambda *args: None)
     assert cached == rendered()
+
+
+def test_diagram_size_counts_every_action() -> None:
+    # `len(diagram)` (counted a level at a time) is the number of actions `walk` visits
+    for path in corpus_recordings():
+        for loops in (True, False):
+            diagram = build_diagram(load(path), DiagramOptions(loops=loops))
+            assert len(diagram) == sum(1 for _ in diagram.walk()), path

@@ -45,7 +45,7 @@ from tracetool.diagram.builder import (
     included_code_objects,
     live_code_objects,
 )
-from tracetool.diagram.model import Action, Actor
+from tracetool.diagram.model import Action, Actor, count_actions
 from tracetool.errors import TraceFormatError
 from tracetool.filters.apply import BindState, bind_calls
 from tracetool.trace.codeobjects import CodeObject
@@ -103,7 +103,7 @@ class StreamedDiagram:
                 del cos[id(node)]
             release(roots, trees.nodes)
             finish(actions, self.options)
-            self.actions += _count(actions)
+            self.actions += count_actions(actions)
             if actions:
                 yield actions
         if done != len(codes):
@@ -168,13 +168,3 @@ def _blocks(stream: TraceStream) -> Iterator[list[Any]]:
     if BLOCK:  # (tests: blocks of a few events)
         return blocks_of(itertools.chain.from_iterable(stream.event_blocks()), BLOCK)
     return stream.event_blocks()
-
-
-def _count(roots: list[Action]) -> int:
-    count = 0
-    stack = list(roots)
-    while stack:
-        action = stack.pop()
-        count += 1
-        stack.extend(action.children)
-    return count
