@@ -96,7 +96,11 @@ def root_digests(bound: Bound) -> list[str]:
     subtree digests are computed before folding)."""
     with gc_paused():
         diagram = _build(bound, DiagramOptions(loops=False), None, digests_only=True)
-    return [a.subtree_digest for a in diagram.root_actions]
+        digests = [a.subtree_digest for a in diagram.root_actions]
+        # freed while the GC is paused (its actions hold no cycle): alive when it resumes,
+        # they would count towards a collection that then walks them all
+        del diagram
+    return digests
 
 
 def release(bound: Bound) -> None:

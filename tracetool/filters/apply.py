@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import operator
 import re
 from collections.abc import Iterable
@@ -333,15 +334,25 @@ def unnamed_query(cmap: ClassMap) -> CodeObject:
 
 def without_sql_names(bound: Bound) -> Bound:
     """`bound` as `bind(doc, sql_names=False)` binds it: every SQL call to `unnamed_query`
-    (same tree and classMap; the code-object map is a copy)."""
-    unnamed = None  # made on the first SQL call: a classMap without SQL stays as it is
+    (same tree and classMap; the code-object maps are copies)."""
+    nodes = bound.nodes
+    # which calls are SQL ones, without a Python-level step per call (the indexer's digest
+    # runs this for every recording)
+    sql = list(map(operator.contains, map(_CALL, nodes), itertools.repeat("sql_query")))
     cos = dict(bound.code_objects)
-    for node in bound.nodes:
-        if "sql_query" in node.call:
-            if unnamed is None:
-                unnamed = unnamed_query(bound.cmap)
-            cos[id(node)] = unnamed
-    return Bound(bound.doc, bound.events, bound.nodes, bound.roots, bound.cmap, bound.static, cos)
+    # (kept in pre-order too when `bound` has it: the diagram walk reads it in order)
+    in_order = None if bound.node_code_objects is None else list(bound.node_code_objects)
+    if any(sql):  # (else no unnamed query: a classMap without SQL stays as it is)
+        unnamed = unnamed_query(bound.cmap)
+        for index in itertools.compress(range(len(nodes)), sql):
+            cos[id(nodes[index])] = unnamed
+            if in_order is not None:
+                in_order[index] = unnamed
+    roots = bound.roots
+    return Bound(bound.doc, bound.events, nodes, roots, bound.cmap, bound.static, cos, in_order)
+
+
+_CALL = operator.attrgetter("call")
 
 
 def has_patterns(state: FilterState) -> bool:
