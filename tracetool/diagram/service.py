@@ -135,8 +135,9 @@ def json_stream(
             text = orjson.dumps(
                 [roots[start : start + batch]], option=_INDENT, default=json_default
             )
-            body = text[5:-6]
-            yield body if first else b"," + body
+            if not first:
+                yield b","  # (on its own: the body is not copied once more behind it)
+            yield text[5:-6]
             first = False
     yield b"]\n}" if first else b"\n  ]\n}"
 
