@@ -220,6 +220,9 @@ def parents_first(roots: list[Action]) -> list[Action]:
 class Diagram:
     actors: list[Actor] = field(default_factory=list)
     root_actions: list[Action] = field(default_factory=list)
+    # how many actions the builder made (`len` as built; None once changed, e.g. `collapse`d):
+    # the count without a walk over every action
+    built_size: int | None = field(default=None, compare=False, repr=False)
 
     def walk(self) -> Iterator[tuple[Action, int]]:
         for root in self.root_actions:

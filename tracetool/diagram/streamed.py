@@ -45,7 +45,7 @@ from tracetool.diagram.builder import (
     included_code_objects,
     live_code_objects,
 )
-from tracetool.diagram.model import Action, Actor, count_actions
+from tracetool.diagram.model import Action, Actor
 from tracetool.errors import TraceFormatError
 from tracetool.filters.apply import BindState, bind_calls
 from tracetool.trace.codeobjects import CodeObject
@@ -102,8 +102,7 @@ class StreamedDiagram:
             for node in trees.nodes:
                 del cos[id(node)]
             release(roots, trees.nodes)
-            finish(actions, self.options)
-            self.actions += count_actions(actions)
+            self.actions += finish(actions, self.options)
             if actions:
                 yield actions
         if done != len(codes):
