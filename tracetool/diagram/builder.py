@@ -448,9 +448,7 @@ class ActionFactory:
         # function calls by flat keys (`_return_key` spelled out for the usual return values)
         self.callees: dict[int, tuple[Actor | None, bool, str, bool]] = {}
         self.plain: dict[tuple[Any, ...], tuple[str, Any, Any, list[str] | None]] = {}
-        # `_rpc`'s results: keyed by values alone (`_rpc_key`), so shared by every factory of
-        # the process (a worker digests many recordings of the same application)
-        self.rpcs = _shared(_RPCS)
+        self.rpcs: dict[tuple[Any, ...], tuple[str, str, Any]] = {}  # `_rpc`
 
     @staticmethod
     def callee(co: CodeObject, actors: Actors) -> tuple[Actor | None, bool, str, bool]:
@@ -759,8 +757,8 @@ def _subtree_digests(
         order = parents_first(roots)
     # Inner subtrees repeat too (most of a big recording's): they are hashed once per
     # (digest, child subtree digests), a tuple of strings whose hashes Python has cached.
-    # (keyed by strings alone: shared by every diagram of the process, as `digests`' caches)
-    leaves, inner = _shared(_LEAVES), _shared(_INNER)
+    leaves: dict[str, str] = {}
+    inner: dict[tuple[str, ...], str] = {}
     folder = (fold if tally is None else functools.partial(fold, tally=tally)) if loops else None
     if _SUBTREES is not None:  # the same loop in C (`tracetool/_speedups_diagram.c`)
         _SUBTREES(order, leaves, inner, _leaf_digest, _inner_digest, folder, Action)
@@ -781,22 +779,6 @@ def _subtree_digests(
             action.subtree_digest = found
             if loops and len(children) >= 2:
                 action.children = folder(children)  # type: ignore[misc]
-
-
-# Caches keyed by values alone (strings, integers, null), shared by the diagrams a process
-# builds: `ActionFactory._rpc`'s results and `_subtree_digests`' digests. Each is emptied when
-# it holds `_SHARED_MAX` entries, so a long-lived worker's memory stays bounded.
-_RPCS: dict[tuple[Any, ...], tuple[str, str, Any]] = {}
-_LEAVES: dict[str, str] = {}
-_INNER: dict[tuple[str, ...], str] = {}
-_SHARED_MAX = 1 << 16
-
-
-def _shared(cache: dict[Any, Any]) -> dict[Any, Any]:
-    """`cache`, emptied first when full (above)."""
-    if len(cache) >= _SHARED_MAX:
-        cache.clear()
-    return cache
 
 
 def _leaf_digest(own: str) -> str:
