@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import operator
 import re
 from collections.abc import Iterable
@@ -335,24 +334,19 @@ def unnamed_query(cmap: ClassMap) -> CodeObject:
 def without_sql_names(bound: Bound) -> Bound:
     """`bound` as `bind(doc, sql_names=False)` binds it: every SQL call to `unnamed_query`
     (same tree and classMap; the code-object maps are copies)."""
-    nodes = bound.nodes
-    # which calls are SQL ones, without a Python-level step per call (the indexer's digest
-    # runs this for every recording)
-    sql = list(map(operator.contains, map(_CALL, nodes), itertools.repeat("sql_query")))
+    unnamed = None  # made on the first SQL call: a classMap without SQL stays as it is
     cos = dict(bound.code_objects)
     # (kept in pre-order too when `bound` has it: the diagram walk reads it in order)
     in_order = None if bound.node_code_objects is None else list(bound.node_code_objects)
-    if any(sql):  # (else no unnamed query: a classMap without SQL stays as it is)
-        unnamed = unnamed_query(bound.cmap)
-        for index in itertools.compress(range(len(nodes)), sql):
-            cos[id(nodes[index])] = unnamed
+    for index, node in enumerate(bound.nodes):
+        if "sql_query" in node.call:
+            if unnamed is None:
+                unnamed = unnamed_query(bound.cmap)
+            cos[id(node)] = unnamed
             if in_order is not None:
                 in_order[index] = unnamed
-    roots = bound.roots
+    nodes, roots = bound.nodes, bound.roots
     return Bound(bound.doc, bound.events, nodes, roots, bound.cmap, bound.static, cos, in_order)
-
-
-_CALL = operator.attrgetter("call")
 
 
 def has_patterns(state: FilterState) -> bool:
