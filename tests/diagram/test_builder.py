@@ -14,6 +14,7 @@ from tracetool.diagram import (
     DiagramOptions,
     bound_digest,
     build_diagram,
+    builder,
     from_json,
     roots_digest,
     to_json,
@@ -321,3 +322,48 @@ def test_http_actions_cached_by_plain_fields_only(monkeypatch: pytest.MonkeyPatc
     cached = rendered()
     monkeypatch.setattr(builder, "_rpc_key", lambda *args: None)
     assert cached == rendered()
+
+
+@pytest.mark.parametrize("accelerated", [True, False])
+def test_diagram_size_counts_every_action(
+    accelerated: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `len(diagram)` (counted a level at a time) is the number of actions `walk` visits, and
+    # so is the builder's count (`built_size`, kept as loops fold), with the C subtree pass
+    # and without it
+    if not accelerated:
+        monkeypatch.setattr(builder, "_SUBTREES", None)
+    for path in corpus_recordings():
+        for loops in (True, False):
+            diagram = build_diagram(load(path), DiagramOptions(loops=loops))
+            assert len(diagram) == sum(1 for _ in diagram.walk()), path
+            assert diagram.built_size == len(diagram), path
+    names = ["root", "f", "g", "h", "i", "x"]
+    functions = [
+        {"type": "function", "name": n, "location": f"a.py:{i}", "static": False}
+        for i, n in enumerate(names)
+    ]
+    cmap = [{"type": "package", "name": "app", "children": [
+        {"type": "class", "name": "A", "children": functions}]}]  # fmt: skip
+    doc = {"version": "1.12", "metadata": {}, "classMap": cmap, "events": _looping_events(names)}
+    diagram = build_diagram(from_data(doc, "<loops>"))
+    assert diagram.built_size == len(diagram) == sum(1 for _ in diagram.walk())
+    assert any(a.node_type == LOOP for a, _ in diagram.walk())
+
+
+def _looping_events(names: list[str]) -> list[dict[str, Any]]:
+    """Calls whose children repeat in windows of 1 to 3, nested: loops in loops."""
+    events: list[dict[str, Any]] = []
+    ids = iter(range(1, 100000))
+
+    def call(name: str, inner: list[str]) -> None:
+        n = next(ids)
+        events.append({"id": n, "event": "call", "thread_id": 1, "defined_class": "A",
+                       "method_id": name, "path": "a.py", "lineno": names.index(name),
+                       "static": False})  # fmt: skip
+        for child in inner:
+            call(child, ["g", "g", "h"] if child == "f" else [])
+        events.append({"id": next(ids), "event": "return", "thread_id": 1, "parent_id": n})
+
+    call("root", ["f", "f", "f", "g", "h", "g", "h", "x", "g", "h", "i", "g", "h", "i", "f"])
+    return events

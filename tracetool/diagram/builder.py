@@ -27,6 +27,7 @@ Contract (reference/appmap.md §3.3):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -96,7 +97,11 @@ def root_digests(bound: Bound) -> list[str]:
     subtree digests are computed before folding)."""
     with gc_paused():
         diagram = _build(bound, DiagramOptions(loops=False), None, digests_only=True)
-    return [a.subtree_digest for a in diagram.root_actions]
+        digests = [a.subtree_digest for a in diagram.root_actions]
+        # freed while the GC is paused (its actions hold no cycle): alive when it resumes,
+        # they would count towards a collection that then walks them all
+        del diagram
+    return digests
 
 
 def release(bound: Bound) -> None:
@@ -129,14 +134,20 @@ def _build(
     roots = actions_of(
         bound.roots, bound.code_objects, actors, factory, kept, digests_only, order, in_order
     )
-    finish(roots, options, order)
-    return Diagram(actors.sorted(), roots)
+    size = finish(roots, options, order)
+    return Diagram(actors.sorted(), roots, built_size=size)
 
 
-def finish(roots: list[Action], options: DiagramOptions, order: list[Action] | None = None) -> None:
-    """Subtree digests, then loops folded (below each root action: nothing spans two roots).
-    `order`: every action of the trees, parents before children, when the caller has it."""
-    _subtree_digests(roots, order, options.loops)
+def finish(roots: list[Action], options: DiagramOptions, order: list[Action] | None = None) -> int:
+    """Subtree digests, then loops folded (below each root action: nothing spans two roots);
+    returns how many actions the trees hold then (`count_actions`, counted as loops fold
+    instead of by walking them again). `order`: every action of the trees, parents before
+    children, when the caller has it."""
+    if order is None:
+        order = parents_first(roots)
+    tally = [len(order)]
+    _subtree_digests(roots, order, options.loops, tally)
+    return tally[0]
 
 
 def actions_of(
@@ -731,12 +742,15 @@ def _return_key(ret: dict[str, Any]) -> Any:
 
 
 def _subtree_digests(
-    roots: list[Action], order: list[Action] | None = None, loops: bool = False
+    roots: list[Action],
+    order: list[Action] | None = None,
+    loops: bool = False,
+    tally: list[int] | None = None,
 ) -> None:
     """Every action's subtree digest; with `loops`, each action's children are folded
     (`loops.fold`) once its subtree digest is known, children before parents, in the same walk.
     Folding an action's children does not change its subtree digest, made before from the
-    unfolded ones (subtree digests do not depend on `loops`)."""
+    unfolded ones (subtree digests do not depend on `loops`). `tally`: as `loops.fold`'s."""
     # dg.subtree_digest, inlined: this runs once per action. A leaf's subtree digest depends
     # only on its own digest, and most actions are leaves with a repeated digest.
     if order is None:
@@ -745,10 +759,9 @@ def _subtree_digests(
     # (digest, child subtree digests), a tuple of strings whose hashes Python has cached.
     leaves: dict[str, str] = {}
     inner: dict[tuple[str, ...], str] = {}
+    folder = (fold if tally is None else functools.partial(fold, tally=tally)) if loops else None
     if _SUBTREES is not None:  # the same loop in C (`tracetool/_speedups_diagram.c`)
-        _SUBTREES(
-            order, leaves, inner, _leaf_digest, _inner_digest, fold if loops else None, Action
-        )
+        _SUBTREES(order, leaves, inner, _leaf_digest, _inner_digest, folder, Action)
         return
     for action in reversed(order):
         children = action.children
@@ -765,7 +778,7 @@ def _subtree_digests(
                 found = inner[key] = _inner_digest(key)
             action.subtree_digest = found
             if loops and len(children) >= 2:
-                action.children = fold(children)
+                action.children = folder(children)  # type: ignore[misc]
 
 
 def _leaf_digest(own: str) -> str:

@@ -26,6 +26,7 @@ def _internal(action: Action) -> bool:
 
 def collapse(diagram: Diagram, depth: int = 1, max_depth: int = 4) -> int:
     """Hide deep calls (module doc); returns how many actions were hidden."""
+    diagram.built_size = None  # (changed below)
     hidden = 0
     # (action, its level below the root, how many self-calls of its lifeline enclose it)
     stack: list[tuple[Action, int, int]] = [

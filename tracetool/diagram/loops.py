@@ -18,15 +18,17 @@ Contract (AppMap's detectLoops, reference/appmap.md §3.3, with its trailing-sib
 from __future__ import annotations
 
 from tracetool.diagram.digests import loop_digest
-from tracetool.diagram.model import LOOP, Action
+from tracetool.diagram.model import LOOP, Action, count_actions
 
 MAX_WINDOW = 5
 
 
-def fold(items: list[Action]) -> list[Action]:
+def fold(items: list[Action], tally: list[int] | None = None) -> list[Action]:
     """`items` (the children of one action, each subtree folded already and with its subtree
     digest) with their loops folded. The builder calls it for every action, children before
-    parents, as it makes the subtree digests (`tracetool.diagram.builder.finish`)."""
+    parents, as it makes the subtree digests (`tracetool.diagram.builder.finish`). `tally`:
+    `tally[0]` is moved by the change in the number of actions (a loop made, +1; the windows
+    it absorbed after its first, minus every action of their subtrees)."""
     # a loop needs two equal subtree digests among the siblings: most lists have none
     if len({a.subtree_digest for a in items}) == len(items):
         return items
@@ -34,14 +36,14 @@ def fold(items: list[Action]) -> list[Action]:
         if len(items) < 2 * window:
             break
         while True:
-            folded = _pass(items, window)
+            folded = _pass(items, window, tally)
             if folded is None:
                 break
             items = folded
     return items
 
 
-def _pass(items: list[Action], w: int) -> list[Action] | None:
+def _pass(items: list[Action], w: int, tally: list[int] | None) -> list[Action] | None:
     keys = [a.subtree_digest for a in items]
     n = len(items)
     out: list[Action] = []
@@ -57,6 +59,8 @@ def _pass(items: list[Action], w: int) -> list[Action] | None:
                 windows.append(items[j : j + w])
                 j += w
             out.append(_loop(windows))
+            if tally is not None:
+                tally[0] += 1 - count_actions([a for window in windows[1:] for a in window])
             changed = True
             i = j
         else:

@@ -14,6 +14,8 @@ Contract:
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -218,20 +220,31 @@ def parents_first(roots: list[Action]) -> list[Action]:
 class Diagram:
     actors: list[Actor] = field(default_factory=list)
     root_actions: list[Action] = field(default_factory=list)
+    # how many actions the builder made (`len` as built; None once changed, e.g. `collapse`d):
+    # the count without a walk over every action
+    built_size: int | None = field(default=None, compare=False, repr=False)
 
     def walk(self) -> Iterator[tuple[Action, int]]:
         for root in self.root_actions:
             yield from root.walk()
 
     def __len__(self) -> int:
-        # counted without walk()'s generators: the CLI reports the size of every diagram
-        count = 0
-        stack = list(self.root_actions)
-        while stack:
-            action = stack.pop()
-            count += 1
-            stack.extend(action.children)
-        return count
+        return count_actions(self.root_actions)
+
+
+_children = operator.attrgetter("children")
+
+
+def count_actions(roots: list[Action]) -> int:
+    """How many actions `roots` and their descendants are (the CLI reports every diagram's
+    size): counted a level at a time, each level's children gathered without a Python-level
+    step per action."""
+    count = 0
+    level = roots
+    while level:
+        count += len(level)
+        level = list(itertools.chain.from_iterable(map(_children, level)))
+    return count
 
 
 def set_parents(diagram: Diagram) -> None:
@@ -286,9 +299,10 @@ def _action_json(a: Action) -> dict[str, Any]:
     return out
 
 
-def _function_json(a: Action) -> dict[str, Any]:
+def _function_json(a: Action, children: list[Any]) -> dict[str, Any]:
     """`_action_json` of a function action that has everything a recorded call has (the bulk
-    of every diagram): one dict display, no per-key tests. Same keys, same order."""
+    of every diagram): one dict display, no per-key tests. Same keys, same order; `children`
+    is the value of "children" (`_action_json` leaves an empty list there)."""
     caller, callee = a.caller, a.callee
     if (
         caller is None
@@ -300,7 +314,10 @@ def _function_json(a: Action) -> dict[str, Any]:
         or a.former_name is not None
         or a.former_result is not None
     ):
-        return _action_json(a)
+        made = _action_json(a)
+        if children:
+            made["children"] = children
+        return made
     out: dict[str, Any] = {
         "nodeType": FUNCTION,
         "caller": caller.id,
@@ -311,7 +328,7 @@ def _function_json(a: Action) -> dict[str, Any]:
         "subtreeDigest": a.subtree_digest,
         "stableProperties": a.stable_properties,
         "returnValue": a.return_value,
-        "children": [],
+        "children": children,
         "elapsed": a.elapsed,
         "eventIds": a.event_ids,
     }
@@ -334,9 +351,8 @@ def json_default(action: Action) -> dict[str, Any]:
     dumping `actions_json`'s dicts, without building a tree of dicts and lists first, and
     nested as deep (orjson's limit falls at the same depth either way)."""
     if action.node_type == FUNCTION:
-        out = _function_json(action)
-    else:
-        out = _action_json(action)
+        return _function_json(action, action.children)
+    out = _action_json(action)
     if action.children:
         out["children"] = action.children
     return out
@@ -349,7 +365,7 @@ def actions_json(actions: list[Action]) -> list[dict[str, Any]]:
     pop, push = stack.pop, stack.append
     while stack:
         action, into = pop()
-        node = _function_json(action) if action.node_type == FUNCTION else _action_json(action)
+        node = _function_json(action, []) if action.node_type == FUNCTION else _action_json(action)
         into.append(node)
         children = action.children
         if children:

@@ -340,6 +340,7 @@ class _Texts:
         self.aliases: dict[str, str] = {}
         self.labels: dict[tuple[str, bool], str] = {}
         self.elapsed: dict[float, str] = {}
+        self.shown: dict[str, str] = {}  # `elapsed_text` by the milliseconds' 3 digits
         self.notes: dict[str, str] = {}
         self.results: dict[tuple[str, bool], str] = {}
         self.heads: dict[tuple[int, int, int], tuple[str, str, str, str]] = {}
@@ -407,8 +408,13 @@ class _Texts:
         return text
 
     def elapsed_text(self, elapsed: float) -> str:
-        """The text after a label of an action that took `elapsed` seconds (memoized)."""
-        shown = self.elapsed[elapsed] = " " + self.w.elapsed(elapsed)
+        """The text after a label of an action that took `elapsed` seconds (memoized, and
+        made once per shown value: `js_number` depends only on the milliseconds' 3 digits)."""
+        digits = f"{elapsed * 1000:.3g}"
+        shown = self.shown.get(digits)
+        if shown is None:
+            shown = self.shown[digits] = " " + self.w.elapsed(elapsed)
+        self.elapsed[elapsed] = shown
         return shown
 
     def note(self, name: str) -> str:

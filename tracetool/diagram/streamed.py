@@ -102,8 +102,7 @@ class StreamedDiagram:
             for node in trees.nodes:
                 del cos[id(node)]
             release(roots, trees.nodes)
-            finish(actions, self.options)
-            self.actions += _count(actions)
+            self.actions += finish(actions, self.options)
             if actions:
                 yield actions
         if done != len(codes):
@@ -168,13 +167,3 @@ def _blocks(stream: TraceStream) -> Iterator[list[Any]]:
     if BLOCK:  # (tests: blocks of a few events)
         return blocks_of(itertools.chain.from_iterable(stream.event_blocks()), BLOCK)
     return stream.event_blocks()
-
-
-def _count(roots: list[Action]) -> int:
-    count = 0
-    stack = list(roots)
-    while stack:
-        action = stack.pop()
-        count += 1
-        stack.extend(action.children)
-    return count

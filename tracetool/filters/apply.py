@@ -333,15 +333,20 @@ def unnamed_query(cmap: ClassMap) -> CodeObject:
 
 def without_sql_names(bound: Bound) -> Bound:
     """`bound` as `bind(doc, sql_names=False)` binds it: every SQL call to `unnamed_query`
-    (same tree and classMap; the code-object map is a copy)."""
+    (same tree and classMap; the code-object maps are copies)."""
     unnamed = None  # made on the first SQL call: a classMap without SQL stays as it is
     cos = dict(bound.code_objects)
-    for node in bound.nodes:
+    # (kept in pre-order too when `bound` has it: the diagram walk reads it in order)
+    in_order = None if bound.node_code_objects is None else list(bound.node_code_objects)
+    for index, node in enumerate(bound.nodes):
         if "sql_query" in node.call:
             if unnamed is None:
                 unnamed = unnamed_query(bound.cmap)
             cos[id(node)] = unnamed
-    return Bound(bound.doc, bound.events, bound.nodes, bound.roots, bound.cmap, bound.static, cos)
+            if in_order is not None:
+                in_order[index] = unnamed
+    nodes, roots = bound.nodes, bound.roots
+    return Bound(bound.doc, bound.events, nodes, roots, bound.cmap, bound.static, cos, in_order)
 
 
 def has_patterns(state: FilterState) -> bool:
