@@ -120,10 +120,7 @@ def _recording(tail_value: bytes, size: int) -> bytes:
 
 @needs_c
 @pytest.mark.parametrize("structs", [False, True])
-@pytest.mark.parametrize("mapped", [False, True])
-def test_a_big_text_gets_the_verdict_it_got_before(
-    tmp_path: Path, structs: bool, mapped: bool
-) -> None:
+def test_a_big_text_gets_the_verdict_it_got_before(tmp_path: Path, structs: bool) -> None:
     for value, refused in ((b"1e999", True), (b"1" * 400, True), (b"1e300", False), (b"7", False)):
         raw = _recording(value, slim._BESIDE_MIN + 1000)
         assert len(raw) >= slim._BESIDE_MIN and raw.isascii()
@@ -133,10 +130,10 @@ def test_a_big_text_gets_the_verdict_it_got_before(
         path.write_bytes(raw)
         if refused:
             with pytest.raises(TraceFormatError) as info:
-                slim.load_slim(path, extras=False, structs=structs, mapped=mapped)
+                slim.load_slim(path, extras=False, structs=structs)
             assert str(info.value) == f"{path}: {before}"
         else:  # a false alarm of the scan (1e300 is a double): read as before
-            doc = slim.load_slim(path, extras=False, structs=structs, mapped=mapped)
+            doc = slim.load_slim(path, extras=False, structs=structs)
             assert len(doc.events) == raw.count(b'"event"')
 
 
@@ -149,32 +146,3 @@ def test_a_big_text_that_msgspec_refuses_reports_the_number_first(tmp_path: Path
     with pytest.raises(TraceFormatError) as info:
         slim.load_slim(path)
     assert str(info.value) == f"{path}: {unchecked_defect(raw)}"
-
-
-@needs_c
-def test_a_mapped_file_reads_as_the_read_one(tmp_path: Path) -> None:
-    """`load_slim(mapped=True)`: a big ASCII file is decoded from its map, a big non-ASCII one
-    (and a small one) from its bytes, each to the same document; bad UTF-8 gets its message."""
-    ascii_raw = _recording(b"7", slim._BESIDE_MIN + 1000)
-    cases = {
-        "ascii": ascii_raw,
-        "utf8": ascii_raw.replace(b'"A"', '"\u00e9"'.encode()),
-        "small": _recording(b"7", 4000),
-    }
-    for name, raw in cases.items():
-        path = tmp_path / f"{name}.trace.json"
-        path.write_bytes(raw)
-        mapped = slim.map_file(path)
-        assert (mapped.__class__ is slim._Mapped) is (name == "ascii"), name
-        assert bytes(mapped) == raw
-        for structs in (False, True):
-            read = slim.load_slim(path, extras=False, structs=structs)
-            got = slim.load_slim(path, extras=False, structs=structs, mapped=True)
-            assert got.data == read.data, name
-    bad = tmp_path / "bad.trace.json"
-    bad.write_bytes(ascii_raw.replace(b'"A"', b'"\xff"'))
-    with pytest.raises(TraceFormatError) as info:
-        slim.load_slim(bad, extras=False, structs=True, mapped=True)
-    with pytest.raises(TraceFormatError) as before:
-        slim.load_slim(bad, extras=False, structs=True)
-    assert str(info.value) == str(before.value)

@@ -50,11 +50,10 @@ def diagram_of(
     """The diagram of one recording, after `filter` when given."""
     # extras=False: a diagram never reads top-level keys beyond the trace format's own
     # structs: the events as `SlimCall` and `SlimReturn` structs (half the memory of dicts; every pass reads faster)
-    # mapped: a big file is decoded from the page cache, not from a copy (`slim.map_file`)
     doc = (
         source
         if isinstance(source, TraceDocument)
-        else load_slim(source, extras=False, structs=True, mapped=True)
+        else load_slim(source, extras=False, structs=True)
     )
     return build_diagram(doc, options, filter)
 

@@ -34,8 +34,6 @@ Contract:
 from __future__ import annotations
 
 import functools
-import mmap
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,7 +54,7 @@ from tracetool.trace.document import (
     gc_paused,
     load,
 )
-from tracetool.trace.reader import guarded, open_regular, read_file
+from tracetool.trace.reader import guarded, read_file
 
 
 class _Request(TypedDict, total=False):
@@ -303,11 +301,10 @@ def load_slim(
     minimal: bool = False,
     extras: bool = True,
     structs: bool = False,
-    mapped: bool = False,
 ) -> SlimDocument:
     """Read a recording keeping only structural event fields (module doc)."""
     p = Path(path)
-    data = map_file(p) if mapped and not raw else read_file(p)
+    data = read_file(p)
     assert data is not None
     with guarded(p):
         return parse_slim(
@@ -329,10 +326,12 @@ def parse_slim(
     beside: _Beside | None = None
     if checked:
         pass
-    elif _HUGE_NUMBER_RISK is not None and (
-        data.__class__ is _Mapped  # (ASCII, and big: `map_file`)
-        or (data.__class__ is bytes and len(data) >= _BESIDE_MIN and data.isascii())
-    ):  # (UTF-8 then, and the huge-number scan is the whole check)
+    elif (
+        _HUGE_NUMBER_RISK is not None
+        and data.__class__ is bytes
+        and len(data) >= _BESIDE_MIN
+        and data.isascii()  # (UTF-8 then, and the huge-number scan is the whole check)
+    ):
         beside = _Beside(data)
     else:
         _check(data, source)
@@ -409,43 +408,9 @@ class _Beside:
         if self.error is not None:
             raise self.error
         if self.flagged:
-            data = self.data if self.data.__class__ is bytes else bytes(self.data)
-            defect = bytes_defect(data)  # the referee's verdict, as `unchecked_defect`
+            defect = bytes_defect(self.data)  # the referee's verdict, as `unchecked_defect`
             if defect is not None:
                 raise TraceFormatError(f"{source}: {defect}")
-
-
-class _Mapped(mmap.mmap):
-    """A file mapped by `map_file` (its class says its bytes are ASCII)."""
-
-
-# where mmap maps privately (POSIX); MAP_POPULATE (Linux) maps every page at once
-_MAP_FLAGS = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_POPULATE", 0)
-_ASCII_STEP = 1 << 20
-
-
-def map_file(path: Path) -> Any:
-    """`read_file(path)`, or for a big ASCII recording where the accelerator checks it beside
-    the decode (`_Beside`), the file mapped read-only: its pages are the page cache's, not a
-    copy in as many fresh pages (60 MB: 15,000 page faults, each zeroing a page, ~0.03-0.1 s
-    on these VMs; the whole-read diagram path). A mapped file that another process truncates
-    while it is decoded ends this one with SIGBUS (a file replaced by a rename, the way
-    recordings are written, or appended to is read as it was)."""
-    if _HUGE_NUMBER_RISK is None or not hasattr(mmap, "MAP_PRIVATE"):
-        return read_file(path)
-    with open_regular(path) as handle:
-        try:
-            if os.fstat(handle.fileno()).st_size < _BESIDE_MIN:
-                return read_file(path)
-            view = _Mapped(handle.fileno(), 0, flags=_MAP_FLAGS, prot=mmap.PROT_READ)
-        except (OSError, ValueError, OverflowError):
-            return read_file(path)  # (the reader's errors, in its words)
-    # ASCII a slice at a time: a slice's buffer is the next one's (no page faulted twice)
-    if all(view[i : i + _ASCII_STEP].isascii() for i in range(0, len(view), _ASCII_STEP)):
-        return view
-    data = view[:]  # (UTF-8 is checked on bytes, before decoding)
-    view.close()
-    return data
 
 
 def _fallback(path: Path | None, data: bytes, source: str, raw: bool) -> SlimDocument:
