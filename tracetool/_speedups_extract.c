@@ -9,17 +9,19 @@
  *     extract_walk(roots, CallNode, nodes, codes, in_order, context) -> number of function calls
  *
  * where context is (has_http, fn_info, sql_cache, items, queries, pairs, functions_seen,
- * params_seen, sql_seen, dependency, function_values, canonical_sql, resolve_function,
- * resolve_sql, sql_key, code_object, http_server, http_client, query_item, log, exceptions):
- * the Extractor's caches, the Canonical's sets and bound methods, and the walk's cold paths
- * (`Extractor._function`, `_sql`, `_code_object`, `_http_server`, ...).
+ * params_seen, sql_seen, function_values, canonical_sql, resolve_function, resolve_sql, sql_key,
+ * code_object, http_server, http_client, query_item, log, exceptions, sides, side,
+ * class_dependencies, package_dependencies): the Extractor's caches, the Canonical's sets,
+ * bound methods and value lists, and the walk's cold paths (`Extractor._function`, `_sql`,
+ * `_code_object`, `_http_server`, ...).
  *
  * Per call it does in C what `_walk` does inline: the pre-order walk (an explicit stack, any
  * depth), the elapsed time, the kind, a function call's resolution by its key in `fn_info` and
  * its aggregates (count, total, self and slowest time, open frames), a SQL call's entry in
- * `sql_cache` and its query row, the request's SQL count and time, and the checks that spare
- * the Canonical's calls that would add nothing (`pairs` before `dependency`, the parameter names
- * in `params_seen` before `function`, `sql_seen` before `sql`). Cache misses, HTTP calls, other
+ * `sql_cache` and its query row, the request's SQL count and time, `Canonical.dependency` (its
+ * `_side`s read from its cache, made by the Python method when missing), and the checks that
+ * spare the Canonical's calls that would add nothing (the parameter names in `params_seen`
+ * before `function`, `sql_seen` before `sql`). Cache misses, HTTP calls, other
  * calls, log calls and exceptions call the same Python helpers `_walk` calls, at the same point
  * of the walk, so rows, items and canonical values come in the same order.
  *
@@ -273,9 +275,9 @@ clear_stack(Stack *stack)
 typedef struct {
     int has_http;
     PyObject *fn_info, *sql_cache, *items, *queries, *pairs, *functions_seen, *params_seen,
-        *sql_seen, *dependency, *function_values, *canonical_sql, *resolve_function,
+        *sql_seen, *function_values, *canonical_sql, *resolve_function,
         *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *query_item, *log,
-        *exceptions;
+        *exceptions, *sides, *side, *class_deps, *package_deps;
 } Context;
 
 enum { K_OTHER, K_HTTP_SERVER, K_HTTP_CLIENT, K_SQL, K_FUNCTION };
@@ -376,6 +378,84 @@ function_known(const Context *c, PyObject *co_id, PyObject *params)
     return known;
 }
 
+/* `Canonical._side(co)` (borrowed from `sides`, which keeps it): read from `sides`, made by
+ * the Python method when missing. */
+static PyObject *
+side_of(const Context *c, PyObject *co, PyObject *co_id)
+{
+    PyObject *side = PyDict_GetItemWithError(c->sides, co_id);
+    if (side != NULL || PyErr_Occurred())
+        return side;
+    PyObject *made = PyObject_CallOneArg(c->side, co);
+    if (made == NULL)
+        return NULL;
+    Py_DECREF(made);
+    side = PyDict_GetItemWithError(c->sides, co_id);
+    if (side == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "extract_walk: Canonical._side kept no side");
+    return side;
+}
+
+/* {"caller": caller, "callee": callee} appended to `values` */
+static int
+append_dependency(PyObject *values, PyObject *caller, PyObject *callee)
+{
+    PyObject *item = PyDict_New();
+    int rc = -1;
+    if (item != NULL && PyDict_SetItemString(item, "caller", caller) == 0 &&
+        PyDict_SetItemString(item, "callee", callee) == 0)
+        rc = PyList_Append(values, item);
+    Py_XDECREF(item);
+    return rc;
+}
+
+/* `Canonical.dependency(co, parent_co)` for a pair not in `pairs` yet: the pair added, the
+ * class and package dependencies appended. */
+static int
+dependency(const Context *c, PyObject *co, PyObject *co_id, PyObject *parent_co)
+{
+    PyObject *parent_id = ID(parent_co);
+    if (parent_id == NULL)
+        return -1;
+    int rc = -1;
+    PyObject *pair = PyTuple_Pack(2, co_id, parent_id);
+    if (pair == NULL || PySet_Add(c->pairs, pair) < 0)
+        goto done;
+    PyObject *mine = side_of(c, co, co_id);
+    if (mine == NULL)
+        goto done;
+    Py_INCREF(mine);
+    PyObject *theirs = side_of(c, parent_co, parent_id);
+    if (theirs == NULL) {
+        Py_DECREF(mine);
+        goto done;
+    }
+    Py_INCREF(theirs);
+    if (!PyTuple_Check(mine) || PyTuple_GET_SIZE(mine) != 2 || !PyTuple_Check(theirs) ||
+        PyTuple_GET_SIZE(theirs) != 2)
+        PyErr_SetString(PyExc_TypeError, "extract_walk: a side is not a pair");
+    else {
+        PyObject *cls = PyTuple_GET_ITEM(mine, 0), *pkg = PyTuple_GET_ITEM(mine, 1);
+        PyObject *their_cls = PyTuple_GET_ITEM(theirs, 0);
+        PyObject *their_pkg = PyTuple_GET_ITEM(theirs, 1);
+        int differ = 0;
+        if (cls != Py_None && their_cls != Py_None)
+            differ = PyObject_RichCompareBool(cls, their_cls, Py_NE);
+        if (differ >= 0 && (!differ || append_dependency(c->class_deps, their_cls, cls) == 0)) {
+            differ = PyObject_RichCompareBool(pkg, their_pkg, Py_NE);
+            if (differ >= 0 &&
+                (!differ || append_dependency(c->package_deps, their_pkg, pkg) == 0))
+                rc = 0;
+        }
+    }
+    Py_DECREF(mine);
+    Py_DECREF(theirs);
+done:
+    Py_DECREF(parent_id);
+    Py_XDECREF(pair);
+    return rc;
+}
+
 /* One call of the walk: `_walk`'s loop body for a node. */
 static int
 visit(const Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
@@ -458,11 +538,8 @@ visit(const Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes
         Py_XDECREF(pair);
         if (known < 0)
             goto done;
-        if (!known) {
-            if ((r = PyObject_CallFunctionObjArgs(c->dependency, co, e->co, NULL)) == NULL)
-                goto done;
-            Py_CLEAR(r);
-        }
+        if (!known && dependency(c, co, co_id, e->co) < 0)
+            goto done;
     }
     request = Py_XNewRef(e->request);
     if (request != NULL) {
@@ -660,13 +737,15 @@ tt_extract_walk(PyObject *self, PyObject *args)
         return NULL;
     Context c;
     PyObject *has_http;
-    if (!PyArg_ParseTuple(context, "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO:extract_walk context",
+    if (!PyArg_ParseTuple(context, "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!OO!O!:extract_walk context",
                           &has_http, &PyDict_Type, &c.fn_info, &PyDict_Type, &c.sql_cache,
                           &PyDict_Type, &c.items, &PyList_Type, &c.queries, &PySet_Type, &c.pairs,
                           &PySet_Type, &c.functions_seen, &PySet_Type, &c.params_seen, &PySet_Type,
-                          &c.sql_seen, &c.dependency, &c.function_values, &c.canonical_sql,
+                          &c.sql_seen, &c.function_values, &c.canonical_sql,
                           &c.resolve_function, &c.resolve_sql, &c.sql_key, &c.code_object,
-                          &c.http_server, &c.http_client, &c.query_item, &c.log, &c.exceptions))
+                          &c.http_server, &c.http_client, &c.query_item, &c.log, &c.exceptions,
+                          &PyDict_Type, &c.sides, &c.side, &PyList_Type, &c.class_deps,
+                          &PyList_Type, &c.package_deps))
         return NULL;
     if ((c.has_http = PyObject_IsTrue(has_http)) < 0)
         return NULL;

@@ -200,7 +200,6 @@ class Extractor:
                 canonical.functions,
                 canonical._params,  # (C checks the sets `function` and `sql` check first)
                 canonical._sql,
-                canonical.dependency,
                 canonical.function,
                 canonical.sql,
                 self._function,
@@ -212,6 +211,10 @@ class Extractor:
                 self._query_item,
                 self._log,
                 self._exceptions,
+                canonical._sides,  # (C makes `dependency`'s values, reading these)
+                canonical._side,
+                canonical.values["classDependencies"],
+                canonical.values["packageDependencies"],
             )
             self.n_calls += _WALK(roots, CallNode, nodes, codes, in_order, context)
         else:
