@@ -10,7 +10,7 @@
  *
  * where context is (has_http, fn_info, sql_cache, items, queries, pairs, functions_seen,
  * params_seen, sql_seen, function_values, canonical_sql, resolve_function, resolve_sql, sql_key,
- * code_object, http_server, http_client, query_item, log, exceptions, sides, side,
+ * code_object, http_server, http_client, query_item, log, exceptions, sides,
  * class_dependencies, package_dependencies): the Extractor's caches, the Canonical's sets,
  * bound methods and value lists, and the walk's cold paths (`Extractor._function`, `_sql`,
  * `_code_object`, `_http_server`, ...).
@@ -18,8 +18,8 @@
  * Per call it does in C what `_walk` does inline: the pre-order walk (an explicit stack, any
  * depth), the elapsed time, the kind, a function call's resolution by its key in `fn_info` and
  * its aggregates (count, total, self and slowest time, open frames), a SQL call's entry in
- * `sql_cache` and its query row, the request's SQL count and time, `Canonical.dependency` (its
- * `_side`s read from its cache, made by the Python method when missing), and the checks that
+ * `sql_cache` and its query row, the request's SQL count and time, `Canonical.dependency` (and
+ * its `_side`s, kept in its cache), and the checks that
  * spare the Canonical's calls that would add nothing (the parameter names in `params_seen`
  * before `function`, `sql_seen` before `sql`). Cache misses, HTTP calls, other
  * calls, log calls and exceptions call the same Python helpers `_walk` calls, at the same point
@@ -35,11 +35,12 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdint.h>
 #include <stdlib.h>
 
 /* ------------------------------------------------------------------ names */
 
-static PyObject *s_get, *s_call, *s_ret, *s_children, *s_elapsed, *s_id, *s_http_server_request,
+static PyObject *s_parent, *s_get, *s_call, *s_ret, *s_children, *s_elapsed, *s_id, *s_http_server_request,
     *s_http_client_request, *s_sql_query, *s_method_id, *s_defined_class, *s_path, *s_lineno,
     *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_name;
 static PyObject *one, *minus_one, *thousand;
@@ -58,6 +59,7 @@ intern_names(void)
     INTERN(s_children, "children")
     INTERN(s_elapsed, "elapsed")
     INTERN(s_id, "id")
+    INTERN(s_parent, "parent")
     INTERN(s_http_server_request, "http_server_request")
     INTERN(s_http_client_request, "http_client_request")
     INTERN(s_sql_query, "sql_query")
@@ -211,6 +213,29 @@ elapsed_ms(PyObject *ret, PyObject **ms, double *d)
     return rc;
 }
 
+/* ------------------------------------------------------------------ CallNode's slots */
+
+/* _speedups_diagram.c's: the offsets of a class's object slots */
+int learn_slots(PyObject *type, const char *const *names, int n, Py_ssize_t *out,
+                PyTypeObject **cached);
+
+enum { N_CALL, N_CHILDREN, N_RET, N_SLOTS };
+static const char *const node_slot_names[N_SLOTS] = {"call", "children", "ret"};
+static PyTypeObject *node_type = NULL; /* a strong reference, the class the offsets are of */
+static Py_ssize_t node_offsets[N_SLOTS];
+
+/* `node.<slot>` (new ref): read in place from a node of the known class, else by attribute */
+static PyObject *
+node_get(PyObject *node, int i, PyObject *name)
+{
+    if (Py_TYPE(node) == node_type) {
+        PyObject *value = *(PyObject **)((char *)node + node_offsets[i]);
+        if (value != NULL)
+            return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(node, name);
+}
+
 /* ------------------------------------------------------------------ the walk */
 
 typedef struct {
@@ -277,8 +302,64 @@ typedef struct {
     PyObject *fn_info, *sql_cache, *items, *queries, *pairs, *functions_seen, *params_seen,
         *sql_seen, *function_values, *canonical_sql, *resolve_function,
         *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *query_item, *log,
-        *exceptions, *sides, *side, *class_deps, *package_deps;
+        *exceptions, *sides, *class_deps, *package_deps;
+    /* (code object, parent code object) pairs known to be in `pairs`, by address: the pair
+     * is not looked up again in this walk (the code objects outlive it) */
+    struct {
+        void **slots; /* 2 per entry, NULL when empty */
+        size_t mask, count;
+    } known_pairs;
 } Context;
+
+static size_t
+pair_slot(const Context *c, void *a, void *b)
+{
+    uintptr_t h = ((uintptr_t)a >> 4) * 0x9E3779B97F4A7C15u ^ ((uintptr_t)b >> 4);
+    h ^= h >> 29;
+    size_t i = (size_t)h & c->known_pairs.mask;
+    while (c->known_pairs.slots[2 * i] != NULL &&
+           (c->known_pairs.slots[2 * i] != a || c->known_pairs.slots[2 * i + 1] != b))
+        i = (i + 1) & c->known_pairs.mask;
+    return i;
+}
+
+static int
+pair_known(const Context *c, void *a, void *b)
+{
+    return c->known_pairs.slots != NULL && c->known_pairs.slots[2 * pair_slot(c, a, b)] != NULL;
+}
+
+/* Remembers a pair (at most half the table full: it doubles) */
+static int
+pair_add(Context *c, void *a, void *b)
+{
+    if (2 * (c->known_pairs.count + 1) > c->known_pairs.mask + 1 || c->known_pairs.slots == NULL) {
+        size_t old_size = c->known_pairs.slots == NULL ? 0 : c->known_pairs.mask + 1;
+        size_t size = old_size ? 2 * old_size : 256;
+        void **old = c->known_pairs.slots;
+        c->known_pairs.slots = calloc(2 * size, sizeof(void *));
+        if (c->known_pairs.slots == NULL) {
+            c->known_pairs.slots = old;
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->known_pairs.mask = size - 1;
+        for (size_t i = 0; i < old_size; i++)
+            if (old[2 * i] != NULL) {
+                size_t j = pair_slot(c, old[2 * i], old[2 * i + 1]);
+                c->known_pairs.slots[2 * j] = old[2 * i];
+                c->known_pairs.slots[2 * j + 1] = old[2 * i + 1];
+            }
+        free(old);
+    }
+    size_t i = pair_slot(c, a, b);
+    if (c->known_pairs.slots[2 * i] == NULL) {
+        c->known_pairs.slots[2 * i] = a;
+        c->known_pairs.slots[2 * i + 1] = b;
+        c->known_pairs.count++;
+    }
+    return 0;
+}
 
 enum { K_OTHER, K_HTTP_SERVER, K_HTTP_CLIENT, K_SQL, K_FUNCTION };
 
@@ -378,21 +459,34 @@ function_known(const Context *c, PyObject *co_id, PyObject *params)
     return known;
 }
 
-/* `Canonical._side(co)` (borrowed from `sides`, which keeps it): read from `sides`, made by
- * the Python method when missing. */
+/* `Canonical._side(co)` (borrowed from `sides`, which keeps it): the ids of the child of the
+ * root on the path from `co` up (None when `co` is a root) and of the root, made once. */
 static PyObject *
 side_of(const Context *c, PyObject *co, PyObject *co_id)
 {
     PyObject *side = PyDict_GetItemWithError(c->sides, co_id);
     if (side != NULL || PyErr_Occurred())
         return side;
-    PyObject *made = PyObject_CallOneArg(c->side, co);
-    if (made == NULL)
-        return NULL;
-    Py_DECREF(made);
-    side = PyDict_GetItemWithError(c->sides, co_id);
-    if (side == NULL && !PyErr_Occurred())
-        PyErr_SetString(PyExc_RuntimeError, "extract_walk: Canonical._side kept no side");
+    PyObject *child = NULL, *node = Py_NewRef(co), *parent;
+    while ((parent = PyObject_GetAttr(node, s_parent)) != NULL && parent != Py_None) {
+        Py_XSETREF(child, node);
+        node = parent;
+    }
+    if (parent != NULL) {
+        Py_DECREF(parent); /* (None) */
+        PyObject *cls = child == NULL ? Py_NewRef(Py_None) : PyObject_GetAttr(child, s_id);
+        PyObject *pkg = cls == NULL ? NULL : PyObject_GetAttr(node, s_id);
+        if (pkg != NULL) {
+            PyObject *made = PyTuple_Pack(2, cls, pkg);
+            if (made != NULL && PyDict_SetItem(c->sides, co_id, made) == 0)
+                side = made; /* (borrowed: `sides` holds it) */
+            Py_XDECREF(made);
+        }
+        Py_XDECREF(cls);
+        Py_XDECREF(pkg);
+    }
+    Py_XDECREF(child);
+    Py_DECREF(node);
     return side;
 }
 
@@ -458,7 +552,7 @@ done:
 
 /* One call of the walk: `_walk`'s loop body for a node. */
 static int
-visit(const Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
+visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
       PyObject *in_order, Py_ssize_t *n_calls)
 {
     int rc = -1;
@@ -471,8 +565,8 @@ visit(const Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes
 
     if (PyList_Append(nodes, node) < 0)
         return -1;
-    if ((call = PyObject_GetAttr(node, s_call)) == NULL ||
-        (ret = PyObject_GetAttr(node, s_ret)) == NULL || elapsed_ms(ret, &ms, &d) < 0 ||
+    if ((call = node_get(node, N_CALL, s_call)) == NULL ||
+        (ret = node_get(node, N_RET, s_ret)) == NULL || elapsed_ms(ret, &ms, &d) < 0 ||
         (event_id = get(call, s_id)) == NULL)
         goto done;
     int kind = kind_of(call);
@@ -530,7 +624,7 @@ visit(const Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes
     int counted = in_http || !c->has_http;
     if ((co_id = ID(co)) == NULL)
         goto done;
-    if (counted && e->co != NULL) {
+    if (counted && e->co != NULL && !pair_known(c, co, e->co)) {
         PyObject *parent_id = ID(e->co);
         PyObject *pair = parent_id == NULL ? NULL : PyTuple_Pack(2, co_id, parent_id);
         Py_XDECREF(parent_id);
@@ -538,7 +632,7 @@ visit(const Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes
         Py_XDECREF(pair);
         if (known < 0)
             goto done;
-        if (!known && dependency(c, co, co_id, e->co) < 0)
+        if ((!known && dependency(c, co, co_id, e->co) < 0) || pair_add(c, co, e->co) < 0)
             goto done;
     }
     request = Py_XNewRef(e->request);
@@ -574,7 +668,7 @@ visit(const Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes
             if (longer < 0 || (longer && item_set(agg, 3, Py_NewRef(ms)) < 0))
                 goto done;
         }
-        if ((children = PyObject_GetAttr(node, s_children)) == NULL)
+        if ((children = node_get(node, N_CHILDREN, s_children)) == NULL)
             goto done;
         int has_children = PyObject_IsTrue(children);
         if (has_children < 0)
@@ -682,7 +776,7 @@ visit(const Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes
         }
     }
 
-    if (children == NULL && (children = PyObject_GetAttr(node, s_children)) == NULL)
+    if (children == NULL && (children = node_get(node, N_CHILDREN, s_children)) == NULL)
         goto done;
     {
         PyObject *seq = PySequence_Fast(children, "extract_walk: a node's children");
@@ -727,28 +821,30 @@ PyObject *
 tt_extract_walk(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *roots, *node_type, *nodes, *codes, *in_order, *context;
-    if (!PyArg_ParseTuple(args, "OOO!O!O!O!:extract_walk", &roots, &node_type, &PyList_Type,
+    PyObject *roots, *call_node, *nodes, *codes, *in_order, *context;
+    if (!PyArg_ParseTuple(args, "OOO!O!O!O!:extract_walk", &roots, &call_node, &PyList_Type,
                           &nodes, &PyDict_Type, &codes, &PyList_Type, &in_order, &PyTuple_Type,
                           &context))
         return NULL;
-    (void)node_type; /* (nodes are read by attribute) */
-    if (intern_names() < 0)
-        return NULL;
+    if (intern_names() < 0 ||
+        learn_slots(call_node, node_slot_names, N_SLOTS, node_offsets, &node_type) < 0)
+        return NULL; /* (nodes of another class are read by attribute) */
     Context c;
     PyObject *has_http;
-    if (!PyArg_ParseTuple(context, "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!OO!O!:extract_walk context",
+    if (!PyArg_ParseTuple(context, "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!:extract_walk context",
                           &has_http, &PyDict_Type, &c.fn_info, &PyDict_Type, &c.sql_cache,
                           &PyDict_Type, &c.items, &PyList_Type, &c.queries, &PySet_Type, &c.pairs,
                           &PySet_Type, &c.functions_seen, &PySet_Type, &c.params_seen, &PySet_Type,
                           &c.sql_seen, &c.function_values, &c.canonical_sql,
                           &c.resolve_function, &c.resolve_sql, &c.sql_key, &c.code_object,
                           &c.http_server, &c.http_client, &c.query_item, &c.log, &c.exceptions,
-                          &PyDict_Type, &c.sides, &c.side, &PyList_Type, &c.class_deps,
+                          &PyDict_Type, &c.sides, &PyList_Type, &c.class_deps,
                           &PyList_Type, &c.package_deps))
         return NULL;
     if ((c.has_http = PyObject_IsTrue(has_http)) < 0)
         return NULL;
+    c.known_pairs.slots = NULL;
+    c.known_pairs.mask = c.known_pairs.count = 0;
     /* (the context's objects stay alive: the caller's tuple holds them) */
     PyObject *seq = PySequence_Fast(roots, "extract_walk: roots");
     if (seq == NULL)
@@ -777,9 +873,11 @@ tt_extract_walk(PyObject *self, PyObject *args)
         clear_entry(&e);
         if (failed) {
             clear_stack(&stack);
+            free(c.known_pairs.slots);
             return NULL;
         }
     }
     clear_stack(&stack);
+    free(c.known_pairs.slots);
     return PyLong_FromSsize_t(n_calls);
 }

@@ -211,8 +211,7 @@ class Extractor:
                 self._query_item,
                 self._log,
                 self._exceptions,
-                canonical._sides,  # (C makes `dependency`'s values, reading these)
-                canonical._side,
+                canonical._sides,  # (C makes `dependency`'s values and sides, into these)
                 canonical.values["classDependencies"],
                 canonical.values["packageDependencies"],
             )
