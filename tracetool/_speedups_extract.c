@@ -40,7 +40,7 @@
 
 /* ------------------------------------------------------------------ names */
 
-static PyObject *s_parent, *s_get, *s_call, *s_ret, *s_children, *s_elapsed, *s_id, *s_http_server_request,
+static PyObject *s_type, *s_class, *s_package, *s_labels, *s_extend, *s_parent, *s_get, *s_call, *s_ret, *s_children, *s_elapsed, *s_id, *s_http_server_request,
     *s_http_client_request, *s_sql_query, *s_method_id, *s_defined_class, *s_path, *s_lineno,
     *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_name;
 static PyObject *one, *minus_one, *thousand;
@@ -60,6 +60,11 @@ intern_names(void)
     INTERN(s_elapsed, "elapsed")
     INTERN(s_id, "id")
     INTERN(s_parent, "parent")
+    INTERN(s_type, "type")
+    INTERN(s_class, "class")
+    INTERN(s_package, "package")
+    INTERN(s_labels, "labels")
+    INTERN(s_extend, "extend")
     INTERN(s_http_server_request, "http_server_request")
     INTERN(s_http_client_request, "http_client_request")
     INTERN(s_sql_query, "sql_query")
@@ -302,7 +307,8 @@ typedef struct {
     PyObject *fn_info, *sql_cache, *items, *queries, *pairs, *functions_seen, *params_seen,
         *sql_seen, *function_values, *canonical_sql, *resolve_function,
         *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *query_item, *log,
-        *exceptions, *sides, *class_deps, *package_deps;
+        *exceptions, *sides, *class_deps, *package_deps, *names, *parameter_values, *classes,
+        *packages, *labels;
     /* (code object, parent code object) pairs known to be in `pairs`, by address: the pair
      * is not looked up again in this walk (the code objects outlive it) */
     struct {
@@ -423,40 +429,131 @@ unpack(PyObject *entry, Py_ssize_t n, PyObject **out)
     return 0;
 }
 
-/* Whether `Canonical.function(node, co)` would add nothing: the function is seen and its
- * parameter names (a list of objects) are in `params_seen` with it; 1, 0 or -1. */
-static int
-function_known(const Context *c, PyObject *co_id, PyObject *params)
+/* The names of a list of parameter objects, as `Canonical.function` reads them (new ref), or
+ * NULL without an error when `params` is not a list of objects. */
+static PyObject *
+parameter_names(PyObject *params)
 {
     if (!PyList_CheckExact(params))
-        return 0;
+        return NULL;
     Py_ssize_t n = PyList_GET_SIZE(params);
     PyObject *names = PyTuple_New(n);
     if (names == NULL)
-        return -1;
+        return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *param = PyList_GET_ITEM(params, i);
         if (!PyDict_Check(param)) {
             Py_DECREF(names);
-            return 0;
+            return NULL;
         }
         PyObject *name = PyDict_GetItemWithError(param, s_name);
         if (name == NULL) {
             if (PyErr_Occurred()) {
                 Py_DECREF(names);
-                return -1;
+                return NULL;
             }
             name = Py_None;
         }
         PyTuple_SET_ITEM(names, i, Py_NewRef(name));
     }
-    PyObject *key = PyTuple_Pack(2, co_id, names);
-    Py_DECREF(names);
-    if (key == NULL)
+    return names;
+}
+
+/* `co.nearest(type)` (new ref): the object or its nearest ancestor of that type, or None */
+static PyObject *
+nearest(PyObject *co, PyObject *type)
+{
+    PyObject *node = Py_NewRef(co);
+    while (node != Py_None) {
+        PyObject *t = PyObject_GetAttr(node, s_type);
+        int found = t == NULL ? -1 : PyObject_RichCompareBool(t, type, Py_EQ);
+        Py_XDECREF(t);
+        if (found != 0) {
+            if (found < 0)
+                Py_CLEAR(node);
+            return node;
+        }
+        Py_SETREF(node, PyObject_GetAttr(node, s_parent));
+        if (node == NULL)
+            return NULL;
+    }
+    return node;
+}
+
+/* `values.append(obj.id)` for an object that is not None */
+static int
+append_id(PyObject *values, PyObject *obj)
+{
+    if (obj == Py_None)
+        return 0;
+    PyObject *id = PyObject_GetAttr(obj, s_id);
+    int rc = id == NULL ? -1 : PyList_Append(values, id);
+    Py_XDECREF(id);
+    return rc;
+}
+
+/* `Canonical.function(node, co)` for a counted function call, when it adds something: the
+ * parameter names (the Python function when `parameters` is not a list of objects), then the
+ * function's class, package and labels the first time. */
+static int
+canonical_function(const Context *c, PyObject *node, PyObject *call, PyObject *co,
+                   PyObject *co_id)
+{
+    int seen = PySet_Contains(c->functions_seen, co_id);
+    if (seen < 0)
         return -1;
-    int known = PySet_Contains(c->params_seen, key);
-    Py_DECREF(key);
-    return known;
+    PyObject *params = get(call, s_parameters);
+    if (params == NULL)
+        return -1;
+    int rc = -1, truthy = PyObject_IsTrue(params);
+    PyObject *names = NULL, *key = NULL, *r = NULL, *cls = NULL, *pkg = NULL, *labels = NULL;
+    if (truthy < 0 || (seen && !truthy)) { /* (a call of a function seen adds no names) */
+        rc = truthy < 0 ? -1 : 0;
+        goto done;
+    }
+    if (truthy) {
+        if ((names = parameter_names(params)) == NULL) {
+            if (!PyErr_Occurred() &&
+                (r = PyObject_CallFunctionObjArgs(c->function_values, node, co, NULL)) != NULL)
+                rc = 0;
+            goto done;
+        }
+        if ((key = PyTuple_Pack(2, co_id, names)) == NULL)
+            goto done;
+        int known = PySet_Contains(c->params_seen, key);
+        if (known < 0)
+            goto done;
+        if (!known && (PySet_Add(c->params_seen, key) < 0 ||
+                       (r = PyObject_CallFunctionObjArgs(c->names, params, c->parameter_values,
+                                                         NULL)) == NULL))
+            goto done;
+    }
+    if (seen) {
+        rc = 0;
+        goto done;
+    }
+    if (PySet_Add(c->functions_seen, co_id) < 0 || (cls = nearest(co, s_class)) == NULL ||
+        append_id(c->classes, cls) < 0 || (pkg = nearest(co, s_package)) == NULL ||
+        append_id(c->packages, pkg) < 0 || (labels = PyObject_GetAttr(co, s_labels)) == NULL)
+        goto done;
+    truthy = PyObject_IsTrue(labels);
+    if (truthy < 0)
+        goto done;
+    if (truthy) {
+        Py_XSETREF(r, PyObject_CallMethodOneArg(c->labels, s_extend, labels));
+        if (r == NULL)
+            goto done;
+    }
+    rc = 0;
+done:
+    Py_DECREF(params);
+    Py_XDECREF(names);
+    Py_XDECREF(key);
+    Py_XDECREF(r);
+    Py_XDECREF(cls);
+    Py_XDECREF(pkg);
+    Py_XDECREF(labels);
+    return rc;
 }
 
 /* `Canonical._side(co)` (borrowed from `sides`, which keeps it): the ids of the child of the
@@ -560,7 +657,7 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
     PyObject *call = NULL, *ret = NULL, *ms = NULL, *event_id = NULL, *key = NULL,
              *resolved = NULL, *co = NULL, *fqid = NULL, *info = NULL, *sql_values = NULL,
              *agg = NULL, *node_id = NULL, *co_id = NULL, *request = NULL, *request_id = NULL,
-             *children = NULL, *params = NULL, *r = NULL, *raised = NULL, *is_log = NULL;
+             *children = NULL, *r = NULL, *raised = NULL, *is_log = NULL;
     double d = 0.0;
 
     if (PyList_Append(nodes, node) < 0)
@@ -677,30 +774,8 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
             if (item_add_int(agg, 4, one) < 0 || push(stack, NULL, NULL, NULL, NULL, agg, 0) < 0)
                 goto done;
         }
-        if (counted) {
-            int seen = PySet_Contains(c->functions_seen, co_id);
-            if (seen < 0)
-                goto done;
-            int call_it = !seen;
-            if (seen) {
-                if ((params = get(call, s_parameters)) == NULL)
-                    goto done;
-                int truthy = PyObject_IsTrue(params);
-                if (truthy < 0)
-                    goto done;
-                if (truthy) {
-                    int known = function_known(c, co_id, params);
-                    if (known < 0)
-                        goto done;
-                    call_it = !known;
-                }
-            }
-            if (call_it) {
-                if ((r = PyObject_CallFunctionObjArgs(c->function_values, node, co, NULL)) == NULL)
-                    goto done;
-                Py_CLEAR(r);
-            }
-        }
+        if (counted && canonical_function(c, node, call, co, co_id) < 0)
+            goto done;
         int logs = PyObject_IsTrue(is_log);
         if (logs < 0)
             goto done;
@@ -810,7 +885,6 @@ done:
     Py_XDECREF(request);
     Py_XDECREF(request_id);
     Py_XDECREF(children);
-    Py_XDECREF(params);
     Py_XDECREF(r);
     Py_XDECREF(raised);
     Py_XDECREF(is_log);
@@ -831,7 +905,7 @@ tt_extract_walk(PyObject *self, PyObject *args)
         return NULL; /* (nodes of another class are read by attribute) */
     Context c;
     PyObject *has_http;
-    if (!PyArg_ParseTuple(context, "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!:extract_walk context",
+    if (!PyArg_ParseTuple(context, "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!:extract_walk context",
                           &has_http, &PyDict_Type, &c.fn_info, &PyDict_Type, &c.sql_cache,
                           &PyDict_Type, &c.items, &PyList_Type, &c.queries, &PySet_Type, &c.pairs,
                           &PySet_Type, &c.functions_seen, &PySet_Type, &c.params_seen, &PySet_Type,
@@ -839,7 +913,9 @@ tt_extract_walk(PyObject *self, PyObject *args)
                           &c.resolve_function, &c.resolve_sql, &c.sql_key, &c.code_object,
                           &c.http_server, &c.http_client, &c.query_item, &c.log, &c.exceptions,
                           &PyDict_Type, &c.sides, &PyList_Type, &c.class_deps,
-                          &PyList_Type, &c.package_deps))
+                          &PyList_Type, &c.package_deps, &c.names, &PyList_Type,
+                          &c.parameter_values, &PyList_Type, &c.classes, &PyList_Type,
+                          &c.packages, &PyList_Type, &c.labels))
         return NULL;
     if ((c.has_http = PyObject_IsTrue(has_http)) < 0)
         return NULL;

@@ -35,6 +35,7 @@ from tracetool import accel, route_model, sql
 from tracetool.filters import Bound
 from tracetool.filters.apply import call_tree
 from tracetool.index.canonical import Canonical, bound_class_map
+from tracetool.index.canonical import _names as canonical_names
 from tracetool.index.rows import (
     MAX_FTS_FIELD,
     add_exceptions,
@@ -211,9 +212,15 @@ class Extractor:
                 self._query_item,
                 self._log,
                 self._exceptions,
-                canonical._sides,  # (C makes `dependency`'s values and sides, into these)
+                # (C makes `dependency`'s and `function`'s values, and sides, into these)
+                canonical._sides,
                 canonical.values["classDependencies"],
                 canonical.values["packageDependencies"],
+                canonical_names,
+                canonical.values["parameters"],
+                canonical.values["classes"],
+                canonical.values["packages"],
+                canonical.values["labels"],
             )
             self.n_calls += _WALK(roots, CallNode, nodes, codes, in_order, context)
         else:
