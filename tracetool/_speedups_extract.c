@@ -40,7 +40,7 @@
 
 /* ------------------------------------------------------------------ names */
 
-static PyObject *s_type, *s_class, *s_package, *s_labels, *s_extend, *s_parent, *s_get, *s_call, *s_ret, *s_children, *s_elapsed, *s_id, *s_http_server_request,
+static PyObject *s_caller, *s_callee, *s_type, *s_class, *s_package, *s_labels, *s_extend, *s_parent, *s_get, *s_call, *s_ret, *s_children, *s_elapsed, *s_id, *s_http_server_request,
     *s_http_client_request, *s_sql_query, *s_method_id, *s_defined_class, *s_path, *s_lineno,
     *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_name;
 static PyObject *one, *minus_one, *thousand;
@@ -60,6 +60,8 @@ intern_names(void)
     INTERN(s_elapsed, "elapsed")
     INTERN(s_id, "id")
     INTERN(s_parent, "parent")
+    INTERN(s_caller, "caller")
+    INTERN(s_callee, "callee")
     INTERN(s_type, "type")
     INTERN(s_class, "class")
     INTERN(s_package, "package")
@@ -593,8 +595,8 @@ append_dependency(PyObject *values, PyObject *caller, PyObject *callee)
 {
     PyObject *item = PyDict_New();
     int rc = -1;
-    if (item != NULL && PyDict_SetItemString(item, "caller", caller) == 0 &&
-        PyDict_SetItemString(item, "callee", callee) == 0)
+    if (item != NULL && PyDict_SetItem(item, s_caller, caller) == 0 &&
+        PyDict_SetItem(item, s_callee, callee) == 0)
         rc = PyList_Append(values, item);
     Py_XDECREF(item);
     return rc;
