@@ -3257,6 +3257,8 @@ PyObject *tt_call_tree(PyObject *self, PyObject *args);
 PyObject *tt_preorder_calls(PyObject *self, PyObject *args);
 PyObject *tt_uml_lines(PyObject *self, PyObject *args);
 PyObject *tt_subtree_digests(PyObject *self, PyObject *args);
+/* _speedups_extract.c: the walk of tracetool.index.extract.Extractor._walk */
+PyObject *tt_extract_walk(PyObject *self, PyObject *args);
 
 /* ------------------------------------------------------------------ huge-number pre-check
  *
@@ -3383,6 +3385,9 @@ static PyMethodDef methods[] = {
     {"subtree_digests", tt_subtree_digests, METH_VARARGS,
      "subtree_digests(order, leaves, inner, leaf_digest, inner_digest, fold, Action) -> None\n"
      "(tracetool/_speedups_diagram.c)."},
+    {"extract_walk", tt_extract_walk, METH_VARARGS,
+     "extract_walk(roots, CallNode, nodes, codes, in_order, context) -> function calls\n"
+     "(tracetool/_speedups_extract.c)."},
     {"nested_sums", nested_sums, METH_VARARGS,
      "nested_sums(raw, max_depth, unset, chains=None, namer=None, strict=False) -> (sums, others,\n"
      "classmap span) or None (module doc)."},

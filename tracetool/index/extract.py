@@ -35,6 +35,7 @@ from tracetool import accel, route_model, sql
 from tracetool.filters import Bound
 from tracetool.filters.apply import call_tree
 from tracetool.index.canonical import Canonical, bound_class_map
+from tracetool.index.canonical import _names as canonical_names
 from tracetool.index.rows import (
     MAX_FTS_FIELD,
     add_exceptions,
@@ -129,6 +130,7 @@ def extract_bound(doc: TraceDocument, source: str = "") -> tuple[Extract, Bound]
 
 
 _IS_REQUEST = operator.methodcaller("__contains__", "http_server_request")
+_WALK = accel.function("extract_walk")  # `Extractor._walk` in C (tracetool/_speedups_extract.c)
 
 
 def _sql_key(call: dict[str, Any]) -> tuple[str, str | None]:
@@ -160,7 +162,8 @@ class Extractor:
         self.out = Extract(recording={})
         self.canonical = Canonical()
         self.has_http = False
-        self.sql_cache: dict[tuple[str, str | None], tuple[Any, CodeObject]] = {}
+        # SQL text -> query code object, fqid, `sql.analyze` result, `Canonical.sql` arguments
+        self.sql_cache: dict[tuple[str, str | None], tuple[CodeObject, str, Any, Any]] = {}
         self.used: dict[int, CodeObject] = {}  # id(code object) -> code object with events
         self.funcs: dict[str, list[Any]] = {}  # fqid -> [count, total, self, max, open]
         # call key -> co, fqid, is log, aggregate (`_function`)
@@ -178,21 +181,66 @@ class Extractor:
         if has_http and not self.has_http:
             self.has_http = True
             self.canonical = Canonical()
-        has_http = self.has_http
-        cmap, canonical, out = self.cmap, self.canonical, self.out
-        items = out.items
-        sql_cache, used, fn_info = self.sql_cache, self.used, self.fn_info
-        fts_routes, fts_sql, messages = self.fts_routes, self.fts_sql, self.messages
         nodes: list[CallNode] = []  # pre-order, as `bind` lists them
         codes: dict[int, CodeObject] = {}  # id(node) -> code object, for exception stacks
         in_order: list[CodeObject] = []  # the same, parallel to `nodes` (the digests read it)
-        n_calls = 0
         self.n_roots += len(roots)
         for root in roots:
             ms = elapsed_ms(root)
             if ms is not None:
                 self.elapsed_total += ms
+        if _WALK is not None:
+            canonical = self.canonical
+            context = (
+                self.has_http,
+                self.fn_info,
+                self.sql_cache,
+                self.out.items,
+                self.out.queries,
+                canonical.pairs,
+                canonical.functions,
+                canonical._params,  # (C checks the sets `function` and `sql` check first)
+                canonical._sql,
+                canonical.function,
+                canonical.sql,
+                self._function,
+                self._sql,
+                _sql_key,
+                self._code_object,
+                self._http_server,
+                self._http_client,
+                self._query_item,
+                self._log,
+                self._exceptions,
+                # (C makes `dependency`'s and `function`'s values, and sides, into these)
+                canonical._sides,
+                canonical.values["classDependencies"],
+                canonical.values["packageDependencies"],
+                canonical_names,
+                canonical.values["parameters"],
+                canonical.values["classes"],
+                canonical.values["packages"],
+                canonical.values["labels"],
+            )
+            self.n_calls += _WALK(roots, CallNode, nodes, codes, in_order, context)
+        else:
+            self.n_calls += self._walk(roots, nodes, codes, in_order)
+        return Bound(self.doc, [], nodes, roots, self.cmap, self.static, codes, in_order)
 
+    def _walk(
+        self,
+        roots: list[CallNode],
+        nodes: list[CallNode],
+        codes: dict[int, CodeObject],
+        in_order: list[CodeObject],
+    ) -> int:
+        """`add`'s walk, in pre-order: fills `nodes`, `codes`, `in_order`, returns the number
+        of function calls. `tracetool/_speedups_extract.c` is its twin (the common cases in C,
+        the rest through the same helpers)."""
+        has_http, canonical, out = self.has_http, self.canonical, self.out
+        items = out.items
+        sql_cache, fn_info = self.sql_cache, self.fn_info
+        n_calls = 0
         # Entries: (node, parent code object, request row, caller fqid, in_http, parent
         # function's aggregate), or (None, aggregate, ...) to close a function frame.
         stack: list[tuple[Any, ...]] = [
@@ -235,15 +283,8 @@ class Extractor:
                 sql_key = _sql_key(call)
                 cached = sql_cache.get(sql_key)
                 if cached is None:
-                    info = sql.analyze(*sql_key)
-                    database = cmap.child(None, "database", DATABASE_ROOT)
-                    cached = sql_cache[sql_key] = (
-                        info,
-                        cmap.child(database, "query", info.normalized),
-                    )
-                    used[id(cached[1])] = cached[1]
-                info, co = cached
-                fqid = co.fqid
+                    cached = self._sql(sql_key)
+                co, fqid, info, sql_values = cached
                 agg = None
             elif kind == FUNCTION:
                 # Resolving a function is a few dict lookups, but recordings repeat the same
@@ -260,9 +301,8 @@ class Extractor:
                     resolved = fn_info[key] = self._function(call)
                 co, fqid, is_log, agg = resolved
             else:
-                co = cmap.code_object_for(call)
+                co = self._code_object(call)
                 fqid = co.fqid
-                used[id(co)] = co
                 agg = None
             codes[id(node)] = co
             visited(co)
@@ -292,77 +332,130 @@ class Extractor:
                 if counted and (id(co) not in functions_seen or call.get("parameters")):
                     function_values(node, co)
                 if is_log:
-                    message = log_message(call)
-                    if message is not None:
-                        level = str(call.get("method_id") or "")
-                        out.logs.append((event_id, request_id, level, fqid, caller, message))
-                        messages.setdefault(message[:200], None)
+                    self._log(call, event_id, request_id, fqid, caller)
             elif kind == HTTP_SERVER:
-                method = ev.request_method(call)
-                template = route_template(call)
-                status = ev.status_code(node.ret)
-                request = [
-                    event_id,
-                    method,
-                    template,
-                    capped(ev.path_info(call)),
-                    status,
-                    ms,
-                    0,
-                    0.0,
-                ]
-                request.append(route_model.shape(template))
-                out.requests.append(request)
-                route_key = route_model.route_id(method, template)
-                items.setdefault(f"route:{route_key}", plain_row("route", route_key, method))
-                fts_routes.setdefault(route_key, None)
-                if counted:
-                    canonical.http_server(node, ev.route(call), status)
+                request = self._http_server(node, call, event_id, ms, counted)
             elif kind == SQL:
-                tables = tuple(info.tables)
                 out.queries.append((event_id, request_id, fqid, ms, caller))
                 if fqid not in items:
-                    items[fqid] = (
-                        "query",
-                        info.normalized,
-                        None,
-                        None,
-                        None,
-                        None,
-                        None,
-                        None,
-                        info.operation or None,
-                        ",".join(tables),
-                        ev.database_type(call),
-                    )
-                    for table in tables:
-                        items.setdefault(f"table:{table}", plain_row("table", table))
-                    fts_sql.setdefault(info.normalized, None)
+                    self._query_item(fqid, info, call)
                 if request is not None:
                     request[6] += 1
                     if ms is not None:
                         request[7] += ms
                 if counted:
-                    canonical.sql(info.normalized, tables)
+                    canonical.sql(*sql_values)
             elif kind == HTTP_CLIENT:
-                items.setdefault(
-                    fqid, plain_row("external-route", co.name, ev.request_method(call))
-                )
-                if counted:
-                    canonical.http_client(node, ev.route(call), ev.status_code(node.ret))
+                self._http_client(node, call, co, fqid, counted)
 
             if ret is not None and ret.get("exceptions"):
-                add_exceptions(
-                    out.exceptions, messages, ret["exceptions"], event_id, request_id, fqid
-                )
-                if counted:
-                    canonical.exceptions(node, codes)
+                self._exceptions(node, event_id, request_id, fqid, counted, codes)
 
             for child in reversed(node.children):
                 push((child, co, request, next_caller, in_http, agg))
+        return n_calls
 
-        self.n_calls += n_calls
-        return Bound(self.doc, [], nodes, roots, cmap, self.static, codes, in_order)
+    # The walk's cold paths, called by `_walk` and by its C twin alike.
+
+    def _sql(self, key: tuple[str, str | None]) -> tuple[CodeObject, str, Any, tuple[Any, ...]]:
+        """A SQL text's entry of `sql_cache`, when first met: its query code object (marked
+        used), fqid, `sql.analyze` result and the arguments of `Canonical.sql`."""
+        info = sql.analyze(*key)
+        database = self.cmap.child(None, "database", DATABASE_ROOT)
+        co = self.cmap.child(database, "query", info.normalized)
+        self.used[id(co)] = co
+        cached = self.sql_cache[key] = (co, co.fqid, info, (info.normalized, tuple(info.tables)))
+        return cached
+
+    def _code_object(self, call: dict[str, Any]) -> CodeObject:
+        """The code object of a call that is neither a function's nor a SQL query's (marked
+        used)."""
+        co = self.cmap.code_object_for(call)
+        self.used[id(co)] = co
+        return co
+
+    def _query_item(self, fqid: str, info: Any, call: dict[str, Any]) -> None:
+        """The item of a query (and of its tables), from its first call."""
+        items = self.out.items
+        tables = tuple(info.tables)
+        items[fqid] = (
+            "query",
+            info.normalized,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            info.operation or None,
+            ",".join(tables),
+            ev.database_type(call),
+        )
+        for table in tables:
+            items.setdefault(f"table:{table}", plain_row("table", table))
+        self.fts_sql.setdefault(info.normalized, None)
+
+    def _log(
+        self, call: dict[str, Any], event_id: Any, request_id: Any, fqid: str, caller: Any
+    ) -> None:
+        message = log_message(call)
+        if message is not None:
+            level = str(call.get("method_id") or "")
+            self.out.logs.append((event_id, request_id, level, fqid, caller, message))
+            self.messages.setdefault(message[:200], None)
+
+    def _http_server(
+        self, node: CallNode, call: dict[str, Any], event_id: Any, ms: Any, counted: bool
+    ) -> list[Any]:
+        """An HTTP server request's row (the calls inside it count their SQL into it)."""
+        method = ev.request_method(call)
+        template = route_template(call)
+        status = ev.status_code(node.ret)
+        request = [
+            event_id,
+            method,
+            template,
+            capped(ev.path_info(call)),
+            status,
+            ms,
+            0,
+            0.0,
+        ]
+        request.append(route_model.shape(template))
+        self.out.requests.append(request)
+        route_key = route_model.route_id(method, template)
+        self.out.items.setdefault(f"route:{route_key}", plain_row("route", route_key, method))
+        self.fts_routes.setdefault(route_key, None)
+        if counted:
+            self.canonical.http_server(node, ev.route(call), status)
+        return request
+
+    def _http_client(
+        self, node: CallNode, call: dict[str, Any], co: CodeObject, fqid: str, counted: bool
+    ) -> None:
+        self.out.items.setdefault(
+            fqid, plain_row("external-route", co.name, ev.request_method(call))
+        )
+        if counted:
+            self.canonical.http_client(node, ev.route(call), ev.status_code(node.ret))
+
+    def _exceptions(
+        self,
+        node: CallNode,
+        event_id: Any,
+        request_id: Any,
+        fqid: str,
+        counted: bool,
+        codes: dict[int, CodeObject],
+    ) -> None:
+        """The rows and canonical forms of the exceptions a call's return lists."""
+        ret = node.ret
+        assert ret is not None
+        add_exceptions(
+            self.out.exceptions, self.messages, ret["exceptions"], event_id, request_id, fqid
+        )
+        if counted:
+            self.canonical.exceptions(node, codes)
 
     def _function(self, call: dict[str, Any]) -> tuple[CodeObject, str, bool, list[Any]]:
         """A function call's code object, fqid, whether it logs and its aggregate, when first

@@ -1,0 +1,966 @@
+/* tracetool/_speedups_extract.c: the index's walk of a call tree in C.
+ *
+ * A source file of the optional `tracetool._speedups` extension (setup.py); its entry point is
+ * in `_speedups.c`'s method table. Its pure-Python twin, which stays the reference and the
+ * fallback, is `Extractor._walk` (tracetool/index/extract.py); tests/index/
+ * test_speedups_extract.py runs both on every recording it has (the shared corpus, generated,
+ * random and mutated ones) and compares every field of the Extract and of the Bound.
+ *
+ *     extract_walk(roots, CallNode, nodes, codes, in_order, context) -> number of function calls
+ *
+ * where context is (has_http, fn_info, sql_cache, items, queries, pairs, functions_seen,
+ * params_seen, sql_seen, function_values, canonical_sql, resolve_function, resolve_sql, sql_key,
+ * code_object, http_server, http_client, query_item, log, exceptions, sides,
+ * class_dependencies, package_dependencies, names, parameters, classes, packages, labels): the
+ * Extractor's caches, the Canonical's sets, bound methods and value lists (`Extractor.add`
+ * lists them), and the walk's cold paths (`Extractor._function`, `_sql`, `_code_object`,
+ * `_http_server`, ...).
+ *
+ * Per call it does in C what `_walk` does inline: the pre-order walk (an explicit stack, any
+ * depth), the elapsed time, the kind, a function call's resolution by its key in `fn_info` and
+ * its aggregates (count, total, self and slowest time, open frames), a SQL call's entry in
+ * `sql_cache` and its query row, the request's SQL count and time; and of the Canonical, what
+ * its methods would do for the common shapes: `dependency` (with its `_side`s, kept in its
+ * cache), `function` for a parameter list of objects (new names through its `_names`), and the
+ * `sql_seen` check before `sql`. Cache misses, HTTP calls, other calls, log calls and
+ * exceptions call the same Python helpers `_walk` calls, at the same point of the walk, so
+ * rows, items and canonical values come in the same order.
+ *
+ * Numbers are Python's: `elapsed * 1000.0` of an int or a float, and the sums and comparisons of
+ * the aggregates, are the same IEEE double operations in the same order (a float subclass or an
+ * int subclass other than bool, which no JSON decoder makes, goes through PyNumber_Multiply).
+ *
+ * Where the time went (`Extractor.add` over 60 recordings of the benchmark's seed 1, 37,000
+ * calls, SQL analyses cached as in a worker; callgrind): 1,290 M instructions in Python, 790 M
+ * with this walk, of which 400 M are the Python helpers of the cold paths (a function's first
+ * call in a recording: its code object, row and log test, ~8,700 calls; SQL, HTTP and other
+ * calls' code objects) and most of the rest dict lookups of event fields. CPU of `add` over 200
+ * recordings: 0.60-0.77 s -> 0.41-0.46 s.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+
+/* ------------------------------------------------------------------ names */
+
+static PyObject *s_caller, *s_callee, *s_type, *s_class, *s_package, *s_labels, *s_extend, *s_parent, *s_get, *s_call, *s_ret, *s_children, *s_elapsed, *s_id, *s_http_server_request,
+    *s_http_client_request, *s_sql_query, *s_method_id, *s_defined_class, *s_path, *s_lineno,
+    *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_name;
+static PyObject *one, *minus_one, *thousand;
+
+static int
+intern_names(void)
+{
+    if (s_name != NULL)
+        return 0;
+#define INTERN(var, text)                                   \
+    if ((var = PyUnicode_InternFromString(text)) == NULL) \
+        return -1;
+    INTERN(s_get, "get")
+    INTERN(s_call, "call")
+    INTERN(s_ret, "ret")
+    INTERN(s_children, "children")
+    INTERN(s_elapsed, "elapsed")
+    INTERN(s_id, "id")
+    INTERN(s_parent, "parent")
+    INTERN(s_caller, "caller")
+    INTERN(s_callee, "callee")
+    INTERN(s_type, "type")
+    INTERN(s_class, "class")
+    INTERN(s_package, "package")
+    INTERN(s_labels, "labels")
+    INTERN(s_extend, "extend")
+    INTERN(s_http_server_request, "http_server_request")
+    INTERN(s_http_client_request, "http_client_request")
+    INTERN(s_sql_query, "sql_query")
+    INTERN(s_method_id, "method_id")
+    INTERN(s_defined_class, "defined_class")
+    INTERN(s_path, "path")
+    INTERN(s_lineno, "lineno")
+    INTERN(s_static, "static")
+    INTERN(s_parameters, "parameters")
+    INTERN(s_exceptions, "exceptions")
+    INTERN(s_fqid, "fqid")
+    INTERN(s_sql, "sql")
+    INTERN(s_database_type, "database_type")
+#undef INTERN
+    if ((one = PyLong_FromLong(1)) == NULL || (minus_one = PyLong_FromLong(-1)) == NULL ||
+        (thousand = PyFloat_FromDouble(1000.0)) == NULL)
+        return -1;
+    if ((s_name = PyUnicode_InternFromString("name")) == NULL) /* last: the "done" mark */
+        return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ Python's operations */
+
+/* `obj.get(key)` (new ref): read in place from a dict, else by calling its `get`. */
+static PyObject *
+get(PyObject *obj, PyObject *key)
+{
+    if (PyDict_CheckExact(obj)) {
+        PyObject *value = PyDict_GetItemWithError(obj, key);
+        if (value != NULL)
+            return Py_NewRef(value);
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    return PyObject_CallMethodOneArg(obj, s_get, key);
+}
+
+/* `key in obj`: 1, 0 or -1 */
+static int
+contains(PyObject *obj, PyObject *key)
+{
+    if (PyDict_CheckExact(obj))
+        return PyDict_Contains(obj, key);
+    return PySequence_Contains(obj, key);
+}
+
+/* `seq[i]` (new ref) */
+static PyObject *
+item_get(PyObject *seq, Py_ssize_t i)
+{
+    if (PyList_CheckExact(seq) && i < PyList_GET_SIZE(seq))
+        return Py_NewRef(PyList_GET_ITEM(seq, i));
+    PyObject *index = PyLong_FromSsize_t(i);
+    if (index == NULL)
+        return NULL;
+    PyObject *value = PyObject_GetItem(seq, index);
+    Py_DECREF(index);
+    return value;
+}
+
+/* `seq[i] = value`, stealing `value` (which may be NULL: an error already raised) */
+static int
+item_set(PyObject *seq, Py_ssize_t i, PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    if (PyList_CheckExact(seq) && i < PyList_GET_SIZE(seq))
+        return PyList_SetItem(seq, i, value);
+    PyObject *index = PyLong_FromSsize_t(i);
+    int rc = index == NULL ? -1 : PyObject_SetItem(seq, index, value);
+    Py_XDECREF(index);
+    Py_DECREF(value);
+    return rc;
+}
+
+/* `seq[i] += delta` (`sign` 1) or `seq[i] -= delta` (`sign` -1), `delta` a float of value `d`:
+ * a float item is added to in C (the same double operation). */
+static int
+item_add_float(PyObject *seq, Py_ssize_t i, double d, PyObject *delta, int sign)
+{
+    PyObject *item = item_get(seq, i);
+    if (item == NULL)
+        return -1;
+    PyObject *sum;
+    if (PyFloat_CheckExact(item))
+        sum = PyFloat_FromDouble(sign > 0 ? PyFloat_AS_DOUBLE(item) + d
+                                          : PyFloat_AS_DOUBLE(item) - d);
+    else
+        sum = sign > 0 ? PyNumber_InPlaceAdd(item, delta) : PyNumber_InPlaceSubtract(item, delta);
+    Py_DECREF(item);
+    return item_set(seq, i, sum);
+}
+
+/* `seq[i] += delta`, delta an int */
+static int
+item_add_int(PyObject *seq, Py_ssize_t i, PyObject *delta)
+{
+    PyObject *item = item_get(seq, i);
+    if (item == NULL)
+        return -1;
+    PyObject *sum = PyNumber_InPlaceAdd(item, delta);
+    Py_DECREF(item);
+    return item_set(seq, i, sum);
+}
+
+/* `id(obj)` (new ref) */
+#define ID(obj) PyLong_FromVoidPtr(obj)
+
+/* The call's elapsed time in milliseconds, as `_walk` computes it: `*ms` set (a new float, its
+ * value in `*d`) or left NULL when the return has no int or float `elapsed`; -1 on an error. */
+static int
+elapsed_ms(PyObject *ret, PyObject **ms, double *d)
+{
+    *ms = NULL;
+    if (ret == Py_None)
+        return 0;
+    PyObject *elapsed = get(ret, s_elapsed);
+    if (elapsed == NULL)
+        return -1;
+    int rc = 0;
+    if (PyFloat_CheckExact(elapsed)) {
+        *d = PyFloat_AS_DOUBLE(elapsed) * 1000.0;
+        rc = (*ms = PyFloat_FromDouble(*d)) == NULL ? -1 : 0;
+    }
+    else if (PyLong_CheckExact(elapsed) || PyBool_Check(elapsed)) {
+        double value = PyLong_AsDouble(elapsed); /* (float * int converts the int so) */
+        if (value == -1.0 && PyErr_Occurred())
+            rc = -1;
+        else {
+            *d = value * 1000.0;
+            rc = (*ms = PyFloat_FromDouble(*d)) == NULL ? -1 : 0;
+        }
+    }
+    else if (PyFloat_Check(elapsed) || PyLong_Check(elapsed)) {
+        PyObject *product = PyNumber_Multiply(elapsed, thousand);
+        if (product == NULL)
+            rc = -1;
+        else if (!PyFloat_Check(product)) {
+            Py_DECREF(product);
+            PyErr_SetString(PyExc_TypeError, "extract_walk: elapsed * 1000.0 is not a float");
+            rc = -1;
+        }
+        else {
+            *d = PyFloat_AS_DOUBLE(product);
+            *ms = product;
+        }
+    }
+    Py_DECREF(elapsed);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ CallNode's slots */
+
+/* _speedups_diagram.c's: the offsets of a class's object slots */
+int learn_slots(PyObject *type, const char *const *names, int n, Py_ssize_t *out,
+                PyTypeObject **cached);
+
+enum { N_CALL, N_CHILDREN, N_RET, N_SLOTS };
+static const char *const node_slot_names[N_SLOTS] = {"call", "children", "ret"};
+static PyTypeObject *node_type = NULL; /* a strong reference, the class the offsets are of */
+static Py_ssize_t node_offsets[N_SLOTS];
+
+/* `node.<slot>` (new ref): read in place from a node of the known class, else by attribute */
+static PyObject *
+node_get(PyObject *node, int i, PyObject *name)
+{
+    if (Py_TYPE(node) == node_type) {
+        PyObject *value = *(PyObject **)((char *)node + node_offsets[i]);
+        if (value != NULL)
+            return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(node, name);
+}
+
+/* ------------------------------------------------------------------ the walk */
+
+typedef struct {
+    PyObject *node;    /* NULL: closes the frame of `agg` */
+    PyObject *co;      /* the parent's code object, or NULL */
+    PyObject *request; /* the enclosing request row, or NULL */
+    PyObject *caller;  /* the calling function's fqid, or NULL */
+    PyObject *agg;     /* the calling function's aggregate, or NULL */
+    int in_http;
+} Entry;
+
+typedef struct {
+    Entry *items;
+    Py_ssize_t size, capacity;
+} Stack;
+
+/* Pushes an entry, taking new references to its objects. */
+static int
+push(Stack *stack, PyObject *node, PyObject *co, PyObject *request, PyObject *caller,
+     PyObject *agg, int in_http)
+{
+    if (stack->size == stack->capacity) {
+        Py_ssize_t capacity = stack->capacity ? stack->capacity * 2 : 256;
+        Entry *items = realloc(stack->items, (size_t)capacity * sizeof(Entry));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        stack->items = items;
+        stack->capacity = capacity;
+    }
+    Entry *e = &stack->items[stack->size++];
+    e->node = Py_XNewRef(node);
+    e->co = Py_XNewRef(co);
+    e->request = Py_XNewRef(request);
+    e->caller = Py_XNewRef(caller);
+    e->agg = Py_XNewRef(agg);
+    e->in_http = in_http;
+    return 0;
+}
+
+static void
+clear_entry(Entry *e)
+{
+    Py_XDECREF(e->node);
+    Py_XDECREF(e->co);
+    Py_XDECREF(e->request);
+    Py_XDECREF(e->caller);
+    Py_XDECREF(e->agg);
+}
+
+static void
+clear_stack(Stack *stack)
+{
+    for (Py_ssize_t i = 0; i < stack->size; i++)
+        clear_entry(&stack->items[i]);
+    free(stack->items);
+    stack->items = NULL;
+    stack->size = stack->capacity = 0;
+}
+
+typedef struct {
+    int has_http;
+    PyObject *fn_info, *sql_cache, *items, *queries, *pairs, *functions_seen, *params_seen,
+        *sql_seen, *function_values, *canonical_sql, *resolve_function,
+        *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *query_item, *log,
+        *exceptions, *sides, *class_deps, *package_deps, *names, *parameter_values, *classes,
+        *packages, *labels;
+    /* (code object, parent code object) pairs known to be in `pairs`, by address: the pair
+     * is not looked up again in this walk (the code objects outlive it) */
+    struct {
+        void **slots; /* 2 per entry, NULL when empty */
+        size_t mask, count;
+    } known_pairs;
+} Context;
+
+static size_t
+pair_slot(const Context *c, void *a, void *b)
+{
+    uintptr_t h = ((uintptr_t)a >> 4) * 0x9E3779B97F4A7C15u ^ ((uintptr_t)b >> 4);
+    h ^= h >> 29;
+    size_t i = (size_t)h & c->known_pairs.mask;
+    while (c->known_pairs.slots[2 * i] != NULL &&
+           (c->known_pairs.slots[2 * i] != a || c->known_pairs.slots[2 * i + 1] != b))
+        i = (i + 1) & c->known_pairs.mask;
+    return i;
+}
+
+static int
+pair_known(const Context *c, void *a, void *b)
+{
+    return c->known_pairs.slots != NULL && c->known_pairs.slots[2 * pair_slot(c, a, b)] != NULL;
+}
+
+/* Remembers a pair (at most half the table full: it doubles) */
+static int
+pair_add(Context *c, void *a, void *b)
+{
+    if (2 * (c->known_pairs.count + 1) > c->known_pairs.mask + 1 || c->known_pairs.slots == NULL) {
+        size_t old_size = c->known_pairs.slots == NULL ? 0 : c->known_pairs.mask + 1;
+        size_t size = old_size ? 2 * old_size : 256;
+        void **old = c->known_pairs.slots;
+        c->known_pairs.slots = calloc(2 * size, sizeof(void *));
+        if (c->known_pairs.slots == NULL) {
+            c->known_pairs.slots = old;
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->known_pairs.mask = size - 1;
+        for (size_t i = 0; i < old_size; i++)
+            if (old[2 * i] != NULL) {
+                size_t j = pair_slot(c, old[2 * i], old[2 * i + 1]);
+                c->known_pairs.slots[2 * j] = old[2 * i];
+                c->known_pairs.slots[2 * j + 1] = old[2 * i + 1];
+            }
+        free(old);
+    }
+    size_t i = pair_slot(c, a, b);
+    if (c->known_pairs.slots[2 * i] == NULL) {
+        c->known_pairs.slots[2 * i] = a;
+        c->known_pairs.slots[2 * i + 1] = b;
+        c->known_pairs.count++;
+    }
+    return 0;
+}
+
+enum { K_OTHER, K_HTTP_SERVER, K_HTTP_CLIENT, K_SQL, K_FUNCTION };
+
+/* `ev.kind(call)` as `_walk` reads it inline, or -1 on an error */
+static int
+kind_of(PyObject *call)
+{
+    int found;
+    if ((found = contains(call, s_http_server_request)) != 0)
+        return found < 0 ? -1 : K_HTTP_SERVER;
+    if ((found = contains(call, s_http_client_request)) != 0)
+        return found < 0 ? -1 : K_HTTP_CLIENT;
+    if ((found = contains(call, s_sql_query)) != 0)
+        return found < 0 ? -1 : K_SQL;
+    if ((found = contains(call, s_method_id)) != 0)
+        return found < 0 ? -1 : K_FUNCTION;
+    if ((found = contains(call, s_defined_class)) != 0)
+        return found < 0 ? -1 : K_FUNCTION;
+    return K_OTHER;
+}
+
+/* `_sql_key(call)` (new ref): the usual shapes read here, the others by the Python function */
+static PyObject *
+sql_key(const Context *c, PyObject *call)
+{
+    PyObject *query = get(call, s_sql_query);
+    if (query == NULL)
+        return NULL;
+    if (PyDict_CheckExact(query)) {
+        PyObject *text = PyDict_GetItemWithError(query, s_sql);
+        PyObject *database = text == NULL ? NULL : PyDict_GetItemWithError(query, s_database_type);
+        if (PyErr_Occurred()) {
+            Py_DECREF(query);
+            return NULL;
+        }
+        if (database == NULL)
+            database = Py_None;
+        if (text != NULL && PyUnicode_CheckExact(text) &&
+            (database == Py_None || PyUnicode_CheckExact(database))) {
+            if (database != Py_None && PyUnicode_GET_LENGTH(database) == 0)
+                database = Py_None; /* (`database or None`) */
+            PyObject *key = PyTuple_Pack(2, text, database);
+            Py_DECREF(query);
+            return key;
+        }
+    }
+    Py_DECREF(query);
+    return PyObject_CallOneArg(c->sql_key, call);
+}
+
+/* Unpacks a cache entry of `n` items (a tuple), borrowed references into `out`. */
+static int
+unpack(PyObject *entry, Py_ssize_t n, PyObject **out)
+{
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != n) {
+        PyErr_SetString(PyExc_TypeError, "extract_walk: a cache entry is not a tuple of its size");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        out[i] = PyTuple_GET_ITEM(entry, i);
+    return 0;
+}
+
+/* The names of a list of parameter objects, as `Canonical.function` reads them (new ref), or
+ * NULL without an error when `params` is not a list of objects. */
+static PyObject *
+parameter_names(PyObject *params)
+{
+    if (!PyList_CheckExact(params))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(params);
+    PyObject *names = PyTuple_New(n);
+    if (names == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *param = PyList_GET_ITEM(params, i);
+        if (!PyDict_Check(param)) {
+            Py_DECREF(names);
+            return NULL;
+        }
+        PyObject *name = PyDict_GetItemWithError(param, s_name);
+        if (name == NULL) {
+            if (PyErr_Occurred()) {
+                Py_DECREF(names);
+                return NULL;
+            }
+            name = Py_None;
+        }
+        PyTuple_SET_ITEM(names, i, Py_NewRef(name));
+    }
+    return names;
+}
+
+/* `co.nearest(type)` (new ref): the object or its nearest ancestor of that type, or None */
+static PyObject *
+nearest(PyObject *co, PyObject *type)
+{
+    PyObject *node = Py_NewRef(co);
+    while (node != Py_None) {
+        PyObject *t = PyObject_GetAttr(node, s_type);
+        int found = t == NULL ? -1 : PyObject_RichCompareBool(t, type, Py_EQ);
+        Py_XDECREF(t);
+        if (found != 0) {
+            if (found < 0)
+                Py_CLEAR(node);
+            return node;
+        }
+        Py_SETREF(node, PyObject_GetAttr(node, s_parent));
+        if (node == NULL)
+            return NULL;
+    }
+    return node;
+}
+
+/* `values.append(obj.id)` for an object that is not None */
+static int
+append_id(PyObject *values, PyObject *obj)
+{
+    if (obj == Py_None)
+        return 0;
+    PyObject *id = PyObject_GetAttr(obj, s_id);
+    int rc = id == NULL ? -1 : PyList_Append(values, id);
+    Py_XDECREF(id);
+    return rc;
+}
+
+/* `Canonical.function(node, co)` for a counted function call, when it adds something: the
+ * parameter names (the Python function when `parameters` is not a list of objects), then the
+ * function's class, package and labels the first time. */
+static int
+canonical_function(const Context *c, PyObject *node, PyObject *call, PyObject *co,
+                   PyObject *co_id)
+{
+    int seen = PySet_Contains(c->functions_seen, co_id);
+    if (seen < 0)
+        return -1;
+    PyObject *params = get(call, s_parameters);
+    if (params == NULL)
+        return -1;
+    int rc = -1, truthy = PyObject_IsTrue(params);
+    PyObject *names = NULL, *key = NULL, *r = NULL, *cls = NULL, *pkg = NULL, *labels = NULL;
+    if (truthy < 0 || (seen && !truthy)) { /* (a call of a function seen adds no names) */
+        rc = truthy < 0 ? -1 : 0;
+        goto done;
+    }
+    if (truthy) {
+        if ((names = parameter_names(params)) == NULL) {
+            if (!PyErr_Occurred() &&
+                (r = PyObject_CallFunctionObjArgs(c->function_values, node, co, NULL)) != NULL)
+                rc = 0;
+            goto done;
+        }
+        if ((key = PyTuple_Pack(2, co_id, names)) == NULL)
+            goto done;
+        int known = PySet_Contains(c->params_seen, key);
+        if (known < 0)
+            goto done;
+        if (!known && (PySet_Add(c->params_seen, key) < 0 ||
+                       (r = PyObject_CallFunctionObjArgs(c->names, params, c->parameter_values,
+                                                         NULL)) == NULL))
+            goto done;
+    }
+    if (seen) {
+        rc = 0;
+        goto done;
+    }
+    if (PySet_Add(c->functions_seen, co_id) < 0 || (cls = nearest(co, s_class)) == NULL ||
+        append_id(c->classes, cls) < 0 || (pkg = nearest(co, s_package)) == NULL ||
+        append_id(c->packages, pkg) < 0 || (labels = PyObject_GetAttr(co, s_labels)) == NULL)
+        goto done;
+    truthy = PyObject_IsTrue(labels);
+    if (truthy < 0)
+        goto done;
+    if (truthy) {
+        Py_XSETREF(r, PyObject_CallMethodOneArg(c->labels, s_extend, labels));
+        if (r == NULL)
+            goto done;
+    }
+    rc = 0;
+done:
+    Py_DECREF(params);
+    Py_XDECREF(names);
+    Py_XDECREF(key);
+    Py_XDECREF(r);
+    Py_XDECREF(cls);
+    Py_XDECREF(pkg);
+    Py_XDECREF(labels);
+    return rc;
+}
+
+/* `Canonical._side(co)` (borrowed from `sides`, which keeps it): the ids of the child of the
+ * root on the path from `co` up (None when `co` is a root) and of the root, made once. */
+static PyObject *
+side_of(const Context *c, PyObject *co, PyObject *co_id)
+{
+    PyObject *side = PyDict_GetItemWithError(c->sides, co_id);
+    if (side != NULL || PyErr_Occurred())
+        return side;
+    PyObject *child = NULL, *node = Py_NewRef(co), *parent;
+    while ((parent = PyObject_GetAttr(node, s_parent)) != NULL && parent != Py_None) {
+        Py_XSETREF(child, node);
+        node = parent;
+    }
+    if (parent != NULL) {
+        Py_DECREF(parent); /* (None) */
+        PyObject *cls = child == NULL ? Py_NewRef(Py_None) : PyObject_GetAttr(child, s_id);
+        PyObject *pkg = cls == NULL ? NULL : PyObject_GetAttr(node, s_id);
+        if (pkg != NULL) {
+            PyObject *made = PyTuple_Pack(2, cls, pkg);
+            if (made != NULL && PyDict_SetItem(c->sides, co_id, made) == 0)
+                side = made; /* (borrowed: `sides` holds it) */
+            Py_XDECREF(made);
+        }
+        Py_XDECREF(cls);
+        Py_XDECREF(pkg);
+    }
+    Py_XDECREF(child);
+    Py_DECREF(node);
+    return side;
+}
+
+/* {"caller": caller, "callee": callee} appended to `values` */
+static int
+append_dependency(PyObject *values, PyObject *caller, PyObject *callee)
+{
+    PyObject *item = PyDict_New();
+    int rc = -1;
+    if (item != NULL && PyDict_SetItem(item, s_caller, caller) == 0 &&
+        PyDict_SetItem(item, s_callee, callee) == 0)
+        rc = PyList_Append(values, item);
+    Py_XDECREF(item);
+    return rc;
+}
+
+/* `Canonical.dependency(co, parent_co)` for a pair not in `pairs` yet: the pair added, the
+ * class and package dependencies appended. */
+static int
+dependency(const Context *c, PyObject *co, PyObject *co_id, PyObject *parent_co)
+{
+    PyObject *parent_id = ID(parent_co);
+    if (parent_id == NULL)
+        return -1;
+    int rc = -1;
+    PyObject *pair = PyTuple_Pack(2, co_id, parent_id);
+    if (pair == NULL || PySet_Add(c->pairs, pair) < 0)
+        goto done;
+    PyObject *mine = side_of(c, co, co_id);
+    if (mine == NULL)
+        goto done;
+    Py_INCREF(mine);
+    PyObject *theirs = side_of(c, parent_co, parent_id);
+    if (theirs == NULL) {
+        Py_DECREF(mine);
+        goto done;
+    }
+    Py_INCREF(theirs);
+    if (!PyTuple_Check(mine) || PyTuple_GET_SIZE(mine) != 2 || !PyTuple_Check(theirs) ||
+        PyTuple_GET_SIZE(theirs) != 2)
+        PyErr_SetString(PyExc_TypeError, "extract_walk: a side is not a pair");
+    else {
+        PyObject *cls = PyTuple_GET_ITEM(mine, 0), *pkg = PyTuple_GET_ITEM(mine, 1);
+        PyObject *their_cls = PyTuple_GET_ITEM(theirs, 0);
+        PyObject *their_pkg = PyTuple_GET_ITEM(theirs, 1);
+        int differ = 0;
+        if (cls != Py_None && their_cls != Py_None)
+            differ = PyObject_RichCompareBool(cls, their_cls, Py_NE);
+        if (differ >= 0 && (!differ || append_dependency(c->class_deps, their_cls, cls) == 0)) {
+            differ = PyObject_RichCompareBool(pkg, their_pkg, Py_NE);
+            if (differ >= 0 &&
+                (!differ || append_dependency(c->package_deps, their_pkg, pkg) == 0))
+                rc = 0;
+        }
+    }
+    Py_DECREF(mine);
+    Py_DECREF(theirs);
+done:
+    Py_DECREF(parent_id);
+    Py_XDECREF(pair);
+    return rc;
+}
+
+/* One call of the walk: `_walk`'s loop body for a node. */
+static int
+visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
+      PyObject *in_order, Py_ssize_t *n_calls)
+{
+    int rc = -1;
+    PyObject *node = e->node;
+    PyObject *call = NULL, *ret = NULL, *ms = NULL, *event_id = NULL, *key = NULL,
+             *resolved = NULL, *co = NULL, *fqid = NULL, *info = NULL, *sql_values = NULL,
+             *agg = NULL, *node_id = NULL, *co_id = NULL, *request = NULL, *request_id = NULL,
+             *children = NULL, *r = NULL, *raised = NULL, *is_log = NULL;
+    double d = 0.0;
+
+    if (PyList_Append(nodes, node) < 0)
+        return -1;
+    if ((call = node_get(node, N_CALL, s_call)) == NULL ||
+        (ret = node_get(node, N_RET, s_ret)) == NULL || elapsed_ms(ret, &ms, &d) < 0 ||
+        (event_id = get(call, s_id)) == NULL)
+        goto done;
+    int kind = kind_of(call);
+    if (kind < 0)
+        goto done;
+    PyObject *parts[4];
+    if (kind == K_SQL) {
+        if ((key = sql_key(c, call)) == NULL)
+            goto done;
+        PyObject *cached = PyDict_GetItemWithError(c->sql_cache, key);
+        if (cached != NULL)
+            resolved = Py_NewRef(cached);
+        else if (PyErr_Occurred() || (resolved = PyObject_CallOneArg(c->resolve_sql, key)) == NULL)
+            goto done;
+        if (unpack(resolved, 4, parts) < 0)
+            goto done;
+        co = Py_NewRef(parts[0]);
+        fqid = Py_NewRef(parts[1]);
+        info = Py_NewRef(parts[2]);
+        sql_values = Py_NewRef(parts[3]);
+    }
+    else if (kind == K_FUNCTION) {
+        PyObject *fields[5] = {s_defined_class, s_method_id, s_path, s_lineno, s_static};
+        if ((key = PyTuple_New(5)) == NULL)
+            goto done;
+        for (int i = 0; i < 5; i++) {
+            PyObject *value = get(call, fields[i]);
+            if (value == NULL)
+                goto done;
+            PyTuple_SET_ITEM(key, i, value);
+        }
+        PyObject *cached = PyDict_GetItemWithError(c->fn_info, key);
+        if (cached != NULL)
+            resolved = Py_NewRef(cached);
+        else if (PyErr_Occurred() ||
+                 (resolved = PyObject_CallOneArg(c->resolve_function, call)) == NULL ||
+                 PyDict_SetItem(c->fn_info, key, resolved) < 0)
+            goto done;
+        if (unpack(resolved, 4, parts) < 0)
+            goto done;
+        co = Py_NewRef(parts[0]);
+        fqid = Py_NewRef(parts[1]);
+        is_log = Py_NewRef(parts[2]);
+        agg = Py_NewRef(parts[3]);
+    }
+    else {
+        if ((co = PyObject_CallOneArg(c->code_object, call)) == NULL ||
+            (fqid = PyObject_GetAttr(co, s_fqid)) == NULL)
+            goto done;
+    }
+    if ((node_id = ID(node)) == NULL || PyDict_SetItem(codes, node_id, co) < 0 ||
+        PyList_Append(in_order, co) < 0)
+        goto done;
+    int in_http = e->in_http || kind == K_HTTP_SERVER;
+    int counted = in_http || !c->has_http;
+    if ((co_id = ID(co)) == NULL)
+        goto done;
+    if (counted && e->co != NULL && !pair_known(c, co, e->co)) {
+        PyObject *parent_id = ID(e->co);
+        PyObject *pair = parent_id == NULL ? NULL : PyTuple_Pack(2, co_id, parent_id);
+        Py_XDECREF(parent_id);
+        int known = pair == NULL ? -1 : PySet_Contains(c->pairs, pair);
+        Py_XDECREF(pair);
+        if (known < 0)
+            goto done;
+        if ((!known && dependency(c, co, co_id, e->co) < 0) || pair_add(c, co, e->co) < 0)
+            goto done;
+    }
+    request = Py_XNewRef(e->request);
+    if (request != NULL) {
+        if ((request_id = item_get(request, 0)) == NULL)
+            goto done;
+    }
+    else
+        request_id = Py_NewRef(Py_None);
+    PyObject *next_caller = e->caller;
+    if (ms != NULL && e->agg != NULL && item_add_float(e->agg, 2, d, ms, -1) < 0)
+        goto done;
+    PyObject *ms_value = ms != NULL ? ms : Py_None;
+
+    if (kind == K_FUNCTION) {
+        ++*n_calls;
+        next_caller = fqid;
+        if (item_add_int(agg, 0, one) < 0)
+            goto done;
+        if (ms != NULL) {
+            PyObject *open = item_get(agg, 4);
+            int frames = open == NULL ? -1 : PyObject_IsTrue(open);
+            Py_XDECREF(open);
+            if (frames < 0 || (!frames && item_add_float(agg, 1, d, ms, 1) < 0) ||
+                item_add_float(agg, 2, d, ms, 1) < 0)
+                goto done;
+            PyObject *top = item_get(agg, 3);
+            if (top == NULL)
+                goto done;
+            int longer = PyFloat_CheckExact(top) ? d > PyFloat_AS_DOUBLE(top)
+                                                 : PyObject_RichCompareBool(ms, top, Py_GT);
+            Py_DECREF(top);
+            if (longer < 0 || (longer && item_set(agg, 3, Py_NewRef(ms)) < 0))
+                goto done;
+        }
+        if ((children = node_get(node, N_CHILDREN, s_children)) == NULL)
+            goto done;
+        int has_children = PyObject_IsTrue(children);
+        if (has_children < 0)
+            goto done;
+        if (has_children) {
+            if (item_add_int(agg, 4, one) < 0 || push(stack, NULL, NULL, NULL, NULL, agg, 0) < 0)
+                goto done;
+        }
+        if (counted && canonical_function(c, node, call, co, co_id) < 0)
+            goto done;
+        int logs = PyObject_IsTrue(is_log);
+        if (logs < 0)
+            goto done;
+        if (logs) {
+            PyObject *caller = e->caller != NULL ? e->caller : Py_None;
+            if ((r = PyObject_CallFunctionObjArgs(c->log, call, event_id, request_id, fqid, caller,
+                                                  NULL)) == NULL)
+                goto done;
+            Py_CLEAR(r);
+        }
+    }
+    else if (kind == K_HTTP_SERVER) {
+        Py_CLEAR(request);
+        if ((request = PyObject_CallFunctionObjArgs(c->http_server, node, call, event_id, ms_value,
+                                                    counted ? Py_True : Py_False, NULL)) == NULL)
+            goto done;
+    }
+    else if (kind == K_SQL) {
+        PyObject *caller = e->caller != NULL ? e->caller : Py_None;
+        PyObject *row = PyTuple_Pack(5, event_id, request_id, fqid, ms_value, caller);
+        int failed = row == NULL || PyList_Append(c->queries, row) < 0;
+        Py_XDECREF(row);
+        if (failed)
+            goto done;
+        int known = PyDict_Contains(c->items, fqid);
+        if (known < 0)
+            goto done;
+        if (!known) {
+            if ((r = PyObject_CallFunctionObjArgs(c->query_item, fqid, info, call, NULL)) == NULL)
+                goto done;
+            Py_CLEAR(r);
+        }
+        if (request != NULL) {
+            if (item_add_int(request, 6, one) < 0 ||
+                (ms != NULL && item_add_float(request, 7, d, ms, 1) < 0))
+                goto done;
+        }
+        if (counted) {
+            int seen = PyTuple_Check(sql_values) ? PySet_Contains(c->sql_seen, sql_values) : 0;
+            if (seen < 0)
+                goto done;
+            if (!seen) {
+                PyObject *args = PySequence_Tuple(sql_values);
+                if (args == NULL)
+                    goto done;
+                r = PyObject_Call(c->canonical_sql, args, NULL);
+                Py_DECREF(args);
+                if (r == NULL)
+                    goto done;
+                Py_CLEAR(r);
+            }
+        }
+    }
+    else if (kind == K_HTTP_CLIENT) {
+        if ((r = PyObject_CallFunctionObjArgs(c->http_client, node, call, co, fqid,
+                                              counted ? Py_True : Py_False, NULL)) == NULL)
+            goto done;
+        Py_CLEAR(r);
+    }
+
+    if (ret != Py_None) {
+        if ((raised = get(ret, s_exceptions)) == NULL)
+            goto done;
+        int truthy = PyObject_IsTrue(raised);
+        if (truthy < 0)
+            goto done;
+        if (truthy) {
+            if ((r = PyObject_CallFunctionObjArgs(c->exceptions, node, event_id, request_id, fqid,
+                                                  counted ? Py_True : Py_False, codes, NULL)) ==
+                NULL)
+                goto done;
+            Py_CLEAR(r);
+        }
+    }
+
+    if (children == NULL && (children = node_get(node, N_CHILDREN, s_children)) == NULL)
+        goto done;
+    {
+        PyObject *seq = PySequence_Fast(children, "extract_walk: a node's children");
+        if (seq == NULL)
+            goto done;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        for (Py_ssize_t i = n - 1; i >= 0; i--) {
+            if (push(stack, PySequence_Fast_GET_ITEM(seq, i), co, request, next_caller, agg,
+                     in_http) < 0) {
+                Py_DECREF(seq);
+                goto done;
+            }
+        }
+        Py_DECREF(seq);
+    }
+    rc = 0;
+done:
+    Py_XDECREF(call);
+    Py_XDECREF(ret);
+    Py_XDECREF(ms);
+    Py_XDECREF(event_id);
+    Py_XDECREF(key);
+    Py_XDECREF(resolved);
+    Py_XDECREF(co);
+    Py_XDECREF(fqid);
+    Py_XDECREF(info);
+    Py_XDECREF(sql_values);
+    Py_XDECREF(agg);
+    Py_XDECREF(node_id);
+    Py_XDECREF(co_id);
+    Py_XDECREF(request);
+    Py_XDECREF(request_id);
+    Py_XDECREF(children);
+    Py_XDECREF(r);
+    Py_XDECREF(raised);
+    Py_XDECREF(is_log);
+    return rc;
+}
+
+PyObject *
+tt_extract_walk(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *roots, *call_node, *nodes, *codes, *in_order, *context;
+    if (!PyArg_ParseTuple(args, "OOO!O!O!O!:extract_walk", &roots, &call_node, &PyList_Type,
+                          &nodes, &PyDict_Type, &codes, &PyList_Type, &in_order, &PyTuple_Type,
+                          &context))
+        return NULL;
+    if (intern_names() < 0 ||
+        learn_slots(call_node, node_slot_names, N_SLOTS, node_offsets, &node_type) < 0)
+        return NULL; /* (nodes of another class are read by attribute) */
+    Context c;
+    PyObject *has_http;
+    if (!PyArg_ParseTuple(context, "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!:extract_walk context",
+                          &has_http, &PyDict_Type, &c.fn_info, &PyDict_Type, &c.sql_cache,
+                          &PyDict_Type, &c.items, &PyList_Type, &c.queries, &PySet_Type, &c.pairs,
+                          &PySet_Type, &c.functions_seen, &PySet_Type, &c.params_seen, &PySet_Type,
+                          &c.sql_seen, &c.function_values, &c.canonical_sql,
+                          &c.resolve_function, &c.resolve_sql, &c.sql_key, &c.code_object,
+                          &c.http_server, &c.http_client, &c.query_item, &c.log, &c.exceptions,
+                          &PyDict_Type, &c.sides, &PyList_Type, &c.class_deps,
+                          &PyList_Type, &c.package_deps, &c.names, &PyList_Type,
+                          &c.parameter_values, &PyList_Type, &c.classes, &PyList_Type,
+                          &c.packages, &PyList_Type, &c.labels))
+        return NULL;
+    if ((c.has_http = PyObject_IsTrue(has_http)) < 0)
+        return NULL;
+    c.known_pairs.slots = NULL;
+    c.known_pairs.mask = c.known_pairs.count = 0;
+    /* (the context's objects stay alive: the caller's tuple holds them) */
+    PyObject *seq = PySequence_Fast(roots, "extract_walk: roots");
+    if (seq == NULL)
+        return NULL;
+    Stack stack = {NULL, 0, 0};
+    for (Py_ssize_t i = PySequence_Fast_GET_SIZE(seq) - 1; i >= 0; i--) {
+        if (push(&stack, PySequence_Fast_GET_ITEM(seq, i), NULL, NULL, NULL, NULL, 0) < 0) {
+            Py_DECREF(seq);
+            clear_stack(&stack);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    Py_ssize_t n_calls = 0;
+    while (stack.size) {
+        Entry e = stack.items[--stack.size]; /* (its references now ours) */
+        int failed;
+        if (e.node == NULL) /* a function frame closes */
+            failed = item_add_int(e.agg, 4, minus_one);
+        else if (e.node == Py_None) {
+            PyErr_SetString(PyExc_TypeError, "extract_walk: a node is None");
+            failed = 1;
+        }
+        else
+            failed = visit(&c, &stack, &e, nodes, codes, in_order, &n_calls) < 0;
+        clear_entry(&e);
+        if (failed) {
+            clear_stack(&stack);
+            free(c.known_pairs.slots);
+            return NULL;
+        }
+    }
+    clear_stack(&stack);
+    free(c.known_pairs.slots);
+    return PyLong_FromSsize_t(n_calls);
+}
