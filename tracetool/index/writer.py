@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
@@ -97,7 +97,7 @@ class _CodeIds(dict[Any, Any]):
 
     def __init__(
         self,
-        ids: dict[str, int | None],
+        ids: Mapping[str, int | None],
         intern: Callable[[str | None, dict[str, tuple[Any, ...]]], int | None],
         items: dict[str, tuple[Any, ...]],
     ) -> None:
