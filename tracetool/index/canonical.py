@@ -105,6 +105,9 @@ class Canonical:
         # id(code object) -> (id of its "class", id of its "package"), for `dependency`
         self._sides: dict[int, tuple[str | None, str]] = {}
         self.pairs: set[tuple[int, int]] = set()
+        # (caller, callee) ids already added to classDependencies / packageDependencies: many
+        # code-object pairs make one dependency, which `result` would serialize each time
+        self._dependencies: tuple[set[tuple[str, str]], set[tuple[str, str]]] = (set(), set())
         self._params: set[tuple[Any, ...]] = set()
         self._sql: set[tuple[str, tuple[str, ...]]] = set()
 
@@ -142,9 +145,13 @@ class Canonical:
         self.pairs.add(pair)
         mine, mine_p = self._side(co)
         theirs, theirs_p = self._side(parent_co)
+        classes, packages = self._dependencies
         if mine is not None and theirs is not None and mine != theirs:
-            self.values["classDependencies"].append({"caller": theirs, "callee": mine})
-        if mine_p != theirs_p:
+            if (theirs, mine) not in classes:
+                classes.add((theirs, mine))
+                self.values["classDependencies"].append({"caller": theirs, "callee": mine})
+        if mine_p != theirs_p and (theirs_p, mine_p) not in packages:
+            packages.add((theirs_p, mine_p))
             self.values["packageDependencies"].append({"caller": theirs_p, "callee": mine_p})
 
     def _side(self, co: CodeObject) -> tuple[str | None, str]:
@@ -216,18 +223,21 @@ class Canonical:
 
 def bound_class_map(cmap: ClassMap, used: dict[int, CodeObject]) -> list[dict[str, Any]]:
     """The classMap limited to code objects with events and their ancestors (AppMap's binding)."""
-    keep: set[int] = set()
+    # (code objects hash by identity: the set holds them, not their ids)
+    keep: set[CodeObject] = set()
+    add = keep.add
     for co in used.values():
         node: CodeObject | None = co
-        while node is not None and id(node) not in keep:
-            keep.add(id(node))
+        while node is not None and node not in keep:
+            add(node)
             node = node.parent
     roots: list[dict[str, Any]] = []
     stack: list[tuple[CodeObject, list[dict[str, Any]]]] = [
-        (root, roots) for root in reversed(cmap.roots) if id(root) in keep
+        (root, roots) for root in reversed(cmap.roots) if root in keep
     ]
+    pop, push = stack.pop, stack.append
     while stack:
-        obj, siblings = stack.pop()
+        obj, siblings = pop()
         out: dict[str, Any] = {"name": obj.name, "type": obj.type}
         if obj.type == "function":
             if obj.location:
@@ -235,11 +245,14 @@ def bound_class_map(cmap: ClassMap, used: dict[int, CodeObject]) -> list[dict[st
             out["static"] = obj.static
         if obj.labels:
             out["labels"] = list(obj.labels)
-        out.update(obj.extra)
+        if obj.extra:
+            out.update(obj.extra)
         siblings.append(out)
-        kids = [c for c in obj.children if id(c) in keep]
-        if kids:
-            children: list[dict[str, Any]] = []
-            out["children"] = children
-            stack.extend((c, children) for c in reversed(kids))
+        if obj.children:
+            kids = [c for c in obj.children if c in keep]
+            if kids:
+                children: list[dict[str, Any]] = []
+                out["children"] = children
+                for c in reversed(kids):
+                    push((c, children))
     return roots
