@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from tracetool import accel
 from tracetool.trace.codeobjects import ClassMap, CodeObject
 from tracetool.trace.tree import CallNode
 
@@ -222,7 +223,20 @@ class Canonical:
 
 
 def bound_class_map(cmap: ClassMap, used: dict[int, CodeObject]) -> list[dict[str, Any]]:
-    """The classMap limited to code objects with events and their ancestors (AppMap's binding)."""
+    """The classMap limited to code objects with events and their ancestors (AppMap's binding).
+
+    Made in C where the accelerator is built (`tracetool._speedups.bound_class_map`, the same
+    dicts; `python_bound_class_map` stays its reference)."""
+    if _BOUND_CLASS_MAP is not None:
+        return _BOUND_CLASS_MAP(cmap.roots, used, CodeObject)  # type: ignore[no-any-return]
+    return python_bound_class_map(cmap, used)
+
+
+_BOUND_CLASS_MAP = accel.function("bound_class_map")
+
+
+def python_bound_class_map(cmap: ClassMap, used: dict[int, CodeObject]) -> list[dict[str, Any]]:
+    """`bound_class_map` without the accelerator."""
     # (code objects hash by identity: the set holds them, not their ids)
     keep: set[CodeObject] = set()
     add = keep.add
