@@ -3371,6 +3371,41 @@ huge_number_risk(PyObject *module, PyObject *arg)
     return PyBool_FromLong(found);
 }
 
+/* ------------------------------------------------------------------ first timestamp */
+
+/* `first_timestamp(events)`: `tracetool.index.rows.first_timestamp` of a list of dicts (the
+ * first `timestamp` that is an int or a float, as a float; None), or NotImplemented when an
+ * event is not a dict (the Python function raises as it does). One dict lookup per event. */
+static PyObject *
+first_timestamp(PyObject *module, PyObject *events)
+{
+    (void)module;
+    static PyObject *k_timestamp;
+    if (k_timestamp == NULL && (k_timestamp = PyUnicode_InternFromString("timestamp")) == NULL) {
+        return NULL;
+    }
+    if (!PyList_Check(events)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+        PyObject *event = PyList_GET_ITEM(events, i);
+        if (!PyDict_Check(event)) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        PyObject *ts = PyDict_GetItemWithError(event, k_timestamp); /* borrowed */
+        if (ts == NULL) {
+            if (PyErr_Occurred()) {
+                return NULL;
+            }
+            continue;
+        }
+        if (PyLong_Check(ts) || PyFloat_Check(ts)) {
+            return PyNumber_Float(ts);
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ bound classMap */
 
 /* `bound_class_map(roots, used, object_type)`: `tracetool.index.canonical.bound_class_map` of
@@ -3659,6 +3694,8 @@ static PyMethodDef methods[] = {
      "tree_walk(node_type, roots, release) -> tree.preorder(roots), or tree.release(roots)."},
     {"class_map", class_map, METH_VARARGS,
      "class_map(roots, by_location, children, data, object_type, extra_keys): ClassMap.from_json."},
+    {"first_timestamp", first_timestamp, METH_O,
+     "first_timestamp(events) -> index.rows.first_timestamp, or NotImplemented."},
     {"bound_class_map", bound_class_map, METH_VARARGS,
      "bound_class_map(roots, used, object_type) -> index.canonical.bound_class_map."},
     {"huge_number_risk", huge_number_risk, METH_O,
