@@ -144,8 +144,9 @@ class Canonical:
         if pair in self.pairs:
             return
         self.pairs.add(pair)
-        mine, mine_p = self._side(co)
-        theirs, theirs_p = self._side(parent_co)
+        sides = self._sides  # (the sides met before read inline: most are)
+        mine, mine_p = sides.get(pair[0]) or self._side(co)
+        theirs, theirs_p = sides.get(pair[1]) or self._side(parent_co)
         classes, packages = self._dependencies
         if mine is not None and theirs is not None and mine != theirs:
             if (theirs, mine) not in classes:
