@@ -292,3 +292,16 @@ def test_dependencies_are_kept_once_each() -> None:
         {"caller": "q/C", "callee": "p/A"},
     ]
     assert out["packageDependencies"] == [{"caller": "q", "callee": "p"}]
+
+
+def test_distinct_dependencies_pairs_string_ids_only() -> None:
+    """Pairs made distinct before serializing only where equal pairs mean equal JSON."""
+    from tracetool.index.canonical import _distinct_dependencies
+
+    a, b = {"caller": "A", "callee": "B"}, {"caller": "B", "callee": "A"}
+    assert _distinct_dependencies([a, b, dict(a), dict(b), dict(a)]) == [a, b]
+    odd = [{"caller": 1, "callee": "B"}, {"caller": True, "callee": "B"}]
+    assert _distinct_dependencies(odd) is odd  # (1 == True, but their JSON differs)
+    extra = [dict(a, more=1), dict(a)]
+    assert _distinct_dependencies(extra) is extra
+    assert _distinct_dependencies(["x"]) == ["x"]

@@ -31,6 +31,7 @@ where AppMap's regexes write `IS ?`.
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import Any
 
 import orjson
@@ -106,9 +107,6 @@ class Canonical:
         # id(code object) -> (id of its "class", id of its "package"), for `dependency`
         self._sides: dict[int, tuple[str | None, str]] = {}
         self.pairs: set[tuple[int, int]] = set()
-        # (caller, callee) ids already added to classDependencies / packageDependencies: many
-        # code-object pairs make one dependency, which `result` would serialize each time
-        self._dependencies: tuple[set[tuple[str, str]], set[tuple[str, str]]] = (set(), set())
         self._params: set[tuple[Any, ...]] = set()
         self._sql: set[tuple[str, tuple[str, ...]]] = set()
 
@@ -147,13 +145,9 @@ class Canonical:
         sides = self._sides  # (the sides met before read inline: most are)
         mine, mine_p = sides.get(pair[0]) or self._side(co)
         theirs, theirs_p = sides.get(pair[1]) or self._side(parent_co)
-        classes, packages = self._dependencies
         if mine is not None and theirs is not None and mine != theirs:
-            if (theirs, mine) not in classes:
-                classes.add((theirs, mine))
-                self.values["classDependencies"].append({"caller": theirs, "callee": mine})
-        if mine_p != theirs_p and (theirs_p, mine_p) not in packages:
-            packages.add((theirs_p, mine_p))
+            self.values["classDependencies"].append({"caller": theirs, "callee": mine})
+        if mine_p != theirs_p:
             self.values["packageDependencies"].append({"caller": theirs_p, "callee": mine_p})
 
     def _side(self, co: CodeObject) -> tuple[str | None, str]:
@@ -216,11 +210,32 @@ class Canonical:
                 # equal strings, equal JSON texts: made unique first, each serialized once
                 out[name] = sorted(set(values), key=orjson.dumps)
                 continue
+            if name in _DEPENDENCIES:
+                values = _distinct_dependencies(values)
             seen: dict[bytes, Any] = {}
             for value in values:
                 seen.setdefault(orjson.dumps(value), value)
             out[name] = [seen[key] for key in sorted(seen)]
         return out
+
+
+_DEPENDENCIES = frozenset(("classDependencies", "packageDependencies"))
+_CALLER_CALLEE = operator.itemgetter("caller", "callee")
+
+
+def _distinct_dependencies(values: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`{caller, callee}` values (as `dependency` makes them, caller first) with their pairs
+    made distinct: many code-object pairs make one dependency, serialized once then, not once
+    per pair. Only string ids are paired (equal pairs, equal JSON); else `values` as they are."""
+    try:
+        pairs = list(map(_CALLER_CALLEE, values))
+    except (KeyError, TypeError):
+        return values
+    if not _STR_ONLY.issuperset(map(type, itertools.chain.from_iterable(pairs))):
+        return values
+    if not {2}.issuperset(map(len, values)):
+        return values
+    return list(dict(zip(pairs, values)).values())
 
 
 def bound_class_map(cmap: ClassMap, used: dict[int, CodeObject]) -> list[dict[str, Any]]:
