@@ -3371,6 +3371,299 @@ huge_number_risk(PyObject *module, PyObject *arg)
     return PyBool_FromLong(found);
 }
 
+/* ------------------------------------------------------------------ first timestamp */
+
+/* `first_timestamp(events)`: `tracetool.index.rows.first_timestamp` of a list of dicts (the
+ * first `timestamp` that is an int or a float, as a float; None), or NotImplemented when an
+ * event is not a dict (the Python function raises as it does). One dict lookup per event. */
+static PyObject *
+first_timestamp(PyObject *module, PyObject *events)
+{
+    (void)module;
+    static PyObject *k_timestamp;
+    if (k_timestamp == NULL && (k_timestamp = PyUnicode_InternFromString("timestamp")) == NULL) {
+        return NULL;
+    }
+    if (!PyList_Check(events)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+        PyObject *event = PyList_GET_ITEM(events, i);
+        if (!PyDict_Check(event)) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        PyObject *ts = PyDict_GetItemWithError(event, k_timestamp); /* borrowed */
+        if (ts == NULL) {
+            if (PyErr_Occurred()) {
+                return NULL;
+            }
+            continue;
+        }
+        if (PyLong_Check(ts) || PyFloat_Check(ts)) {
+            return PyNumber_Float(ts);
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ bound classMap */
+
+/* `bound_class_map(roots, used, object_type)`: `tracetool.index.canonical.bound_class_map` of
+ * a ClassMap's `roots` and the code objects `used` (a dict, its values), read through the
+ * `CodeObject` (`object_type`) slot descriptors: the same dicts, keys in the same order. */
+static PyObject *
+bound_class_map(PyObject *module, PyObject *args)
+{
+    PyObject *roots, *used, *type_obj;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!O!O!:bound_class_map", &PyList_Type, &roots, &PyDict_Type,
+                          &used, &PyType_Type, &type_obj)) {
+        return NULL;
+    }
+    static PyObject *k_name, *k_type, *k_location, *k_static, *k_labels, *k_children, *function;
+    if (k_name == NULL) {
+        k_name = PyUnicode_InternFromString("name");
+        k_type = PyUnicode_InternFromString("type");
+        k_location = PyUnicode_InternFromString("location");
+        k_static = PyUnicode_InternFromString("static");
+        k_labels = PyUnicode_InternFromString("labels");
+        k_children = PyUnicode_InternFromString("children");
+        function = PyUnicode_InternFromString("function");
+        if (!k_name || !k_type || !k_location || !k_static || !k_labels || !k_children ||
+            !function) {
+            Py_CLEAR(k_name);
+            return NULL;
+        }
+    }
+    PyObject *slot[CO_COUNT] = {NULL};
+    PyObject *keep = NULL, *result = NULL, *out_roots = NULL;
+    Buf stack = {NULL, 0, 0}; /* (object, siblings) pairs, strong references */
+    for (int i = 0; i < CO_COUNT; i++) {
+        slot[i] = PyObject_GetAttrString(type_obj, CO_SLOTS[i]);
+        if (slot[i] == NULL) {
+            goto done;
+        }
+        if (Py_TYPE(slot[i])->tp_descr_get == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s is not a slot", CO_SLOTS[i]);
+            goto done;
+        }
+    }
+    /* the used objects and their ancestors */
+    keep = PySet_New(NULL);
+    if (keep == NULL) {
+        goto done;
+    }
+    Py_ssize_t at = 0;
+    PyObject *key, *co;
+    while (PyDict_Next(used, &at, &key, &co)) {
+        Py_INCREF(co);
+        PyObject *node = co;
+        while (node != Py_None) {
+            int found = PySet_Contains(keep, node);
+            if (found != 0 || PySet_Add(keep, node) < 0) {
+                Py_DECREF(node);
+                if (found < 0 || PyErr_Occurred()) {
+                    goto done;
+                }
+                node = NULL;
+                break;
+            }
+            PyObject *parent = slot_get(slot[CO_PARENT], node);
+            Py_DECREF(node);
+            if (parent == NULL) {
+                goto done;
+            }
+            node = parent;
+        }
+        if (node == Py_None) {
+            Py_DECREF(node);
+        }
+    }
+    out_roots = PyList_New(0);
+    if (out_roots == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = PyList_GET_SIZE(roots) - 1; i >= 0; i--) {
+        PyObject *root = PyList_GET_ITEM(roots, i);
+        int found = PySet_Contains(keep, root);
+        if (found < 0) {
+            goto done;
+        }
+        if (found) {
+            PyObject *pair[2] = {root, out_roots};
+            if (buf_put(&stack, pair, sizeof(pair)) < 0) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            Py_INCREF(root);
+            Py_INCREF(out_roots);
+        }
+    }
+    while (stack.len > 0) {
+        PyObject *pair[2];
+        stack.len -= sizeof(pair);
+        memcpy(pair, stack.p + stack.len, sizeof(pair));
+        PyObject *obj = pair[0], *siblings = pair[1];
+        PyObject *out = NULL, *value = NULL, *kids = NULL;
+        int rc = -1;
+        out = PyDict_New();
+        if (out == NULL) {
+            goto next;
+        }
+        /* {"name": obj.name, "type": obj.type} */
+        if ((value = slot_get(slot[CO_NAME], obj)) == NULL ||
+            PyDict_SetItem(out, k_name, value) < 0) {
+            goto next;
+        }
+        Py_CLEAR(value);
+        if ((value = slot_get(slot[CO_TYPE], obj)) == NULL ||
+            PyDict_SetItem(out, k_type, value) < 0) {
+            goto next;
+        }
+        int is_function = PyObject_RichCompareBool(value, function, Py_EQ);
+        Py_CLEAR(value);
+        if (is_function < 0) {
+            goto next;
+        }
+        if (is_function) {
+            /* a truthy location, then static */
+            if ((value = slot_get(slot[CO_LOCATION], obj)) == NULL) {
+                goto next;
+            }
+            int truthy = PyObject_IsTrue(value);
+            if (truthy < 0 || (truthy && PyDict_SetItem(out, k_location, value) < 0)) {
+                goto next;
+            }
+            Py_CLEAR(value);
+            if ((value = slot_get(slot[CO_STATIC], obj)) == NULL ||
+                PyDict_SetItem(out, k_static, value) < 0) {
+                goto next;
+            }
+            Py_CLEAR(value);
+        }
+        /* list(obj.labels) when truthy */
+        if ((value = slot_get(slot[CO_LABELS], obj)) == NULL) {
+            goto next;
+        }
+        int truthy = PyObject_IsTrue(value);
+        if (truthy < 0) {
+            goto next;
+        }
+        if (truthy) {
+            PyObject *labels = PySequence_List(value);
+            if (labels == NULL) {
+                goto next;
+            }
+            int failed = PyDict_SetItem(out, k_labels, labels) < 0;
+            Py_DECREF(labels);
+            if (failed) {
+                goto next;
+            }
+        }
+        Py_CLEAR(value);
+        /* out.update(obj.extra) when truthy */
+        if ((value = slot_get(slot[CO_EXTRA], obj)) == NULL) {
+            goto next;
+        }
+        truthy = PyObject_IsTrue(value);
+        if (truthy < 0) {
+            goto next;
+        }
+        if (truthy) {
+            if (PyDict_Check(value)) {
+                if (PyDict_Update(out, value) < 0) {
+                    goto next;
+                }
+            }
+            else {
+                PyObject *done_ = PyObject_CallMethod(out, "update", "O", value);
+                if (done_ == NULL) {
+                    goto next;
+                }
+                Py_DECREF(done_);
+            }
+        }
+        Py_CLEAR(value);
+        if (PyList_Append(siblings, out) < 0) {
+            goto next;
+        }
+        /* the kept children, pushed last first */
+        if ((value = slot_get(slot[CO_CHILDREN], obj)) == NULL) {
+            goto next;
+        }
+        truthy = PyObject_IsTrue(value);
+        if (truthy < 0) {
+            goto next;
+        }
+        if (truthy) {
+            PyObject *seq = PySequence_Fast(value, "children is not a sequence");
+            if (seq == NULL) {
+                goto next;
+            }
+            kids = PyList_New(0);
+            for (Py_ssize_t i = 0; kids != NULL && i < PySequence_Fast_GET_SIZE(seq); i++) {
+                PyObject *child = PySequence_Fast_GET_ITEM(seq, i);
+                int found = PySet_Contains(keep, child);
+                if (found < 0 || (found && PyList_Append(kids, child) < 0)) {
+                    Py_CLEAR(kids);
+                }
+            }
+            Py_DECREF(seq);
+            if (kids == NULL) {
+                goto next;
+            }
+            if (PyList_GET_SIZE(kids) > 0) {
+                PyObject *children = PyList_New(0);
+                if (children == NULL) {
+                    goto next;
+                }
+                int failed = PyDict_SetItem(out, k_children, children) < 0;
+                for (Py_ssize_t i = PyList_GET_SIZE(kids) - 1; !failed && i >= 0; i--) {
+                    PyObject *push[2] = {PyList_GET_ITEM(kids, i), children};
+                    if (buf_put(&stack, push, sizeof(push)) < 0) {
+                        PyErr_NoMemory();
+                        failed = 1;
+                        break;
+                    }
+                    Py_INCREF(push[0]);
+                    Py_INCREF(push[1]);
+                }
+                Py_DECREF(children);
+                if (failed) {
+                    goto next;
+                }
+            }
+        }
+        rc = 0;
+    next:
+        Py_XDECREF(value);
+        Py_XDECREF(kids);
+        Py_XDECREF(out);
+        Py_DECREF(obj);
+        Py_DECREF(siblings);
+        if (rc < 0) {
+            goto done;
+        }
+    }
+    result = out_roots;
+    out_roots = NULL;
+done:
+    while (stack.len > 0) {
+        PyObject *pair[2];
+        stack.len -= sizeof(pair);
+        memcpy(pair, stack.p + stack.len, sizeof(pair));
+        Py_DECREF(pair[0]);
+        Py_DECREF(pair[1]);
+    }
+    PyMem_Free(stack.p);
+    Py_XDECREF(out_roots);
+    Py_XDECREF(keep);
+    for (int i = 0; i < CO_COUNT; i++) {
+        Py_XDECREF(slot[i]);
+    }
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"diagram_actions", tt_diagram_actions, METH_VARARGS,
      "diagram_actions(call_roots, cos, kept, order, digests_only, context) -> root actions\n"
@@ -3401,6 +3694,10 @@ static PyMethodDef methods[] = {
      "tree_walk(node_type, roots, release) -> tree.preorder(roots), or tree.release(roots)."},
     {"class_map", class_map, METH_VARARGS,
      "class_map(roots, by_location, children, data, object_type, extra_keys): ClassMap.from_json."},
+    {"first_timestamp", first_timestamp, METH_O,
+     "first_timestamp(events) -> index.rows.first_timestamp, or NotImplemented."},
+    {"bound_class_map", bound_class_map, METH_VARARGS,
+     "bound_class_map(roots, used, object_type) -> index.canonical.bound_class_map."},
     {"huge_number_risk", huge_number_risk, METH_O,
      "huge_number_risk(buffer) -> trace.checks.maybe_huge_number of the whole text, GIL released."},
     {"tree_links", tree_links, METH_O,

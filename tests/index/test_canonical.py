@@ -185,3 +185,123 @@ def test_only_events_inside_http_requests_count_when_there_are_any(builder: DocB
     builder.ret(req, http_server_response={"status_code": 200})
     canonical = extract(from_data(builder.doc())).canonical
     assert canonical["classes"] == ["Home"]
+
+
+def _bound_maps(
+    paths: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[list[Any], list[Any]]]:
+    """(Python, C) bound classMaps of each recording, made from the same code objects."""
+    import importlib
+
+    from tracetool.index import canonical
+
+    extract_module = importlib.import_module("tracetool.index.extract")
+    made: list[tuple[list[Any], list[Any]]] = []
+
+    def both(cmap: Any, used: Any) -> list[Any]:
+        fast = canonical._BOUND_CLASS_MAP(cmap.roots, used, canonical.CodeObject)
+        made.append((canonical.python_bound_class_map(cmap, used), fast))
+        return fast  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(extract_module, "bound_class_map", both)
+    for path in paths:
+        extract(load(path))
+    return made
+
+
+def test_accelerated_bound_class_map_is_the_python_one(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The C walk (`_speedups.bound_class_map`) gives the reference's dicts, keys in the same
+    order, on the shared corpus and generated recordings (dynamic objects, labels, extras)."""
+    from tests.conftest import corpus_recordings, make_corpus
+    from tracetool.index import canonical
+
+    if canonical._BOUND_CLASS_MAP is None:
+        pytest.skip("tracetool._speedups is not built")
+    paths = corpus_recordings() + make_corpus(tmp_path, 20, 2.0, 7)
+    made = _bound_maps(paths, monkeypatch)
+    assert len(made) == len(paths)
+    for python, fast in made:
+        assert json.dumps(fast) == json.dumps(python)
+    assert any(fast for _, fast in made)
+
+
+def test_bound_class_map_of_odd_code_objects() -> None:
+    """Code objects the classMap format allows but rarely holds: a truthy location and extras
+    on a function, labels everywhere, an unused sibling, objects that are not functions."""
+    from tracetool.index import canonical
+    from tracetool.trace.codeobjects import ClassMap
+
+    cmap = ClassMap.from_json(
+        [
+            {
+                "name": "app",
+                "type": "package",
+                "labels": ["b", "a"],
+                "children": [
+                    {
+                        "name": "K",
+                        "type": "class",
+                        "children": [
+                            {"name": "f", "type": "function", "static": True, "sql": "x"},
+                            {"name": "g", "type": "function", "location": "k.py:2"},
+                            {"name": "h", "type": "function", "location": ""},
+                        ],
+                    }
+                ],
+            },
+            {"name": "unused", "type": "package"},
+        ]
+    )
+    used = {id(co): co for co in cmap.objects() if co.name in ("f", "h")}
+    query = cmap.query("SELECT 1")
+    used[id(query)] = query
+    expected = canonical.python_bound_class_map(cmap, used)
+    assert [root["name"] for root in expected] == ["app", "Database"]
+    if canonical._BOUND_CLASS_MAP is not None:
+        fast = canonical._BOUND_CLASS_MAP(cmap.roots, used, canonical.CodeObject)
+        assert json.dumps(fast) == json.dumps(expected)
+
+
+def test_dependencies_are_kept_once_each() -> None:
+    """Many code-object pairs making one class (or package) dependency give it once, as before
+    (`result` kept the first of equal values)."""
+    from tracetool.index.canonical import Canonical
+    from tracetool.trace.codeobjects import ClassMap
+
+    def package(name: str, classes: dict[str, list[str]]) -> dict[str, Any]:
+        children = [
+            {"name": c, "type": "class", "children": [{"name": f, "type": "function"} for f in fs]}
+            for c, fs in classes.items()
+        ]
+        return {"name": name, "type": "package", "children": children}
+
+    cmap = ClassMap.from_json(
+        [package("p", {"A": ["x", "y"], "B": ["x"]}), package("q", {"C": ["x"]})]
+    )
+    by_id = {co.id: co for co in cmap.objects()}
+    ax, ay, bx, cx = by_id["p/A#x"], by_id["p/A#y"], by_id["p/B#x"], by_id["q/C#x"]
+    forms = Canonical()
+    for callee, caller in ((bx, ax), (bx, ay), (bx, ax), (ax, bx), (ax, cx), (ay, cx)):
+        forms.dependency(callee, caller)
+    out = forms.result()
+    assert out["classDependencies"] == [
+        {"caller": "p/A", "callee": "p/B"},
+        {"caller": "p/B", "callee": "p/A"},
+        {"caller": "q/C", "callee": "p/A"},
+    ]
+    assert out["packageDependencies"] == [{"caller": "q", "callee": "p"}]
+
+
+def test_distinct_dependencies_pairs_string_ids_only() -> None:
+    """Pairs made distinct before serializing only where equal pairs mean equal JSON."""
+    from tracetool.index.canonical import _distinct_dependencies
+
+    a, b = {"caller": "A", "callee": "B"}, {"caller": "B", "callee": "A"}
+    assert _distinct_dependencies([a, b, dict(a), dict(b), dict(a)]) == [a, b]
+    odd = [{"caller": 1, "callee": "B"}, {"caller": True, "callee": "B"}]
+    assert _distinct_dependencies(odd) is odd  # (1 == True, but their JSON differs)
+    extra = [dict(a, more=1), dict(a)]
+    assert _distinct_dependencies(extra) is extra
+    assert _distinct_dependencies(["x"]) == ["x"]

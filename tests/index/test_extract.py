@@ -163,3 +163,29 @@ def test_indexer_digest_with_sql_in_http_calls() -> None:
         if "http_server_request" in event or "sql_query" in event:
             event["sql_query"] = {"sql": "", "database_type": "sqlite"}
     _digests_agree(data)
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [],
+        [{}, {"timestamp": None}, {"timestamp": "1"}, {"timestamp": [1]}],
+        [{"id": 1}, {"timestamp": "x"}, {"timestamp": 3}, {"timestamp": 4.5}],
+        [{"timestamp": True}],
+        [{"timestamp": 2.5}, 7],
+        [{}, 7],
+        [7],
+        [{"timestamp": 10**400}],
+    ],
+)
+def test_first_timestamp_with_and_without_the_accelerator(events: list[Any]) -> None:
+    """The C scan (`_speedups.first_timestamp`) answers as the Python one, raising alike."""
+    from tracetool.index import rows
+
+    def answer(func: Any) -> Any:
+        try:
+            return func(events)
+        except Exception as exc:
+            return repr(exc)
+
+    assert answer(rows.first_timestamp) == answer(rows.python_first_timestamp)

@@ -392,3 +392,23 @@ def test_progress_and_report_callbacks(shop: Path, qdb: Path) -> None:
     )
     assert progress == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
     assert sorted(report) == [(rel, "added") for rel in SHOP_FILES]
+
+
+def test_canonical_forms_serialized_once_write_the_same_sidecar(tmp_path: Path) -> None:
+    """`sidecar.fingerprinted` (each form serialized once, spliced into the file) gives the
+    records `fingerprints` gives and the bytes the forms themselves write, also when the
+    sidecar is too deep for orjson (`dumps_deep`)."""
+    from tracetool.index import sidecar
+
+    canonical = {"classes": ["b", "a é"], "exceptions": [{"class": "E", "message": None}]}
+    texts, records = sidecar.fingerprinted("abc", canonical)
+    assert records == sidecar.fingerprints("abc", canonical)
+    deep: object = []
+    for _ in range(300):
+        deep = [deep]
+    for metadata in ({"name": "x"}, {"deep": deep}):
+        plain, spliced = tmp_path / "plain.json", tmp_path / "spliced.json"
+        sidecar.write(plain, {"metadata": metadata, "canonical": canonical, "n": 1})
+        sidecar.write(spliced, {"metadata": metadata, "canonical": texts, "n": 1})
+        assert spliced.read_bytes() == plain.read_bytes()
+        assert orjson.loads(plain.read_bytes())["canonical"] == canonical

@@ -31,10 +31,12 @@ where AppMap's regexes write `IS ?`.
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import Any
 
 import orjson
 
+from tracetool import accel
 from tracetool.trace.codeobjects import ClassMap, CodeObject
 from tracetool.trace.tree import CallNode
 
@@ -140,8 +142,9 @@ class Canonical:
         if pair in self.pairs:
             return
         self.pairs.add(pair)
-        mine, mine_p = self._side(co)
-        theirs, theirs_p = self._side(parent_co)
+        sides = self._sides  # (the sides met before read inline: most are)
+        mine, mine_p = sides.get(pair[0]) or self._side(co)
+        theirs, theirs_p = sides.get(pair[1]) or self._side(parent_co)
         if mine is not None and theirs is not None and mine != theirs:
             self.values["classDependencies"].append({"caller": theirs, "callee": mine})
         if mine_p != theirs_p:
@@ -207,6 +210,8 @@ class Canonical:
                 # equal strings, equal JSON texts: made unique first, each serialized once
                 out[name] = sorted(set(values), key=orjson.dumps)
                 continue
+            if name in _DEPENDENCIES:
+                values = _distinct_dependencies(values)
             seen: dict[bytes, Any] = {}
             for value in values:
                 seen.setdefault(orjson.dumps(value), value)
@@ -214,20 +219,55 @@ class Canonical:
         return out
 
 
+_DEPENDENCIES = frozenset(("classDependencies", "packageDependencies"))
+_CALLER_CALLEE = operator.itemgetter("caller", "callee")
+
+
+def _distinct_dependencies(values: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`{caller, callee}` values (as `dependency` makes them, caller first) with their pairs
+    made distinct: many code-object pairs make one dependency, serialized once then, not once
+    per pair. Only string ids are paired (equal pairs, equal JSON); else `values` as they are."""
+    try:
+        pairs = list(map(_CALLER_CALLEE, values))
+    except (KeyError, TypeError):
+        return values
+    if not _STR_ONLY.issuperset(map(type, itertools.chain.from_iterable(pairs))):
+        return values
+    if not {2}.issuperset(map(len, values)):
+        return values
+    return list(dict(zip(pairs, values)).values())
+
+
 def bound_class_map(cmap: ClassMap, used: dict[int, CodeObject]) -> list[dict[str, Any]]:
-    """The classMap limited to code objects with events and their ancestors (AppMap's binding)."""
-    keep: set[int] = set()
+    """The classMap limited to code objects with events and their ancestors (AppMap's binding).
+
+    Made in C where the accelerator is built (`tracetool._speedups.bound_class_map`, the same
+    dicts; `python_bound_class_map` stays its reference)."""
+    if _BOUND_CLASS_MAP is not None:
+        return _BOUND_CLASS_MAP(cmap.roots, used, CodeObject)  # type: ignore[no-any-return]
+    return python_bound_class_map(cmap, used)
+
+
+_BOUND_CLASS_MAP = accel.function("bound_class_map")
+
+
+def python_bound_class_map(cmap: ClassMap, used: dict[int, CodeObject]) -> list[dict[str, Any]]:
+    """`bound_class_map` without the accelerator."""
+    # (code objects hash by identity: the set holds them, not their ids)
+    keep: set[CodeObject] = set()
+    add = keep.add
     for co in used.values():
         node: CodeObject | None = co
-        while node is not None and id(node) not in keep:
-            keep.add(id(node))
+        while node is not None and node not in keep:
+            add(node)
             node = node.parent
     roots: list[dict[str, Any]] = []
     stack: list[tuple[CodeObject, list[dict[str, Any]]]] = [
-        (root, roots) for root in reversed(cmap.roots) if id(root) in keep
+        (root, roots) for root in reversed(cmap.roots) if root in keep
     ]
+    pop, push = stack.pop, stack.append
     while stack:
-        obj, siblings = stack.pop()
+        obj, siblings = pop()
         out: dict[str, Any] = {"name": obj.name, "type": obj.type}
         if obj.type == "function":
             if obj.location:
@@ -235,11 +275,14 @@ def bound_class_map(cmap: ClassMap, used: dict[int, CodeObject]) -> list[dict[st
             out["static"] = obj.static
         if obj.labels:
             out["labels"] = list(obj.labels)
-        out.update(obj.extra)
+        if obj.extra:
+            out.update(obj.extra)
         siblings.append(out)
-        kids = [c for c in obj.children if id(c) in keep]
-        if kids:
-            children: list[dict[str, Any]] = []
-            out["children"] = children
-            stack.extend((c, children) for c in reversed(kids))
+        if obj.children:
+            kids = [c for c in obj.children if c in keep]
+            if kids:
+                children: list[dict[str, Any]] = []
+                out["children"] = children
+                for c in reversed(kids):
+                    push((c, children))
     return roots

@@ -12,7 +12,7 @@ import operator
 import re
 from typing import Any
 
-from tracetool import route_model
+from tracetool import accel, route_model
 from tracetool.trace import events as ev
 from tracetool.trace.codeobjects import CodeObject
 from tracetool.trace.tree import CallNode
@@ -61,7 +61,16 @@ def is_log_call(call: ev.Event, co: CodeObject) -> bool:
 
 def first_timestamp(events: list[ev.Event]) -> float | None:
     """The first numeric `timestamp` of the events (most recordings have none: the events are
-    scanned without a Python-level step per event)."""
+    scanned without a Python-level step per event, in C where the accelerator is built)."""
+    if _FIRST_TIMESTAMP is not None:
+        found = _FIRST_TIMESTAMP(events)
+        if found is not NotImplemented:  # (else an event is no dict: raised below, as ever)
+            return found  # type: ignore[no-any-return]
+    return python_first_timestamp(events)
+
+
+def python_first_timestamp(events: list[ev.Event]) -> float | None:
+    """`first_timestamp` without the accelerator."""
     for ts in filter(_NOT_NONE, map(dict.get, events, itertools.repeat("timestamp"))):
         if isinstance(ts, (int, float)):
             return float(ts)
@@ -69,6 +78,7 @@ def first_timestamp(events: list[ev.Event]) -> float | None:
 
 
 _NOT_NONE = functools.partial(operator.is_not, None)
+_FIRST_TIMESTAMP = accel.function("first_timestamp")
 
 
 def _obj(md: dict[str, Any], key: str) -> dict[str, Any]:

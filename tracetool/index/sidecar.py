@@ -48,16 +48,32 @@ def sidecar_path(query_db: Path, relpath: str) -> Path:
 
 def fingerprints(sha256: str, canonical: dict[str, list[Any]]) -> list[dict[str, str]]:
     """AppMap's fingerprint records: one per canonicalization algorithm."""
-    import hashlib
+    return _fingerprints(sha256, {name: orjson.dumps(values) for name, values in canonical.items()})
+
+
+def fingerprinted(
+    sha256: str, canonical: dict[str, list[Any]]
+) -> tuple[dict[str, orjson.Fragment], list[dict[str, str]]]:
+    """(`canonical` with each form as its compact JSON, `fingerprints(sha256, canonical)`):
+    each form serialized once, for its digest and, spliced as it is, for the sidecar `write`
+    writes (the same bytes as the forms themselves)."""
+    texts = {name: orjson.dumps(values) for name, values in canonical.items()}
+    return {name: orjson.Fragment(text) for name, text in texts.items()}, _fingerprints(
+        sha256, texts
+    )
+
+
+def _fingerprints(sha256: str, texts: dict[str, bytes]) -> list[dict[str, str]]:
+    from hashlib import sha256 as digest_of
 
     return [
         {
             "appmap_digest": sha256,
             "canonicalization_algorithm": name,
-            "digest": hashlib.sha256(orjson.dumps(values)).hexdigest(),
+            "digest": digest_of(text).hexdigest(),
             "fingerprint_algorithm": "sha256",
         }
-        for name, values in canonical.items()
+        for name, text in texts.items()
     ]
 
 

@@ -351,6 +351,7 @@ def process(task: Task, threshold: int | None = None) -> Result:
     except Exception as exc:  # one odd file must not stop the whole run
         return Skipped(rel, diagnose(task.path) or describe(exc))
     try:
+        canonical, fingerprints = sidecar.fingerprinted(digest, data.canonical)
         sidecar.write(
             Path(task.sidecar),
             {
@@ -362,8 +363,8 @@ def process(task: Task, threshold: int | None = None) -> Result:
                 "sha256": digest,
                 "metadata": data.metadata,
                 "classMap": data.class_map,
-                "canonical": data.canonical,
-                "fingerprints": sidecar.fingerprints(digest, data.canonical),
+                "canonical": canonical,
+                "fingerprints": fingerprints,
                 "digests": digests,
                 "stats": {
                     key: data.recording.get(key)
