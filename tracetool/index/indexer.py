@@ -24,6 +24,7 @@ until it can be read again. The caller decides whether skips are fatal (`--stric
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import shutil
@@ -165,15 +166,23 @@ def _run_tasks(
     methods = multiprocessing.get_all_start_methods()
     method = "fork" if "fork" in methods and threading.active_count() == 1 else "spawn"
     ctx = multiprocessing.get_context(method)
-    if method == "fork":
+    frozen = method == "fork"
+    if frozen:
         warm_up(tokenizer=False)
+        # What the workers inherit is never garbage: out of the collector's reach, their
+        # collections do not walk it (nor copy its pages on write to bump its GC state).
+        gc.freeze()
     # A concurrent.futures pool, not multiprocessing.Pool: the latter's worker-handler thread
     # wakes whenever a result is waiting in its pipe and spins while the results (~50 KB each)
     # are read, ~1 s of the parent's CPU per 1000 recordings, competing with the writer for the
     # GIL. Its workers live for the whole run (no max_tasks_per_child: 3.11 refuses it with
     # fork); a worker's memory is bounded by the biggest recording it reads whole.
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as pool:
-        yield from _completed(pool, tasks)
+    try:
+        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as pool:
+            yield from _completed(pool, tasks)
+    finally:
+        if frozen:
+            gc.unfreeze()
 
 
 def _completed(executor: Executor, tasks: list[Task]) -> Iterator[Result]:
