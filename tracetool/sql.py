@@ -373,15 +373,6 @@ def normalize(sql: str, database_type: Optional[str] = None) -> str:
     return analyze(sql, database_type).normalized
 
 
-def analyzes(sql: str, database_type: Optional[str] = None) -> bool:
-    """Whether `normalize(sql, database_type)` asks `analyze` (the statement is not plain)."""
-    return not (
-        isinstance(sql, str)
-        and len(sql) <= _CACHE_MAX_CHARS
-        and _plain(sql, database_type) is not None
-    )
-
-
 @functools.lru_cache(maxsize=4096)
 def _plain(sql: str, database_type: Optional[str]) -> Optional[str]:
     return plain_normalized(

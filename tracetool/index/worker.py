@@ -330,7 +330,6 @@ def process(task: Task, threshold: int | None = None) -> Result:
                 del doc
                 if sums is not None:  # (its SQL named from the extract's analyses)
                     overhead = _overhead_text(task.path, None, sums, analyses)
-                    _stats_first(analyzed, sums)
                 try:
                     hooks = _Digests()
                     hooks.whole(bound)
@@ -386,27 +385,6 @@ def process(task: Task, threshold: int | None = None) -> Result:
     data.canonical = {}
     data.metadata = {}
     return Indexed(rel, after.st_size, after.st_mtime_ns, digest, data, digests, analyzed, overhead)
-
-
-def _stats_first(analyzed: dict[tuple[str, str | None], SqlInfo], sums: dict[Key, Any]) -> None:
-    """Order `analyzed` (the analyses made while indexing a recording) as when stats' names
-    were made before the extract: first those `sql_fqid` would have made (by `analyze`, for a
-    statement that is not plain), in the order of `sums`, then the extract's. The sqlcache keeps
-    them in this order (its file is the same whichever pass asked first)."""
-    if not analyzed:
-        return
-    first: dict[tuple[str, str | None], SqlInfo] = {}
-    for key in sums:
-        if not isinstance(key, str):
-            text, database_type = key[0], key[-1] or None
-            info = analyzed.get((text, database_type))
-            if info is not None and sql.analyzes(text, database_type):
-                first[(text, database_type)] = info
-    if first:
-        rest = [(key, info) for key, info in analyzed.items() if key not in first]
-        analyzed.clear()
-        analyzed.update(first)
-        analyzed.update(rest)
 
 
 def _overhead(path: str, raw: bytes | None, doc: TraceDocument | None = None) -> str | None:
