@@ -21,7 +21,9 @@ from tracetool.sql import (
     dialect_for,
     normalize,
     parameterize,
+    returned,
     same_query,
+    seeded,
 )
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -358,6 +360,35 @@ def test_long_text_is_analyzed_without_pinning_the_cache():
     assert info.normalized.startswith("INSERT INTO big (a, b) VALUES (?, ?), (?, ?),")
     assert "v1" not in info.normalized
     assert analyze.cache_info().currsize == before
+
+
+def test_returned_keeps_every_answer_made_cached_or_seeded():
+    """`returned` holds what `analyze` answered inside it, by its arguments, however it was found
+    (a new analysis, the cache, seeded ones, a text too long to cache); each one's `normalized`
+    is `normalize`'s text. Arguments that are not text (or None) are answered and left out."""
+    long = "INSERT INTO big (a) VALUES " + ", ".join(f"({i})" for i in range(20000))
+    seed = SqlInfo("SELECT seeded", True, "select", ())
+    analyze("SELECT 1 FROM cached_probe", None)
+    with seeded({("SELECT 2 FROM seeded_probe", "postgres"): seed}):
+        with returned() as outer:
+            analyze("SELECT 1 FROM cached_probe", None)
+            with returned() as inner:
+                analyze("SELECT a FROM t WHERE b = 'x'", "sqlite")
+                assert analyze("SELECT 2 FROM seeded_probe", "postgres") is seed
+                analyze(long, "postgres")
+                analyze(["not", "text"])  # type: ignore[arg-type]
+                analyze("SELECT 1", 42)  # type: ignore[arg-type]
+            assert set(inner) == {
+                ("SELECT a FROM t WHERE b = 'x'", "sqlite"),
+                ("SELECT 2 FROM seeded_probe", "postgres"),
+                (long, "postgres"),
+            }
+    assert set(outer) == set(inner) | {("SELECT 1 FROM cached_probe", None)}
+    for (text, database_type), info in outer.items():
+        if info is not seed:
+            assert info.normalized == normalize(text, database_type)
+    analyze("SELECT 3")  # (outside: kept nowhere)
+    assert ("SELECT 3", None) not in outer
 
 
 def test_bad_input_types_give_an_unreliable_empty_result():

@@ -231,6 +231,8 @@ class Analyses(Protocol):
 _seeded: Optional[Analyses] = None
 # While `computed` collects: the analyses made here (not seeded, not from the LRU cache).
 _computed: Optional[dict[tuple[str, Optional[str]], SqlInfo]] = None
+# While `returned` collects: every analysis `analyze` returned (made, seeded or cached).
+_returned: Optional[dict[tuple[Any, Any], SqlInfo]] = None
 
 
 @contextlib.contextmanager
@@ -261,11 +263,38 @@ def computed() -> Iterator[dict[tuple[str, Optional[str]], SqlInfo]]:
             outer.update(found)
 
 
+@contextlib.contextmanager
+def returned() -> Iterator[dict[tuple[Any, Any], SqlInfo]]:
+    """Every analysis `analyze` returned inside the block, by its arguments `(sql,
+    database_type)`, filled as it runs: what a later pass over the same statements may read
+    instead of asking again (`normalize(sql, database_type)` is the `normalized` text of each)."""
+    global _returned
+    outer = _returned
+    found: dict[tuple[Any, Any], SqlInfo] = {}
+    _returned = found
+    try:
+        yield found
+    finally:
+        _returned = outer
+        if outer is not None:
+            outer.update(found)
+
+
 def analyze(sql: str, database_type: Optional[str] = None) -> SqlInfo:
     """Normalize, parameterize and analyze one SQL text (cached, see `analyze.cache_info()`).
 
     Never raises: a non-string `sql` (a malformed recording) gives an empty, unreliable result.
     """
+    info = _analyze_any(sql, database_type)
+    if _returned is not None and sql.__class__ is str and database_type.__class__ in _KEYS:
+        _returned[(sql, database_type)] = info
+    return info
+
+
+_KEYS = (str, type(None))  # (the database types `returned` keeps: what recordings hold)
+
+
+def _analyze_any(sql: str, database_type: Optional[str]) -> SqlInfo:
     if not isinstance(sql, str):
         return SqlInfo("", False, "other", ())
     if len(sql) > _CACHE_MAX_CHARS:

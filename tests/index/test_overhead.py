@@ -3,6 +3,7 @@ exactly stats' own pass over the file (`tracetool.stats._collect.file_overhead`)
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 from typing import Any
@@ -209,3 +210,112 @@ def test_a_failure_in_the_sums_leaves_the_decision_to_stats(
     monkeypatch.setattr(overhead, "_raw_sums", broken)
     assert _sums(raw) is None
     assert worker._overhead(str(path), raw, parse(raw, str(path))) == expected
+
+
+def _kept(path: Path, raw: bytes) -> str | None:
+    """What the index must keep of a recording: stats' own pass, as `worker._overhead` words
+    it (None for a recording stats refuses, or sums JSON cannot hold)."""
+    try:
+        rows = file_overhead(path, raw)
+    except TraceToolError:
+        return None
+    if not all(math.isfinite(row[2]) for row in rows):
+        return None
+    return orjson.dumps(rows).decode()
+
+
+def _processed(path: Path, tmp_path: Path) -> worker.Result:
+    stat = path.stat()
+    sidecar = str(tmp_path / "sidecar.json")
+    task = worker.Task(str(path), path.name, stat.st_size, stat.st_mtime_ns, sidecar, 1 << 34)
+    return worker.process(task)
+
+
+_SQL_TEXTS = [
+    'SELECT "users".* FROM "users" WHERE "users"."id" = $1 LIMIT $2',  # plain
+    "select  a,\n b from t where c = ?",  # plain, spaced
+    "SELECT * FROM t WHERE name = 'o''brien' AND n = 7",  # literals
+    "SELECT `a` FROM `t` -- note",
+    "",
+    "not sql at all (",
+]
+_LONG = "INSERT INTO big (a) VALUES " + ", ".join(f"({i})" for i in range(12000))  # (not cached)
+
+
+def _sql_document(rng: random.Random, texts: list[str] = _SQL_TEXTS) -> dict[str, Any]:
+    events: list[Any] = []
+    for number in range(1, 40, 2):
+        query: Any = {"sql": rng.choice(texts)}
+        if rng.random() < 0.8:
+            query["database_type"] = rng.choice(["postgres", "sqlite", "mysql", "", None, 3])
+        call = {"id": number, "event": "call", "thread_id": 1, "sql_query": query}
+        if rng.random() < 0.05:
+            call["sql_query"] = rng.choice(["SELECT 2", None, {"sql": 5}])
+        events.append(call)
+        ret = {"id": number + 1, "event": "return", "thread_id": 1, "parent_id": number}
+        ret["elapsed_instrumentation"] = rng.choice([0.001, 0.25, 0])
+        events.append(ret)
+    return {"version": "1.12", "metadata": {"name": "q"}, "classMap": [], "events": events}
+
+
+def test_indexed_sums_are_stats_own(corpus: Path, tmp_path: Path) -> None:
+    """What `process` keeps (its SQL named from the extract's analyses, after it) is stats' own
+    pass: the shared corpus, SQL of every kind (plain or not, in each dialect, too long to cache,
+    not text), and the generated recordings."""
+    for path in corpus_recordings():
+        result = _processed(path, tmp_path)
+        assert isinstance(result, worker.Indexed), path
+        assert result.overhead == _kept(path, path.read_bytes()), path
+    rng = random.Random(7)
+    path = tmp_path / "r.trace.json"
+    kept = 0
+    long = [_LONG, "SELECT 1"]
+    documents = [_sql_document(rng, long)] + [_sql_document(rng) for _ in range(40)]
+    for document in documents + [_document(rng) for _ in range(300)]:
+        raw = orjson.dumps(document)
+        path.write_bytes(raw)
+        result = _processed(path, tmp_path)
+        if isinstance(result, worker.Indexed):
+            assert result.overhead == _kept(path, raw), raw[:300]
+            kept += result.overhead is not None
+    assert kept > 200
+
+
+def test_indexed_sql_is_named_from_the_extract(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A statement the extract analyzed is not normalized again for the sums."""
+    from tracetool.stats import _collect
+
+    def refused(text: str, database_type: str) -> str:
+        raise AssertionError(f"named again: {text}")
+
+    raw = orjson.dumps(_sql_document(random.Random(3)))
+    path = tmp_path / "q.trace.json"
+    path.write_bytes(raw)
+    expected = _kept(path, raw)
+    monkeypatch.setattr(_collect, "sql_fqid", refused)
+    result = _processed(path, tmp_path)
+    assert isinstance(result, worker.Indexed)
+    assert result.overhead == expected
+
+
+def test_indexed_analyses_are_the_same(tmp_path: Path) -> None:
+    """The analyses a recording's indexing made (what the sqlcache keeps) are those made when
+    stats' names were made before the extract (by `sql_fqid`); in the extract's order now."""
+    from tracetool import sql
+    from tracetool.index.extract import extract_bound, release_bound
+
+    raw = orjson.dumps(_sql_document(random.Random(5)))
+    path = tmp_path / "q.trace.json"
+    path.write_bytes(raw)
+    sql.analyze.cache_clear()  # type: ignore[attr-defined]
+    with sql.computed() as expected:
+        doc = parse(raw, path.name)
+        assert worker._overhead(str(path), raw, doc) is not None  # (names first)
+        release_bound(extract_bound(doc, path.name)[1])
+    assert len(expected) > 2
+    sql.analyze.cache_clear()  # type: ignore[attr-defined]
+    result = _processed(path, tmp_path)
+    assert isinstance(result, worker.Indexed)
+    assert {key: result.sql[key] for key in expected} == expected

@@ -19,6 +19,10 @@ recordings made to hit each rule).
 Given the bytes the index parsed, stats' own C accelerator sums them first (`_collect.
 scanned_overhead`, without simdjson's check: orjson's parse was as strict): about three times
 faster than pairing the parsed dicts here, and the same sums (it is stats' own pass).
+
+The index names the sums' SQL after its extract (`recording_overhead`, then `named_rows`):
+from the analyses the extract made (`tracetool.sql.returned`), whose `normalized` text is what
+`sql_fqid` names a query by; a statement the extract did not analyze is named by `sql_fqid`.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import msgspec
 
 from tracetool.stats._collect import (
     _SQL,
+    Key,
     _other_key,
     named_sums,
     overhead_rows,
@@ -121,22 +126,37 @@ def recording_sums(
     also when anything here fails (an id or thread that does not hash, a value naming cannot
     read), since only stats' own pass may decide that it refuses the recording. `raw`: the
     bytes orjson parsed them from, summed by stats' C accelerator where it reads them."""
+    sums = recording_overhead(events, class_map, raw)
+    return None if sums is None else named_rows(sums)
+
+
+def recording_overhead(
+    events: list[dict[str, Any]], class_map: Any, raw: Optional[bytes] = None
+) -> Optional[dict[Key, list[float]]]:
+    """`recording_sums` before its SQL is named: `_collect._file_overhead`'s sums (a SQL call's
+    key its (text, database type or "")), rows by `named_rows`."""
     try:
         if raw is not None:
             sums = scanned_overhead(raw, process_names(), validated=True)
             if sums is not None:
-                return overhead_rows(sums)
-        return _recording_sums(events, class_map)
+                return sums
+        raw_sums = _raw_sums(events)
+        if raw_sums is None:
+            return None
+        return named_sums(raw_sums, process_names().recording(class_map), _dict_of)
     except Exception:
         return None
 
 
-def _recording_sums(events: list[dict[str, Any]], class_map: Any) -> Optional[list[list[Any]]]:
-    raw_sums = _raw_sums(events)
-    if raw_sums is None:
+def named_rows(
+    sums: dict[Key, list[float]], analyses: Optional[dict[Any, Any]] = None
+) -> Optional[list[list[Any]]]:
+    """`file_overhead`'s rows of `recording_overhead`'s sums (`analyses`: the SQL analyses
+    made already, `_collect.overhead_rows`), or None when naming fails (as `recording_sums`)."""
+    try:
+        return overhead_rows(sums, analyses)
+    except Exception:
         return None
-    sums = named_sums(raw_sums, process_names().recording(class_map), _dict_of)
-    return overhead_rows(sums)
 
 
 def _dict_of(call: dict[str, Any]) -> dict[str, Any]:

@@ -57,8 +57,9 @@ from tracetool.index.extract import (
     first_timestamp,
     release_bound,
 )
-from tracetool.index.overhead import recording_sums
+from tracetool.index.overhead import named_rows, recording_overhead
 from tracetool.sql import SqlInfo
+from tracetool.stats._collect import Key
 from tracetool.trace import TraceDocument, gc_paused, parse
 from tracetool.trace.normalize import apply_event_updates
 from tracetool.trace.reader import describe, diagnose, open_regular
@@ -320,10 +321,15 @@ def process(task: Task, threshold: int | None = None) -> Result:
                 data, digests = _extract_streamed(task.path, rel)
             else:
                 doc = parse(raw, rel)
-                overhead = _overhead(task.path, raw, doc)
+                sums = _parsed_sums(raw, doc)
+                if sums is None:
+                    overhead = _overhead_text(task.path, raw, None)
                 del raw
-                data, bound = extract_bound(doc, rel)
+                with sql.returned() as analyses:
+                    data, bound = extract_bound(doc, rel)
                 del doc
+                if sums is not None:  # (its SQL named from the extract's analyses)
+                    overhead = _overhead_text(task.path, None, sums, analyses)
                 try:
                     hooks = _Digests()
                     hooks.whole(bound)
@@ -385,11 +391,30 @@ def _overhead(path: str, raw: bytes | None, doc: TraceDocument | None = None) ->
     """What `stats` sums of this recording (`raw`: its bytes, when read whole; `doc`: them
     parsed, read by `tracetool.index.overhead` instead of decoding them again where it can), as
     JSON; None for a recording `stats` skips as malformed (it reads that one itself, and
-    warns). Applies `doc`'s eventUpdates."""
-    rows = None
-    if doc is not None:
-        apply_event_updates(doc)
-        rows = recording_sums(doc.events, doc.class_map, raw)
+    warns). Applies `doc`'s eventUpdates. `process` runs it in two steps (`_parsed_sums`, then
+    `_overhead_text` after the extract, whose SQL analyses name the sums' SQL)."""
+    return _overhead_text(path, raw, _parsed_sums(raw, doc))
+
+
+def _parsed_sums(raw: bytes | None, doc: TraceDocument | None) -> dict[Key, list[float]] | None:
+    """`recording_overhead` of `doc` (its eventUpdates applied); None without one, or when
+    `file_overhead` must read the file instead."""
+    if doc is None:
+        return None
+    apply_event_updates(doc)
+    return recording_overhead(doc.events, doc.class_map, raw)
+
+
+def _overhead_text(
+    path: str,
+    raw: bytes | None,
+    sums: dict[Key, list[float]] | None,
+    analyses: dict[Any, SqlInfo] | None = None,
+) -> str | None:
+    """`_overhead`'s JSON of `_parsed_sums`' sums (None: of `file_overhead`'s, which reads the
+    file unless `raw` is given); `analyses`: `sql.analyze` results made already, by its
+    arguments (`sql.returned`), which name a SQL key as `sql_fqid` would."""
+    rows = None if sums is None else named_rows(sums, analyses)
     if rows is None:
         from tracetool.stats._collect import file_overhead
 

@@ -268,12 +268,33 @@ def _scanned_named(scanned: tuple[Any, Any, memoryview], names: Names) -> dict[K
     return named_sums(found, names.recording(class_map), samples.dict_of, samples.head)
 
 
-def overhead_rows(sums: dict[Key, list[float]]) -> list[list[Any]]:
-    """`file_overhead`'s rows of `_file_overhead`'s sums."""
-    return [
-        [key, count, seconds, 0] if isinstance(key, str) else [sql_fqid(*key), count, seconds, 1]
-        for key, (count, seconds) in sums.items()
-    ]
+def overhead_rows(
+    sums: dict[Key, list[float]], analyses: Optional[dict[Any, Any]] = None
+) -> list[list[Any]]:
+    """`file_overhead`'s rows of `_file_overhead`'s sums. `analyses`: `sql.analyze` results by
+    its arguments (`sql.returned`), read where they hold a key's SQL: `sql_fqid` is "query:"
+    and its `normalized` text (`sql.normalize`'s)."""
+    if not analyses:
+        return [
+            [key, count, seconds, 0]
+            if isinstance(key, str)
+            else [sql_fqid(*key), count, seconds, 1]
+            for key, (count, seconds) in sums.items()
+        ]
+    rows: list[list[Any]] = []
+    get = analyses.get
+    for key, (count, seconds) in sums.items():
+        if isinstance(key, str):
+            rows.append([key, count, seconds, 0])
+            continue
+        rows.append([_known_fqid(get, *key), count, seconds, 1])
+    return rows
+
+
+def _known_fqid(get: Callable[[Any], Any], text: str, database_type: str) -> str:
+    """`sql_fqid`, from `get((text, database type or None))`'s analysis where it has one."""
+    info = get((text, database_type or None))
+    return sql_fqid(text, database_type) if info is None else "query:" + info.normalized
 
 
 def _struct_dict(call: Any) -> dict[str, Any]:
