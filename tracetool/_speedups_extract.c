@@ -9,12 +9,15 @@
  *     extract_walk(roots, CallNode, nodes, codes, in_order, context) -> number of function calls
  *
  * where context is (has_http, fn_info, sql_cache, items, queries, pairs, functions_seen,
- * params_seen, sql_seen, function_values, canonical_sql, resolve_function, resolve_sql, sql_key,
+ * params_seen, sql_seen, function_values, canonical_sql, code_object_for, resolve_sql, sql_key,
  * code_object, http_server, http_client, query_item, log, exceptions, sides,
- * class_dependencies, package_dependencies, names, parameters, classes, packages, labels): the
- * Extractor's caches, the Canonical's sets, bound methods and value lists (`Extractor.add`
- * lists them), and the walk's cold paths (`Extractor._function`, `_sql`, `_code_object`,
- * `_http_server`, ...).
+ * class_dependencies, package_dependencies, names, parameters, classes, packages, labels, used,
+ * funcs, log_labels, log_levels): the Extractor's caches, the Canonical's sets, bound methods
+ * and value lists (`Extractor.add` lists them), and the walk's cold paths (`_sql`,
+ * `_code_object`, `_http_server`, ...). A function's first call (`Extractor._function`) is
+ * resolved here around the classMap's `code_object_for`: the marking as used, the aggregate,
+ * the function's and its class's rows (`rows.function_row`) and the log test
+ * (`rows.is_log_call`, with `rows.LOG_LABELS` and `LOG_LEVELS`).
  *
  * Per call it does in C what `_walk` does inline: the pre-order walk (an explicit stack, any
  * depth), the elapsed time, the kind, a function call's resolution by its key in `fn_info` and
@@ -47,7 +50,7 @@
 
 static PyObject *s_caller, *s_callee, *s_type, *s_class, *s_package, *s_labels, *s_extend, *s_parent, *s_get, *s_call, *s_ret, *s_children, *s_elapsed, *s_id, *s_http_server_request,
     *s_http_client_request, *s_sql_query, *s_method_id, *s_defined_class, *s_path, *s_lineno,
-    *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_name;
+    *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_location, *s_function, *s_name;
 static PyObject *one, *minus_one, *thousand;
 
 static int
@@ -85,6 +88,8 @@ intern_names(void)
     INTERN(s_fqid, "fqid")
     INTERN(s_sql, "sql")
     INTERN(s_database_type, "database_type")
+    INTERN(s_location, "location")
+    INTERN(s_function, "function")
 #undef INTERN
     if ((one = PyLong_FromLong(1)) == NULL || (minus_one = PyLong_FromLong(-1)) == NULL ||
         (thousand = PyFloat_FromDouble(1000.0)) == NULL)
@@ -312,7 +317,8 @@ clear_stack(Stack *stack)
 typedef struct {
     int has_http;
     PyObject *fn_info, *sql_cache, *items, *queries, *pairs, *functions_seen, *params_seen,
-        *sql_seen, *function_values, *canonical_sql, *resolve_function,
+        *sql_seen, *function_values, *canonical_sql, *code_object_for, *used, *funcs,
+        *log_labels, *log_levels,
         *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *query_item, *log,
         *exceptions, *sides, *class_deps, *package_deps, *names, *parameter_values, *classes,
         *packages, *labels;
@@ -654,6 +660,163 @@ done:
     return rc;
 }
 
+/* `x in container` for a frozenset (or any container): 1, 0 or -1 */
+static int
+member(PyObject *container, PyObject *x)
+{
+    if (PyAnySet_Check(container))
+        return PySet_Contains(container, x);
+    return PySequence_Contains(container, x);
+}
+
+/* `rows.function_row(co, call)` (new ref), `cls` being `co.class_` */
+static PyObject *
+function_row(PyObject *co, PyObject *call, PyObject *cls)
+{
+    PyObject *defined = NULL, *class_name = NULL, *name = NULL, *cls_id = NULL, *stat = NULL,
+             *location = NULL, *labels = NULL, *joined = NULL, *sep = NULL, *row = NULL;
+    if ((defined = get(call, s_defined_class)) == NULL)
+        goto done;
+    int truthy = PyObject_IsTrue(defined);
+    if (truthy < 0)
+        goto done;
+    if (truthy)
+        class_name = PyObject_Str(defined);
+    else if (cls != Py_None) {
+        PyObject *cls_name = PyObject_GetAttr(cls, s_name);
+        class_name = cls_name == NULL ? NULL : PyObject_Str(cls_name);
+        Py_XDECREF(cls_name);
+    }
+    else
+        class_name = PyUnicode_FromString("");
+    if (class_name == NULL || (name = PyObject_GetAttr(co, s_name)) == NULL)
+        goto done;
+    cls_id = cls != Py_None ? PyObject_GetAttr(cls, s_id) : PyUnicode_FromString("");
+    if (cls_id == NULL || (stat = PyObject_GetAttr(co, s_static)) == NULL)
+        goto done;
+    int is_static = PyObject_IsTrue(stat);
+    if (is_static < 0 || (location = PyObject_GetAttr(co, s_location)) == NULL ||
+        (labels = PyObject_GetAttr(co, s_labels)) == NULL || (sep = PyUnicode_FromString(",")) == NULL ||
+        (joined = PyUnicode_Join(sep, labels)) == NULL)
+        goto done;
+    PyObject *flag = PyLong_FromLong(is_static ? 1 : 0);
+    if (flag == NULL)
+        goto done;
+    row = PyTuple_Pack(11, s_function, name, cls_id, class_name, name, flag, location, joined,
+                       Py_None, Py_None, Py_None);
+    Py_DECREF(flag);
+done:
+    Py_XDECREF(defined);
+    Py_XDECREF(class_name);
+    Py_XDECREF(name);
+    Py_XDECREF(cls_id);
+    Py_XDECREF(stat);
+    Py_XDECREF(location);
+    Py_XDECREF(labels);
+    Py_XDECREF(joined);
+    Py_XDECREF(sep);
+    return row;
+}
+
+/* `rows.is_log_call(call, co)`: 1, 0 or -1 */
+static int
+is_log_call(const Context *c, PyObject *call, PyObject *co)
+{
+    PyObject *labels = PyObject_GetAttr(co, s_labels);
+    PyObject *it = labels == NULL ? NULL : PyObject_GetIter(labels);
+    Py_XDECREF(labels);
+    if (it == NULL)
+        return -1;
+    int found = 0; /* (every label is hashed, as `intersection` does) */
+    PyObject *label;
+    while ((label = PyIter_Next(it)) != NULL) {
+        int in = member(c->log_labels, label);
+        Py_DECREF(label);
+        if (in < 0) {
+            Py_DECREF(it);
+            return -1;
+        }
+        found |= in;
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred())
+        return -1;
+    if (found)
+        return 1;
+    PyObject *defined = get(call, s_defined_class);
+    if (defined == NULL)
+        return -1;
+    int truthy = PyObject_IsTrue(defined);
+    PyObject *cls = truthy < 0 ? NULL
+                    : truthy  ? PyObject_Str(defined)
+                              : PyUnicode_FromString("");
+    Py_DECREF(defined);
+    if (cls == NULL)
+        return -1;
+    int logger = PyUnicode_CompareWithASCIIString(cls, "logging.Logger") == 0 ||
+                 PyUnicode_CompareWithASCIIString(cls, "Logger") == 0;
+    Py_DECREF(cls);
+    if (!logger)
+        return 0;
+    PyObject *method = get(call, s_method_id);
+    if (method == NULL)
+        return -1;
+    found = member(c->log_levels, method);
+    Py_DECREF(method);
+    return found;
+}
+
+/* `Extractor._function(call)` (new ref): the call's code object (`cmap.code_object_for`,
+ * marked used), fqid, whether it logs and its aggregate; the function's row (and its class's)
+ * made when its fqid is first met. */
+static PyObject *
+resolve_function(const Context *c, PyObject *call)
+{
+    PyObject *co = NULL, *co_id = NULL, *fqid = NULL, *agg = NULL, *cls = NULL, *row = NULL,
+             *cls_fqid = NULL, *result = NULL;
+    if ((co = PyObject_CallOneArg(c->code_object_for, call)) == NULL || (co_id = ID(co)) == NULL ||
+        PyDict_SetItem(c->used, co_id, co) < 0 || (fqid = PyObject_GetAttr(co, s_fqid)) == NULL)
+        goto done;
+    agg = PyDict_GetItemWithError(c->funcs, fqid);
+    if (agg != NULL)
+        Py_INCREF(agg);
+    else {
+        if (PyErr_Occurred() ||
+            (agg = Py_BuildValue("[idddi]", 0, 0.0, 0.0, 0.0, 0)) == NULL ||
+            PyDict_SetItem(c->funcs, fqid, agg) < 0 || (cls = nearest(co, s_class)) == NULL ||
+            (row = function_row(co, call, cls)) == NULL || PyDict_SetItem(c->items, fqid, row) < 0)
+            goto done;
+        if (cls != Py_None) {
+            PyObject *cls_id = NULL, *plain = NULL;
+            int known = -1;
+            if ((cls_fqid = PyObject_GetAttr(cls, s_fqid)) != NULL &&
+                (cls_id = PyObject_GetAttr(cls, s_id)) != NULL &&
+                (known = PyDict_Contains(c->items, cls_fqid)) == 0) {
+                plain = PyTuple_Pack(11, s_class, cls_id, Py_None, Py_None, Py_None, Py_None,
+                                     Py_None, Py_None, Py_None, Py_None, Py_None);
+                known = plain == NULL ? -1 : PyDict_SetItem(c->items, cls_fqid, plain);
+            }
+            Py_XDECREF(cls_id);
+            Py_XDECREF(plain);
+            if (known < 0)
+                goto done;
+        }
+    }
+    int logs = is_log_call(c, call, co);
+    if (logs < 0)
+        goto done;
+    result = PyTuple_Pack(4, co, fqid, logs ? Py_True : Py_False, agg);
+done:
+    Py_XDECREF(co);
+    Py_XDECREF(co_id);
+    Py_XDECREF(fqid);
+    Py_XDECREF(agg);
+    Py_XDECREF(cls);
+    Py_XDECREF(row);
+    Py_XDECREF(cls_fqid);
+    return result;
+}
+
 /* One call of the walk: `_walk`'s loop body for a node. */
 static int
 visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
@@ -706,7 +869,7 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
         if (cached != NULL)
             resolved = Py_NewRef(cached);
         else if (PyErr_Occurred() ||
-                 (resolved = PyObject_CallOneArg(c->resolve_function, call)) == NULL ||
+                 (resolved = resolve_function(c, call)) == NULL ||
                  PyDict_SetItem(c->fn_info, key, resolved) < 0)
             goto done;
         if (unpack(resolved, 4, parts) < 0)
@@ -912,17 +1075,19 @@ tt_extract_walk(PyObject *self, PyObject *args)
         return NULL; /* (nodes of another class are read by attribute) */
     Context c;
     PyObject *has_http;
-    if (!PyArg_ParseTuple(context, "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!:extract_walk context",
+    if (!PyArg_ParseTuple(context,
+                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!O!O!OO:extract_walk context",
                           &has_http, &PyDict_Type, &c.fn_info, &PyDict_Type, &c.sql_cache,
                           &PyDict_Type, &c.items, &PyList_Type, &c.queries, &PySet_Type, &c.pairs,
                           &PySet_Type, &c.functions_seen, &PySet_Type, &c.params_seen, &PySet_Type,
                           &c.sql_seen, &c.function_values, &c.canonical_sql,
-                          &c.resolve_function, &c.resolve_sql, &c.sql_key, &c.code_object,
+                          &c.code_object_for, &c.resolve_sql, &c.sql_key, &c.code_object,
                           &c.http_server, &c.http_client, &c.query_item, &c.log, &c.exceptions,
                           &PyDict_Type, &c.sides, &PyList_Type, &c.class_deps,
                           &PyList_Type, &c.package_deps, &c.names, &PyList_Type,
                           &c.parameter_values, &PyList_Type, &c.classes, &PyList_Type,
-                          &c.packages, &PyList_Type, &c.labels))
+                          &c.packages, &PyList_Type, &c.labels, &PyDict_Type, &c.used,
+                          &PyDict_Type, &c.funcs, &c.log_labels, &c.log_levels))
         return NULL;
     if ((c.has_http = PyObject_IsTrue(has_http)) < 0)
         return NULL;
