@@ -50,7 +50,7 @@
 
 static PyObject *s_caller, *s_callee, *s_type, *s_class, *s_package, *s_labels, *s_extend, *s_parent, *s_get, *s_call, *s_ret, *s_children, *s_elapsed, *s_id, *s_http_server_request,
     *s_http_client_request, *s_sql_query, *s_method_id, *s_defined_class, *s_path, *s_lineno,
-    *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_location, *s_function, *s_name;
+    *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_location, *s_function, *s_colon, *s_name;
 static PyObject *one, *minus_one, *thousand;
 
 static int
@@ -90,6 +90,7 @@ intern_names(void)
     INTERN(s_database_type, "database_type")
     INTERN(s_location, "location")
     INTERN(s_function, "function")
+    INTERN(s_colon, ":")
 #undef INTERN
     if ((one = PyLong_FromLong(1)) == NULL || (minus_one = PyLong_FromLong(-1)) == NULL ||
         (thousand = PyFloat_FromDouble(1000.0)) == NULL)
@@ -318,7 +319,7 @@ typedef struct {
     int has_http;
     PyObject *fn_info, *sql_cache, *items, *queries, *pairs, *functions_seen, *params_seen,
         *sql_seen, *function_values, *canonical_sql, *code_object_for, *used, *funcs,
-        *log_labels, *log_levels,
+        *log_labels, *log_levels, *by_location,
         *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *query_item, *log,
         *exceptions, *sides, *class_deps, *package_deps, *names, *parameter_values, *classes,
         *packages, *labels;
@@ -766,6 +767,55 @@ is_log_call(const Context *c, PyObject *call, PyObject *co)
     return found;
 }
 
+/* The code object of a function call found by its location, as `ClassMap._function_for` looks
+ * first (new ref), or NULL: not found (or an error raised). */
+static PyObject *
+function_at(const Context *c, PyObject *call)
+{
+    if (!PyDict_CheckExact(call))
+        return NULL;
+    PyObject *path = PyDict_GetItemWithError(call, s_path);
+    if (path == NULL || path == Py_None)
+        return NULL;
+    PyObject *method = PyDict_GetItemWithError(call, s_method_id);
+    if (method == NULL && PyErr_Occurred())
+        return NULL;
+    PyObject *lineno = PyDict_GetItemWithError(call, s_lineno);
+    if (lineno == NULL && PyErr_Occurred())
+        return NULL;
+    PyObject *method_id = method == NULL ? PyUnicode_FromString("") : PyObject_Str(method);
+    if (method_id == NULL)
+        return NULL;
+    PyObject *key = NULL, *found = NULL;
+    if (lineno != NULL && lineno != Py_None) { /* f"{path}:{lineno}" */
+        PyObject *left = PyObject_Format(path, NULL), *right = PyObject_Format(lineno, NULL);
+        PyObject *half = left == NULL ? NULL : PyUnicode_Concat(left, s_colon);
+        key = half == NULL || right == NULL ? NULL : PyUnicode_Concat(half, right);
+        Py_XDECREF(left);
+        Py_XDECREF(right);
+        Py_XDECREF(half);
+    }
+    else
+        key = PyObject_Str(path);
+    PyObject *candidates = key == NULL ? NULL : PyDict_GetItemWithError(c->by_location, key);
+    if (candidates != NULL && PyList_CheckExact(candidates)) {
+        for (Py_ssize_t i = 0; found == NULL && i < PyList_GET_SIZE(candidates); i++) {
+            PyObject *candidate = Py_NewRef(PyList_GET_ITEM(candidates, i));
+            PyObject *name = PyObject_GetAttr(candidate, s_name);
+            int same = name == NULL ? -1 : PyObject_RichCompareBool(name, method_id, Py_EQ);
+            Py_XDECREF(name);
+            if (same > 0)
+                found = Py_NewRef(candidate);
+            Py_DECREF(candidate);
+            if (same < 0)
+                break;
+        }
+    }
+    Py_XDECREF(key);
+    Py_DECREF(method_id);
+    return found;
+}
+
 /* `Extractor._function(call)` (new ref): the call's code object (`cmap.code_object_for`,
  * marked used), fqid, whether it logs and its aggregate; the function's row (and its class's)
  * made when its fqid is first met. */
@@ -774,7 +824,11 @@ resolve_function(const Context *c, PyObject *call)
 {
     PyObject *co = NULL, *co_id = NULL, *fqid = NULL, *agg = NULL, *cls = NULL, *row = NULL,
              *cls_fqid = NULL, *result = NULL;
-    if ((co = PyObject_CallOneArg(c->code_object_for, call)) == NULL || (co_id = ID(co)) == NULL ||
+    co = function_at(c, call); /* (the common case; the rest, and errors, as Python has them) */
+    if (co == NULL && PyErr_Occurred())
+        PyErr_Clear();
+    if ((co == NULL && (co = PyObject_CallOneArg(c->code_object_for, call)) == NULL) ||
+        (co_id = ID(co)) == NULL ||
         PyDict_SetItem(c->used, co_id, co) < 0 || (fqid = PyObject_GetAttr(co, s_fqid)) == NULL)
         goto done;
     agg = PyDict_GetItemWithError(c->funcs, fqid);
@@ -1076,7 +1130,7 @@ tt_extract_walk(PyObject *self, PyObject *args)
     Context c;
     PyObject *has_http;
     if (!PyArg_ParseTuple(context,
-                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!O!O!OO:extract_walk context",
+                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!:extract_walk context",
                           &has_http, &PyDict_Type, &c.fn_info, &PyDict_Type, &c.sql_cache,
                           &PyDict_Type, &c.items, &PyList_Type, &c.queries, &PySet_Type, &c.pairs,
                           &PySet_Type, &c.functions_seen, &PySet_Type, &c.params_seen, &PySet_Type,
@@ -1087,7 +1141,8 @@ tt_extract_walk(PyObject *self, PyObject *args)
                           &PyList_Type, &c.package_deps, &c.names, &PyList_Type,
                           &c.parameter_values, &PyList_Type, &c.classes, &PyList_Type,
                           &c.packages, &PyList_Type, &c.labels, &PyDict_Type, &c.used,
-                          &PyDict_Type, &c.funcs, &c.log_labels, &c.log_levels))
+                          &PyDict_Type, &c.funcs, &c.log_labels, &c.log_levels, &PyDict_Type,
+                          &c.by_location))
         return NULL;
     if ((c.has_http = PyObject_IsTrue(has_http)) < 0)
         return NULL;

@@ -240,6 +240,8 @@ LOGGING_CLASS_MAP = [
         {"type": "function", "name": "bare", "location": "log/bare.py:1"},
     ]},
     {"type": "function", "name": "top", "location": "top.py:1", "labels": ["x"]},
+    {"type": "function", "name": "gen", "location": "ext/gen"},
+    {"type": "function", "name": "5", "location": "n.py:True"},
 ]  # fmt: skip
 
 # Function calls `Extractor._function` resolves in C: in the classMap or not, labelled log or
@@ -260,6 +262,12 @@ FUNCTION_CALLS: list[dict[str, Any]] = [
     {"defined_class": "a.b.C", "method_id": "go", "static": 0},
     {"defined_class": "User", "method_id": "save", "path": "app/user.rb", "lineno": 3},
     {"defined_class": "User", "method_id": "save", "path": "elsewhere.rb", "lineno": 3},
+    {"defined_class": "User", "method_id": "save", "path": "app/user.rb", "lineno": 3.0},
+    {"method_id": "bare", "path": "log/bare.py", "lineno": "1"},
+    {"defined_class": "G", "method_id": "gen", "path": "ext/gen"},
+    {"defined_class": "G", "method_id": "gen", "path": "ext/gen", "lineno": None},
+    {"method_id": 5, "path": "n.py", "lineno": True},
+    {"path": "top.py", "lineno": 1, "defined_class": "T"},
 ]
 
 

@@ -227,6 +227,7 @@ class Extractor:
                 self.funcs,
                 LOG_LABELS,
                 LOG_LEVELS,
+                self.cmap.by_location,  # (C looks a function up by its location first)
             )
             self.n_calls += _WALK(roots, CallNode, nodes, codes, in_order, context)
         else:
