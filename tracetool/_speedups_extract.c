@@ -254,6 +254,38 @@ node_get(PyObject *node, int i, PyObject *name)
     return PyObject_GetAttr(node, name);
 }
 
+/* ------------------------------------------------------------------ CodeObject's slots */
+
+enum { C_FQID, C_ID, C_TYPE, C_PARENT, C_NAME, C_LABELS, C_STATIC, C_LOCATION, C_SLOTS };
+static const char *const co_slot_names[C_SLOTS] = {"_fqid", "_id",    "type",   "parent",
+                                                   "name",  "labels", "static", "location"};
+static PyTypeObject *co_type = NULL; /* a strong reference, the class the offsets are of */
+static Py_ssize_t co_offsets[C_SLOTS];
+
+/* `obj.<name>` (new ref): a `CodeObject`'s attribute read from its slot (`fqid` and `id` from
+ * `_fqid` and `_id` once their properties have made them), anything else by attribute. */
+static PyObject *
+attr(PyObject *obj, PyObject *name)
+{
+    if (Py_TYPE(obj) == co_type) {
+        int i = name == s_fqid      ? C_FQID
+                : name == s_id       ? C_ID
+                : name == s_type     ? C_TYPE
+                : name == s_parent   ? C_PARENT
+                : name == s_name     ? C_NAME
+                : name == s_labels   ? C_LABELS
+                : name == s_static   ? C_STATIC
+                : name == s_location ? C_LOCATION
+                                     : -1;
+        if (i >= 0) {
+            PyObject *value = *(PyObject **)((char *)obj + co_offsets[i]);
+            if (value != NULL && (value != Py_None || i > C_ID))
+                return Py_NewRef(value);
+        }
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
 /* ------------------------------------------------------------------ the walk */
 
 typedef struct {
@@ -479,7 +511,7 @@ nearest(PyObject *co, PyObject *type)
 {
     PyObject *node = Py_NewRef(co);
     while (node != Py_None) {
-        PyObject *t = PyObject_GetAttr(node, s_type);
+        PyObject *t = attr(node, s_type);
         int found = t == NULL ? -1 : PyObject_RichCompareBool(t, type, Py_EQ);
         Py_XDECREF(t);
         if (found != 0) {
@@ -487,7 +519,7 @@ nearest(PyObject *co, PyObject *type)
                 Py_CLEAR(node);
             return node;
         }
-        Py_SETREF(node, PyObject_GetAttr(node, s_parent));
+        Py_SETREF(node, attr(node, s_parent));
         if (node == NULL)
             return NULL;
     }
@@ -500,7 +532,7 @@ append_id(PyObject *values, PyObject *obj)
 {
     if (obj == Py_None)
         return 0;
-    PyObject *id = PyObject_GetAttr(obj, s_id);
+    PyObject *id = attr(obj, s_id);
     int rc = id == NULL ? -1 : PyList_Append(values, id);
     Py_XDECREF(id);
     return rc;
@@ -548,7 +580,7 @@ canonical_function(const Context *c, PyObject *node, PyObject *call, PyObject *c
     }
     if (PySet_Add(c->functions_seen, co_id) < 0 || (cls = nearest(co, s_class)) == NULL ||
         append_id(c->classes, cls) < 0 || (pkg = nearest(co, s_package)) == NULL ||
-        append_id(c->packages, pkg) < 0 || (labels = PyObject_GetAttr(co, s_labels)) == NULL)
+        append_id(c->packages, pkg) < 0 || (labels = attr(co, s_labels)) == NULL)
         goto done;
     truthy = PyObject_IsTrue(labels);
     if (truthy < 0)
@@ -579,14 +611,14 @@ side_of(const Context *c, PyObject *co, PyObject *co_id)
     if (side != NULL || PyErr_Occurred())
         return side;
     PyObject *child = NULL, *node = Py_NewRef(co), *parent;
-    while ((parent = PyObject_GetAttr(node, s_parent)) != NULL && parent != Py_None) {
+    while ((parent = attr(node, s_parent)) != NULL && parent != Py_None) {
         Py_XSETREF(child, node);
         node = parent;
     }
     if (parent != NULL) {
         Py_DECREF(parent); /* (None) */
-        PyObject *cls = child == NULL ? Py_NewRef(Py_None) : PyObject_GetAttr(child, s_id);
-        PyObject *pkg = cls == NULL ? NULL : PyObject_GetAttr(node, s_id);
+        PyObject *cls = child == NULL ? Py_NewRef(Py_None) : attr(child, s_id);
+        PyObject *pkg = cls == NULL ? NULL : attr(node, s_id);
         if (pkg != NULL) {
             PyObject *made = PyTuple_Pack(2, cls, pkg);
             if (made != NULL && PyDict_SetItem(c->sides, co_id, made) == 0)
@@ -684,20 +716,20 @@ function_row(PyObject *co, PyObject *call, PyObject *cls)
     if (truthy)
         class_name = PyObject_Str(defined);
     else if (cls != Py_None) {
-        PyObject *cls_name = PyObject_GetAttr(cls, s_name);
+        PyObject *cls_name = attr(cls, s_name);
         class_name = cls_name == NULL ? NULL : PyObject_Str(cls_name);
         Py_XDECREF(cls_name);
     }
     else
         class_name = PyUnicode_FromString("");
-    if (class_name == NULL || (name = PyObject_GetAttr(co, s_name)) == NULL)
+    if (class_name == NULL || (name = attr(co, s_name)) == NULL)
         goto done;
-    cls_id = cls != Py_None ? PyObject_GetAttr(cls, s_id) : PyUnicode_FromString("");
-    if (cls_id == NULL || (stat = PyObject_GetAttr(co, s_static)) == NULL)
+    cls_id = cls != Py_None ? attr(cls, s_id) : PyUnicode_FromString("");
+    if (cls_id == NULL || (stat = attr(co, s_static)) == NULL)
         goto done;
     int is_static = PyObject_IsTrue(stat);
-    if (is_static < 0 || (location = PyObject_GetAttr(co, s_location)) == NULL ||
-        (labels = PyObject_GetAttr(co, s_labels)) == NULL || (sep = PyUnicode_FromString(",")) == NULL ||
+    if (is_static < 0 || (location = attr(co, s_location)) == NULL ||
+        (labels = attr(co, s_labels)) == NULL || (sep = PyUnicode_FromString(",")) == NULL ||
         (joined = PyUnicode_Join(sep, labels)) == NULL)
         goto done;
     PyObject *flag = PyLong_FromLong(is_static ? 1 : 0);
@@ -723,7 +755,7 @@ done:
 static int
 is_log_call(const Context *c, PyObject *call, PyObject *co)
 {
-    PyObject *labels = PyObject_GetAttr(co, s_labels);
+    PyObject *labels = attr(co, s_labels);
     PyObject *it = labels == NULL ? NULL : PyObject_GetIter(labels);
     Py_XDECREF(labels);
     if (it == NULL)
@@ -801,7 +833,7 @@ function_at(const Context *c, PyObject *call)
     if (candidates != NULL && PyList_CheckExact(candidates)) {
         for (Py_ssize_t i = 0; found == NULL && i < PyList_GET_SIZE(candidates); i++) {
             PyObject *candidate = Py_NewRef(PyList_GET_ITEM(candidates, i));
-            PyObject *name = PyObject_GetAttr(candidate, s_name);
+            PyObject *name = attr(candidate, s_name);
             int same = name == NULL ? -1 : PyObject_RichCompareBool(name, method_id, Py_EQ);
             Py_XDECREF(name);
             if (same > 0)
@@ -829,7 +861,7 @@ resolve_function(const Context *c, PyObject *call)
         PyErr_Clear();
     if ((co == NULL && (co = PyObject_CallOneArg(c->code_object_for, call)) == NULL) ||
         (co_id = ID(co)) == NULL ||
-        PyDict_SetItem(c->used, co_id, co) < 0 || (fqid = PyObject_GetAttr(co, s_fqid)) == NULL)
+        PyDict_SetItem(c->used, co_id, co) < 0 || (fqid = attr(co, s_fqid)) == NULL)
         goto done;
     agg = PyDict_GetItemWithError(c->funcs, fqid);
     if (agg != NULL)
@@ -843,8 +875,8 @@ resolve_function(const Context *c, PyObject *call)
         if (cls != Py_None) {
             PyObject *cls_id = NULL, *plain = NULL;
             int known = -1;
-            if ((cls_fqid = PyObject_GetAttr(cls, s_fqid)) != NULL &&
-                (cls_id = PyObject_GetAttr(cls, s_id)) != NULL &&
+            if ((cls_fqid = attr(cls, s_fqid)) != NULL &&
+                (cls_id = attr(cls, s_id)) != NULL &&
                 (known = PyDict_Contains(c->items, cls_fqid)) == 0) {
                 plain = PyTuple_Pack(11, s_class, cls_id, Py_None, Py_None, Py_None, Py_None,
                                      Py_None, Py_None, Py_None, Py_None, Py_None);
@@ -935,7 +967,7 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
     }
     else {
         if ((co = PyObject_CallOneArg(c->code_object, call)) == NULL ||
-            (fqid = PyObject_GetAttr(co, s_fqid)) == NULL)
+            (fqid = attr(co, s_fqid)) == NULL)
             goto done;
     }
     if ((node_id = ID(node)) == NULL || PyDict_SetItem(codes, node_id, co) < 0 ||
@@ -1128,9 +1160,9 @@ tt_extract_walk(PyObject *self, PyObject *args)
         learn_slots(call_node, node_slot_names, N_SLOTS, node_offsets, &node_type) < 0)
         return NULL; /* (nodes of another class are read by attribute) */
     Context c;
-    PyObject *has_http;
+    PyObject *has_http, *code_object_type;
     if (!PyArg_ParseTuple(context,
-                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!:extract_walk context",
+                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!O:extract_walk context",
                           &has_http, &PyDict_Type, &c.fn_info, &PyDict_Type, &c.sql_cache,
                           &PyDict_Type, &c.items, &PyList_Type, &c.queries, &PySet_Type, &c.pairs,
                           &PySet_Type, &c.functions_seen, &PySet_Type, &c.params_seen, &PySet_Type,
@@ -1142,10 +1174,11 @@ tt_extract_walk(PyObject *self, PyObject *args)
                           &c.parameter_values, &PyList_Type, &c.classes, &PyList_Type,
                           &c.packages, &PyList_Type, &c.labels, &PyDict_Type, &c.used,
                           &PyDict_Type, &c.funcs, &c.log_labels, &c.log_levels, &PyDict_Type,
-                          &c.by_location))
+                          &c.by_location, &code_object_type))
         return NULL;
-    if ((c.has_http = PyObject_IsTrue(has_http)) < 0)
-        return NULL;
+    if ((c.has_http = PyObject_IsTrue(has_http)) < 0 ||
+        learn_slots(code_object_type, co_slot_names, C_SLOTS, co_offsets, &co_type) < 0)
+        return NULL; /* (code objects of another class are read by attribute) */
     c.known_pairs.slots = NULL;
     c.known_pairs.mask = c.known_pairs.count = 0;
     /* (the context's objects stay alive: the caller's tuple holds them) */

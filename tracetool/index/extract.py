@@ -228,6 +228,7 @@ class Extractor:
                 LOG_LABELS,
                 LOG_LEVELS,
                 self.cmap.by_location,  # (C looks a function up by its location first)
+                CodeObject,  # (whose slots C reads in place)
             )
             self.n_calls += _WALK(roots, CallNode, nodes, codes, in_order, context)
         else:
