@@ -262,8 +262,108 @@ static const char *const co_slot_names[C_SLOTS] = {"_fqid", "_id",    "type",   
 static PyTypeObject *co_type = NULL; /* a strong reference, the class the offsets are of */
 static Py_ssize_t co_offsets[C_SLOTS];
 
+#define SLOT(obj, i) (*(PyObject **)((char *)(obj) + co_offsets[i]))
+
+/* Whether a string is one of `codeobjects._NAMELESS_PARENTS`'s types */
+static int
+nameless(PyObject *type)
+{
+    return PyUnicode_CompareWithASCIIString(type, "http") == 0 ||
+           PyUnicode_CompareWithASCIIString(type, "database") == 0 ||
+           PyUnicode_CompareWithASCIIString(type, "external-service") == 0;
+}
+
+/* `CodeObject.id` of a code object of the known class (new ref), made as the property makes it
+ * (for it and the ancestors it needs, kept in their `_id`) when every object involved is of the
+ * known class with string types and names; else the property. */
+static PyObject *
+code_id(PyObject *obj)
+{
+    PyObject *chain[64], *node = obj;
+    int n = 0;
+    for (;;) { /* up to the first object whose id is made, or a root */
+        PyObject *id = SLOT(node, C_ID);
+        if (id == NULL) /* (unset: the property raises) */
+            return PyObject_GetAttr(obj, s_id);
+        if (id != Py_None)
+            break;
+        if (n == 64)
+            return PyObject_GetAttr(obj, s_id);
+        chain[n++] = node;
+        PyObject *parent = SLOT(node, C_PARENT);
+        if (parent == Py_None)
+            break;
+        if (parent == NULL || Py_TYPE(parent) != co_type)
+            return PyObject_GetAttr(obj, s_id);
+        node = parent;
+    }
+    for (int i = n - 1; i >= 0; i--) { /* down, each made from its parent's */
+        PyObject *o = chain[i], *type = SLOT(o, C_TYPE), *name = SLOT(o, C_NAME),
+                 *parent = SLOT(o, C_PARENT), *made;
+        if (type == NULL || name == NULL || !PyUnicode_CheckExact(type) ||
+            !PyUnicode_CheckExact(name))
+            return PyObject_GetAttr(obj, s_id);
+        if (parent == Py_None)
+            made = Py_NewRef(name);
+        else {
+            PyObject *parent_type = SLOT(parent, C_TYPE), *parent_id = SLOT(parent, C_ID);
+            if (parent_type == NULL || !PyUnicode_CheckExact(parent_type) || parent_id == NULL ||
+                !PyUnicode_CheckExact(parent_id))
+                return PyObject_GetAttr(obj, s_id);
+            if (nameless(parent_type))
+                made = Py_NewRef(name);
+            else {
+                const char *sep;
+                if (PyUnicode_CompareWithASCIIString(type, "function") == 0) {
+                    PyObject *stat = SLOT(o, C_STATIC);
+                    int is_static = stat == NULL ? -1 : PyObject_IsTrue(stat);
+                    if (is_static < 0) {
+                        PyErr_Clear();
+                        return PyObject_GetAttr(obj, s_id);
+                    }
+                    sep = is_static ? "." : "#";
+                }
+                else if (PyUnicode_CompareWithASCIIString(parent_type, "package") == 0)
+                    sep = "/";
+                else if (PyUnicode_CompareWithASCIIString(parent_type, "class") == 0)
+                    sep = "::";
+                else
+                    sep = "/";
+                if ((made = PyUnicode_FromFormat("%U%s%U", parent_id, sep, name)) == NULL)
+                    return NULL;
+            }
+        }
+        Py_XSETREF(SLOT(o, C_ID), made);
+    }
+    return Py_NewRef(SLOT(obj, C_ID));
+}
+
+/* `CodeObject.fqid` of a code object of the known class (new ref), made as the property makes
+ * it (kept in `_fqid`) */
+static PyObject *
+code_fqid(PyObject *obj)
+{
+    PyObject *type = SLOT(obj, C_TYPE);
+    if (type == NULL || !PyUnicode_CheckExact(type))
+        return PyObject_GetAttr(obj, s_fqid);
+    PyObject *id = code_id(obj);
+    if (id == NULL)
+        return NULL;
+    if (!PyUnicode_CheckExact(id)) {
+        Py_DECREF(id);
+        return PyObject_GetAttr(obj, s_fqid);
+    }
+    PyObject *made = PyUnicode_FromFormat("%U:%U", type, id);
+    Py_DECREF(id);
+    if (made == NULL)
+        return NULL;
+    Py_XSETREF(SLOT(obj, C_FQID), Py_NewRef(made));
+    return made;
+}
+
 /* `obj.<name>` (new ref): a `CodeObject`'s attribute read from its slot (`fqid` and `id` from
- * `_fqid` and `_id` once their properties have made them), anything else by attribute. */
+ * `_fqid` and `_id`, made here first as their properties make them), anything else by
+ * attribute. */
 static PyObject *
 attr(PyObject *obj, PyObject *name)
 {
@@ -278,9 +378,11 @@ attr(PyObject *obj, PyObject *name)
                 : name == s_location ? C_LOCATION
                                      : -1;
         if (i >= 0) {
-            PyObject *value = *(PyObject **)((char *)obj + co_offsets[i]);
+            PyObject *value = SLOT(obj, i);
             if (value != NULL && (value != Py_None || i > C_ID))
                 return Py_NewRef(value);
+            if (value == Py_None)
+                return i == C_FQID ? code_fqid(obj) : code_id(obj);
         }
     }
     return PyObject_GetAttr(obj, name);
