@@ -38,7 +38,12 @@
  * with this walk, of which 400 M are the Python helpers of the cold paths (a function's first
  * call in a recording: its code object, row and log test, ~8,700 calls; SQL, HTTP and other
  * calls' code objects) and most of the rest dict lookups of event fields. CPU of `add` over 200
- * recordings: 0.60-0.77 s -> 0.41-0.46 s.
+ * recordings: 0.60-0.77 s -> 0.41-0.46 s. Then (40 recordings, callgrind, the walk alone): 546 M
+ * -> 415 M instructions, by resolving a function's first call here (504 M), reading code
+ * objects' slots instead of their Python properties and making their ids here (447 M), and
+ * reading event fields by the decoder's own key objects (`Context.keys`; 415 M). What is left
+ * in Python: HTTP calls' code objects and rows, SQL texts first met in a recording, query items,
+ * logs, and new parameter names.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -191,12 +196,12 @@ item_add_int(PyObject *seq, Py_ssize_t i, PyObject *delta)
 /* The call's elapsed time in milliseconds, as `_walk` computes it: `*ms` set (a new float, its
  * value in `*d`) or left NULL when the return has no int or float `elapsed`; -1 on an error. */
 static int
-elapsed_ms(PyObject *ret, PyObject **ms, double *d)
+elapsed_ms(PyObject *ret, PyObject *key, PyObject **ms, double *d)
 {
     *ms = NULL;
     if (ret == Py_None)
         return 0;
-    PyObject *elapsed = get(ret, s_elapsed);
+    PyObject *elapsed = get(ret, key);
     if (elapsed == NULL)
         return -1;
     int rc = 0;
@@ -449,8 +454,16 @@ clear_stack(Stack *stack)
     stack->size = stack->capacity = 0;
 }
 
+enum { EK_ID, EK_ELAPSED, EK_HTTP_SERVER, EK_HTTP_CLIENT, EK_SQL_QUERY, EK_METHOD_ID, EK_DEFINED_CLASS, EK_PATH, EK_LINENO, EK_STATIC, EK_PARAMETERS, EK_EXCEPTIONS, N_EVENT_KEYS };
+
 typedef struct {
     int has_http;
+    /* The names event fields are read by: the decoder's own key objects once met in an event
+     * (orjson makes one object per key text and shares it between the dicts it decodes), so a
+     * dict lookup matches by identity instead of comparing strings; until then the interned
+     * names (`learn_keys`). Strong references. */
+    PyObject *keys[N_EVENT_KEYS];
+    int learning; /* how many more calls `learn_keys` may read */
     PyObject *fn_info, *sql_cache, *items, *queries, *pairs, *functions_seen, *params_seen,
         *sql_seen, *function_values, *canonical_sql, *code_object_for, *used, *funcs,
         *log_labels, *log_levels, *by_location,
@@ -519,18 +532,18 @@ enum { K_OTHER, K_HTTP_SERVER, K_HTTP_CLIENT, K_SQL, K_FUNCTION };
 
 /* `ev.kind(call)` as `_walk` reads it inline, or -1 on an error */
 static int
-kind_of(PyObject *call)
+kind_of(const Context *c, PyObject *call)
 {
     int found;
-    if ((found = contains(call, s_http_server_request)) != 0)
+    if ((found = contains(call, c->keys[EK_HTTP_SERVER])) != 0)
         return found < 0 ? -1 : K_HTTP_SERVER;
-    if ((found = contains(call, s_http_client_request)) != 0)
+    if ((found = contains(call, c->keys[EK_HTTP_CLIENT])) != 0)
         return found < 0 ? -1 : K_HTTP_CLIENT;
-    if ((found = contains(call, s_sql_query)) != 0)
+    if ((found = contains(call, c->keys[EK_SQL_QUERY])) != 0)
         return found < 0 ? -1 : K_SQL;
-    if ((found = contains(call, s_method_id)) != 0)
+    if ((found = contains(call, c->keys[EK_METHOD_ID])) != 0)
         return found < 0 ? -1 : K_FUNCTION;
-    if ((found = contains(call, s_defined_class)) != 0)
+    if ((found = contains(call, c->keys[EK_DEFINED_CLASS])) != 0)
         return found < 0 ? -1 : K_FUNCTION;
     return K_OTHER;
 }
@@ -539,7 +552,7 @@ kind_of(PyObject *call)
 static PyObject *
 sql_key(const Context *c, PyObject *call)
 {
-    PyObject *query = get(call, s_sql_query);
+    PyObject *query = get(call, c->keys[EK_SQL_QUERY]);
     if (query == NULL)
         return NULL;
     if (PyDict_CheckExact(query)) {
@@ -650,7 +663,7 @@ canonical_function(const Context *c, PyObject *node, PyObject *call, PyObject *c
     int seen = PySet_Contains(c->functions_seen, co_id);
     if (seen < 0)
         return -1;
-    PyObject *params = get(call, s_parameters);
+    PyObject *params = get(call, c->keys[EK_PARAMETERS]);
     if (params == NULL)
         return -1;
     int rc = -1, truthy = PyObject_IsTrue(params);
@@ -806,11 +819,11 @@ member(PyObject *container, PyObject *x)
 
 /* `rows.function_row(co, call)` (new ref), `cls` being `co.class_` */
 static PyObject *
-function_row(PyObject *co, PyObject *call, PyObject *cls)
+function_row(const Context *c, PyObject *co, PyObject *call, PyObject *cls)
 {
     PyObject *defined = NULL, *class_name = NULL, *name = NULL, *cls_id = NULL, *stat = NULL,
              *location = NULL, *labels = NULL, *joined = NULL, *sep = NULL, *row = NULL;
-    if ((defined = get(call, s_defined_class)) == NULL)
+    if ((defined = get(call, c->keys[EK_DEFINED_CLASS])) == NULL)
         goto done;
     int truthy = PyObject_IsTrue(defined);
     if (truthy < 0)
@@ -878,7 +891,7 @@ is_log_call(const Context *c, PyObject *call, PyObject *co)
         return -1;
     if (found)
         return 1;
-    PyObject *defined = get(call, s_defined_class);
+    PyObject *defined = get(call, c->keys[EK_DEFINED_CLASS]);
     if (defined == NULL)
         return -1;
     int truthy = PyObject_IsTrue(defined);
@@ -893,7 +906,7 @@ is_log_call(const Context *c, PyObject *call, PyObject *co)
     Py_DECREF(cls);
     if (!logger)
         return 0;
-    PyObject *method = get(call, s_method_id);
+    PyObject *method = get(call, c->keys[EK_METHOD_ID]);
     if (method == NULL)
         return -1;
     found = member(c->log_levels, method);
@@ -908,13 +921,13 @@ function_at(const Context *c, PyObject *call)
 {
     if (!PyDict_CheckExact(call))
         return NULL;
-    PyObject *path = PyDict_GetItemWithError(call, s_path);
+    PyObject *path = PyDict_GetItemWithError(call, c->keys[EK_PATH]);
     if (path == NULL || path == Py_None)
         return NULL;
-    PyObject *method = PyDict_GetItemWithError(call, s_method_id);
+    PyObject *method = PyDict_GetItemWithError(call, c->keys[EK_METHOD_ID]);
     if (method == NULL && PyErr_Occurred())
         return NULL;
-    PyObject *lineno = PyDict_GetItemWithError(call, s_lineno);
+    PyObject *lineno = PyDict_GetItemWithError(call, c->keys[EK_LINENO]);
     if (lineno == NULL && PyErr_Occurred())
         return NULL;
     PyObject *method_id = method == NULL ? PyUnicode_FromString("") : PyObject_Str(method);
@@ -972,7 +985,7 @@ resolve_function(const Context *c, PyObject *call)
         if (PyErr_Occurred() ||
             (agg = Py_BuildValue("[idddi]", 0, 0.0, 0.0, 0.0, 0)) == NULL ||
             PyDict_SetItem(c->funcs, fqid, agg) < 0 || (cls = nearest(co, s_class)) == NULL ||
-            (row = function_row(co, call, cls)) == NULL || PyDict_SetItem(c->items, fqid, row) < 0)
+            (row = function_row(c, co, call, cls)) == NULL || PyDict_SetItem(c->items, fqid, row) < 0)
             goto done;
         if (cls != Py_None) {
             PyObject *cls_id = NULL, *plain = NULL;
@@ -1005,6 +1018,49 @@ done:
     return result;
 }
 
+/* The interned names of `Context.keys`, by index */
+static PyObject **const interned_keys[N_EVENT_KEYS] = {
+    &s_id, &s_elapsed, &s_http_server_request, &s_http_client_request, &s_sql_query,
+    &s_method_id, &s_defined_class, &s_path, &s_lineno, &s_static, &s_parameters, &s_exceptions};
+
+static void
+init_keys(Context *c)
+{
+    for (int i = 0; i < N_EVENT_KEYS; i++)
+        c->keys[i] = Py_NewRef(*interned_keys[i]);
+}
+
+static void
+clear_keys(Context *c)
+{
+    for (int i = 0; i < N_EVENT_KEYS; i++)
+        Py_CLEAR(c->keys[i]);
+}
+
+/* Adopts the keys of an event (a dict) equal to a name but other objects than it */
+static void
+learn_keys(Context *c, PyObject *event)
+{
+    if (!PyDict_CheckExact(event))
+        return;
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(event, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key))
+            continue;
+        for (int i = 0; i < N_EVENT_KEYS; i++) {
+            PyObject *name = c->keys[i];
+            if (name == key)
+                break;
+            if (name == *interned_keys[i] && PyUnicode_GET_LENGTH(name) == PyUnicode_GET_LENGTH(key) &&
+                PyUnicode_Compare(name, key) == 0) {
+                Py_SETREF(c->keys[i], Py_NewRef(key));
+                break;
+            }
+        }
+    }
+}
+
 /* One call of the walk: `_walk`'s loop body for a node. */
 static int
 visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
@@ -1021,10 +1077,15 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
     if (PyList_Append(nodes, node) < 0)
         return -1;
     if ((call = node_get(node, N_CALL, s_call)) == NULL ||
-        (ret = node_get(node, N_RET, s_ret)) == NULL || elapsed_ms(ret, &ms, &d) < 0 ||
-        (event_id = get(call, s_id)) == NULL)
+        (ret = node_get(node, N_RET, s_ret)) == NULL || elapsed_ms(ret, c->keys[EK_ELAPSED], &ms, &d) < 0 ||
+        (event_id = get(call, c->keys[EK_ID])) == NULL)
         goto done;
-    int kind = kind_of(call);
+    if (c->learning > 0) { /* (the first calls of a walk) */
+        c->learning--;
+        learn_keys(c, call);
+        learn_keys(c, ret);
+    }
+    int kind = kind_of(c, call);
     if (kind < 0)
         goto done;
     PyObject *parts[4];
@@ -1044,7 +1105,8 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
         sql_values = Py_NewRef(parts[3]);
     }
     else if (kind == K_FUNCTION) {
-        PyObject *fields[5] = {s_defined_class, s_method_id, s_path, s_lineno, s_static};
+        PyObject *fields[5] = {c->keys[EK_DEFINED_CLASS], c->keys[EK_METHOD_ID], c->keys[EK_PATH],
+                              c->keys[EK_LINENO], c->keys[EK_STATIC]};
         if ((key = PyTuple_New(5)) == NULL)
             goto done;
         for (int i = 0; i < 5; i++) {
@@ -1195,7 +1257,7 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
     }
 
     if (ret != Py_None) {
-        if ((raised = get(ret, s_exceptions)) == NULL)
+        if ((raised = get(ret, c->keys[EK_EXCEPTIONS])) == NULL)
             goto done;
         int truthy = PyObject_IsTrue(raised);
         if (truthy < 0)
@@ -1281,17 +1343,22 @@ tt_extract_walk(PyObject *self, PyObject *args)
     if ((c.has_http = PyObject_IsTrue(has_http)) < 0 ||
         learn_slots(code_object_type, co_slot_names, C_SLOTS, co_offsets, &co_type) < 0)
         return NULL; /* (code objects of another class are read by attribute) */
+    c.learning = 64;
+    init_keys(&c);
     c.known_pairs.slots = NULL;
     c.known_pairs.mask = c.known_pairs.count = 0;
     /* (the context's objects stay alive: the caller's tuple holds them) */
     PyObject *seq = PySequence_Fast(roots, "extract_walk: roots");
-    if (seq == NULL)
+    if (seq == NULL) {
+        clear_keys(&c);
         return NULL;
+    }
     Stack stack = {NULL, 0, 0};
     for (Py_ssize_t i = PySequence_Fast_GET_SIZE(seq) - 1; i >= 0; i--) {
         if (push(&stack, PySequence_Fast_GET_ITEM(seq, i), NULL, NULL, NULL, NULL, 0) < 0) {
             Py_DECREF(seq);
             clear_stack(&stack);
+            clear_keys(&c);
             return NULL;
         }
     }
@@ -1312,10 +1379,12 @@ tt_extract_walk(PyObject *self, PyObject *args)
         if (failed) {
             clear_stack(&stack);
             free(c.known_pairs.slots);
+            clear_keys(&c);
             return NULL;
         }
     }
     clear_stack(&stack);
     free(c.known_pairs.slots);
+    clear_keys(&c);
     return PyLong_FromSsize_t(n_calls);
 }
