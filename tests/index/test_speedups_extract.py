@@ -289,3 +289,19 @@ def test_function_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
         data["classMap"] = LOGGING_CLASS_MAP
         _same(data, monkeypatch)
         _same(data, monkeypatch, batches=3)
+
+
+@needs_c
+def test_events_with_key_objects_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C walk reads fields by the key objects it meets first (the decoder's, shared between
+    events): events whose keys are other, equal objects read the same."""
+    rng = random.Random(9)
+    for _ in range(20):
+        events = _with_odd_fields(rng, _events(rng, 30))
+        mixed = [
+            {key.encode().decode(): value for key, value in event.items()}
+            if isinstance(event, dict) and rng.random() < 0.5
+            else event
+            for event in events
+        ]
+        _same(_document(mixed), monkeypatch)
