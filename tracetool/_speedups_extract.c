@@ -9,12 +9,15 @@
  *     extract_walk(roots, CallNode, nodes, codes, in_order, context) -> number of function calls
  *
  * where context is (has_http, fn_info, sql_cache, items, queries, pairs, functions_seen,
- * params_seen, sql_seen, function_values, canonical_sql, resolve_function, resolve_sql, sql_key,
+ * params_seen, sql_seen, function_values, canonical_sql, code_object_for, resolve_sql, sql_key,
  * code_object, http_server, http_client, query_item, log, exceptions, sides,
- * class_dependencies, package_dependencies, names, parameters, classes, packages, labels): the
- * Extractor's caches, the Canonical's sets, bound methods and value lists (`Extractor.add`
- * lists them), and the walk's cold paths (`Extractor._function`, `_sql`, `_code_object`,
- * `_http_server`, ...).
+ * class_dependencies, package_dependencies, names, parameters, classes, packages, labels, used,
+ * funcs, log_labels, log_levels): the Extractor's caches, the Canonical's sets, bound methods
+ * and value lists (`Extractor.add` lists them), and the walk's cold paths (`_sql`,
+ * `_code_object`, `_http_server`, ...). A function's first call (`Extractor._function`) is
+ * resolved here around the classMap's `code_object_for`: the marking as used, the aggregate,
+ * the function's and its class's rows (`rows.function_row`) and the log test
+ * (`rows.is_log_call`, with `rows.LOG_LABELS` and `LOG_LEVELS`).
  *
  * Per call it does in C what `_walk` does inline: the pre-order walk (an explicit stack, any
  * depth), the elapsed time, the kind, a function call's resolution by its key in `fn_info` and
@@ -35,7 +38,12 @@
  * with this walk, of which 400 M are the Python helpers of the cold paths (a function's first
  * call in a recording: its code object, row and log test, ~8,700 calls; SQL, HTTP and other
  * calls' code objects) and most of the rest dict lookups of event fields. CPU of `add` over 200
- * recordings: 0.60-0.77 s -> 0.41-0.46 s.
+ * recordings: 0.60-0.77 s -> 0.41-0.46 s. Then (40 recordings, callgrind, the walk alone): 546 M
+ * -> 415 M instructions, by resolving a function's first call here (504 M), reading code
+ * objects' slots instead of their Python properties and making their ids here (447 M), and
+ * reading event fields by the decoder's own key objects (`Context.keys`; 415 M). What is left
+ * in Python: HTTP calls' code objects and rows, SQL texts first met in a recording, query items,
+ * logs, and new parameter names.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -47,7 +55,7 @@
 
 static PyObject *s_caller, *s_callee, *s_type, *s_class, *s_package, *s_labels, *s_extend, *s_parent, *s_get, *s_call, *s_ret, *s_children, *s_elapsed, *s_id, *s_http_server_request,
     *s_http_client_request, *s_sql_query, *s_method_id, *s_defined_class, *s_path, *s_lineno,
-    *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_name;
+    *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_location, *s_function, *s_colon, *s_name;
 static PyObject *one, *minus_one, *thousand;
 
 static int
@@ -85,6 +93,9 @@ intern_names(void)
     INTERN(s_fqid, "fqid")
     INTERN(s_sql, "sql")
     INTERN(s_database_type, "database_type")
+    INTERN(s_location, "location")
+    INTERN(s_function, "function")
+    INTERN(s_colon, ":")
 #undef INTERN
     if ((one = PyLong_FromLong(1)) == NULL || (minus_one = PyLong_FromLong(-1)) == NULL ||
         (thousand = PyFloat_FromDouble(1000.0)) == NULL)
@@ -185,12 +196,12 @@ item_add_int(PyObject *seq, Py_ssize_t i, PyObject *delta)
 /* The call's elapsed time in milliseconds, as `_walk` computes it: `*ms` set (a new float, its
  * value in `*d`) or left NULL when the return has no int or float `elapsed`; -1 on an error. */
 static int
-elapsed_ms(PyObject *ret, PyObject **ms, double *d)
+elapsed_ms(PyObject *ret, PyObject *key, PyObject **ms, double *d)
 {
     *ms = NULL;
     if (ret == Py_None)
         return 0;
-    PyObject *elapsed = get(ret, s_elapsed);
+    PyObject *elapsed = get(ret, key);
     if (elapsed == NULL)
         return -1;
     int rc = 0;
@@ -246,6 +257,140 @@ node_get(PyObject *node, int i, PyObject *name)
             return Py_NewRef(value);
     }
     return PyObject_GetAttr(node, name);
+}
+
+/* ------------------------------------------------------------------ CodeObject's slots */
+
+enum { C_FQID, C_ID, C_TYPE, C_PARENT, C_NAME, C_LABELS, C_STATIC, C_LOCATION, C_SLOTS };
+static const char *const co_slot_names[C_SLOTS] = {"_fqid", "_id",    "type",   "parent",
+                                                   "name",  "labels", "static", "location"};
+static PyTypeObject *co_type = NULL; /* a strong reference, the class the offsets are of */
+static Py_ssize_t co_offsets[C_SLOTS];
+
+#define SLOT(obj, i) (*(PyObject **)((char *)(obj) + co_offsets[i]))
+
+/* Whether a string is one of `codeobjects._NAMELESS_PARENTS`'s types */
+static int
+nameless(PyObject *type)
+{
+    return PyUnicode_CompareWithASCIIString(type, "http") == 0 ||
+           PyUnicode_CompareWithASCIIString(type, "database") == 0 ||
+           PyUnicode_CompareWithASCIIString(type, "external-service") == 0;
+}
+
+/* `CodeObject.id` of a code object of the known class (new ref), made as the property makes it
+ * (for it and the ancestors it needs, kept in their `_id`) when every object involved is of the
+ * known class with string types and names; else the property. */
+static PyObject *
+code_id(PyObject *obj)
+{
+    PyObject *chain[64], *node = obj;
+    int n = 0;
+    for (;;) { /* up to the first object whose id is made, or a root */
+        PyObject *id = SLOT(node, C_ID);
+        if (id == NULL) /* (unset: the property raises) */
+            return PyObject_GetAttr(obj, s_id);
+        if (id != Py_None)
+            break;
+        if (n == 64)
+            return PyObject_GetAttr(obj, s_id);
+        chain[n++] = node;
+        PyObject *parent = SLOT(node, C_PARENT);
+        if (parent == Py_None)
+            break;
+        if (parent == NULL || Py_TYPE(parent) != co_type)
+            return PyObject_GetAttr(obj, s_id);
+        node = parent;
+    }
+    for (int i = n - 1; i >= 0; i--) { /* down, each made from its parent's */
+        PyObject *o = chain[i], *type = SLOT(o, C_TYPE), *name = SLOT(o, C_NAME),
+                 *parent = SLOT(o, C_PARENT), *made;
+        if (type == NULL || name == NULL || !PyUnicode_CheckExact(type) ||
+            !PyUnicode_CheckExact(name))
+            return PyObject_GetAttr(obj, s_id);
+        if (parent == Py_None)
+            made = Py_NewRef(name);
+        else {
+            PyObject *parent_type = SLOT(parent, C_TYPE), *parent_id = SLOT(parent, C_ID);
+            if (parent_type == NULL || !PyUnicode_CheckExact(parent_type) || parent_id == NULL ||
+                !PyUnicode_CheckExact(parent_id))
+                return PyObject_GetAttr(obj, s_id);
+            if (nameless(parent_type))
+                made = Py_NewRef(name);
+            else {
+                const char *sep;
+                if (PyUnicode_CompareWithASCIIString(type, "function") == 0) {
+                    PyObject *stat = SLOT(o, C_STATIC);
+                    int is_static = stat == NULL ? -1 : PyObject_IsTrue(stat);
+                    if (is_static < 0) {
+                        PyErr_Clear();
+                        return PyObject_GetAttr(obj, s_id);
+                    }
+                    sep = is_static ? "." : "#";
+                }
+                else if (PyUnicode_CompareWithASCIIString(parent_type, "package") == 0)
+                    sep = "/";
+                else if (PyUnicode_CompareWithASCIIString(parent_type, "class") == 0)
+                    sep = "::";
+                else
+                    sep = "/";
+                if ((made = PyUnicode_FromFormat("%U%s%U", parent_id, sep, name)) == NULL)
+                    return NULL;
+            }
+        }
+        Py_XSETREF(SLOT(o, C_ID), made);
+    }
+    return Py_NewRef(SLOT(obj, C_ID));
+}
+
+/* `CodeObject.fqid` of a code object of the known class (new ref), made as the property makes
+ * it (kept in `_fqid`) */
+static PyObject *
+code_fqid(PyObject *obj)
+{
+    PyObject *type = SLOT(obj, C_TYPE);
+    if (type == NULL || !PyUnicode_CheckExact(type))
+        return PyObject_GetAttr(obj, s_fqid);
+    PyObject *id = code_id(obj);
+    if (id == NULL)
+        return NULL;
+    if (!PyUnicode_CheckExact(id)) {
+        Py_DECREF(id);
+        return PyObject_GetAttr(obj, s_fqid);
+    }
+    PyObject *made = PyUnicode_FromFormat("%U:%U", type, id);
+    Py_DECREF(id);
+    if (made == NULL)
+        return NULL;
+    Py_XSETREF(SLOT(obj, C_FQID), Py_NewRef(made));
+    return made;
+}
+
+/* `obj.<name>` (new ref): a `CodeObject`'s attribute read from its slot (`fqid` and `id` from
+ * `_fqid` and `_id`, made here first as their properties make them), anything else by
+ * attribute. */
+static PyObject *
+attr(PyObject *obj, PyObject *name)
+{
+    if (Py_TYPE(obj) == co_type) {
+        int i = name == s_fqid      ? C_FQID
+                : name == s_id       ? C_ID
+                : name == s_type     ? C_TYPE
+                : name == s_parent   ? C_PARENT
+                : name == s_name     ? C_NAME
+                : name == s_labels   ? C_LABELS
+                : name == s_static   ? C_STATIC
+                : name == s_location ? C_LOCATION
+                                     : -1;
+        if (i >= 0) {
+            PyObject *value = SLOT(obj, i);
+            if (value != NULL && (value != Py_None || i > C_ID))
+                return Py_NewRef(value);
+            if (value == Py_None)
+                return i == C_FQID ? code_fqid(obj) : code_id(obj);
+        }
+    }
+    return PyObject_GetAttr(obj, name);
 }
 
 /* ------------------------------------------------------------------ the walk */
@@ -309,10 +454,19 @@ clear_stack(Stack *stack)
     stack->size = stack->capacity = 0;
 }
 
+enum { EK_ID, EK_ELAPSED, EK_HTTP_SERVER, EK_HTTP_CLIENT, EK_SQL_QUERY, EK_METHOD_ID, EK_DEFINED_CLASS, EK_PATH, EK_LINENO, EK_STATIC, EK_PARAMETERS, EK_EXCEPTIONS, N_EVENT_KEYS };
+
 typedef struct {
     int has_http;
+    /* The names event fields are read by: the decoder's own key objects once met in an event
+     * (orjson makes one object per key text and shares it between the dicts it decodes), so a
+     * dict lookup matches by identity instead of comparing strings; until then the interned
+     * names (`learn_keys`). Strong references. */
+    PyObject *keys[N_EVENT_KEYS];
+    int learning; /* how many more calls `learn_keys` may read */
     PyObject *fn_info, *sql_cache, *items, *queries, *pairs, *functions_seen, *params_seen,
-        *sql_seen, *function_values, *canonical_sql, *resolve_function,
+        *sql_seen, *function_values, *canonical_sql, *code_object_for, *used, *funcs,
+        *log_labels, *log_levels, *by_location,
         *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *query_item, *log,
         *exceptions, *sides, *class_deps, *package_deps, *names, *parameter_values, *classes,
         *packages, *labels;
@@ -378,18 +532,18 @@ enum { K_OTHER, K_HTTP_SERVER, K_HTTP_CLIENT, K_SQL, K_FUNCTION };
 
 /* `ev.kind(call)` as `_walk` reads it inline, or -1 on an error */
 static int
-kind_of(PyObject *call)
+kind_of(const Context *c, PyObject *call)
 {
     int found;
-    if ((found = contains(call, s_http_server_request)) != 0)
+    if ((found = contains(call, c->keys[EK_HTTP_SERVER])) != 0)
         return found < 0 ? -1 : K_HTTP_SERVER;
-    if ((found = contains(call, s_http_client_request)) != 0)
+    if ((found = contains(call, c->keys[EK_HTTP_CLIENT])) != 0)
         return found < 0 ? -1 : K_HTTP_CLIENT;
-    if ((found = contains(call, s_sql_query)) != 0)
+    if ((found = contains(call, c->keys[EK_SQL_QUERY])) != 0)
         return found < 0 ? -1 : K_SQL;
-    if ((found = contains(call, s_method_id)) != 0)
+    if ((found = contains(call, c->keys[EK_METHOD_ID])) != 0)
         return found < 0 ? -1 : K_FUNCTION;
-    if ((found = contains(call, s_defined_class)) != 0)
+    if ((found = contains(call, c->keys[EK_DEFINED_CLASS])) != 0)
         return found < 0 ? -1 : K_FUNCTION;
     return K_OTHER;
 }
@@ -398,7 +552,7 @@ kind_of(PyObject *call)
 static PyObject *
 sql_key(const Context *c, PyObject *call)
 {
-    PyObject *query = get(call, s_sql_query);
+    PyObject *query = get(call, c->keys[EK_SQL_QUERY]);
     if (query == NULL)
         return NULL;
     if (PyDict_CheckExact(query)) {
@@ -472,7 +626,7 @@ nearest(PyObject *co, PyObject *type)
 {
     PyObject *node = Py_NewRef(co);
     while (node != Py_None) {
-        PyObject *t = PyObject_GetAttr(node, s_type);
+        PyObject *t = attr(node, s_type);
         int found = t == NULL ? -1 : PyObject_RichCompareBool(t, type, Py_EQ);
         Py_XDECREF(t);
         if (found != 0) {
@@ -480,7 +634,7 @@ nearest(PyObject *co, PyObject *type)
                 Py_CLEAR(node);
             return node;
         }
-        Py_SETREF(node, PyObject_GetAttr(node, s_parent));
+        Py_SETREF(node, attr(node, s_parent));
         if (node == NULL)
             return NULL;
     }
@@ -493,7 +647,7 @@ append_id(PyObject *values, PyObject *obj)
 {
     if (obj == Py_None)
         return 0;
-    PyObject *id = PyObject_GetAttr(obj, s_id);
+    PyObject *id = attr(obj, s_id);
     int rc = id == NULL ? -1 : PyList_Append(values, id);
     Py_XDECREF(id);
     return rc;
@@ -509,7 +663,7 @@ canonical_function(const Context *c, PyObject *node, PyObject *call, PyObject *c
     int seen = PySet_Contains(c->functions_seen, co_id);
     if (seen < 0)
         return -1;
-    PyObject *params = get(call, s_parameters);
+    PyObject *params = get(call, c->keys[EK_PARAMETERS]);
     if (params == NULL)
         return -1;
     int rc = -1, truthy = PyObject_IsTrue(params);
@@ -541,7 +695,7 @@ canonical_function(const Context *c, PyObject *node, PyObject *call, PyObject *c
     }
     if (PySet_Add(c->functions_seen, co_id) < 0 || (cls = nearest(co, s_class)) == NULL ||
         append_id(c->classes, cls) < 0 || (pkg = nearest(co, s_package)) == NULL ||
-        append_id(c->packages, pkg) < 0 || (labels = PyObject_GetAttr(co, s_labels)) == NULL)
+        append_id(c->packages, pkg) < 0 || (labels = attr(co, s_labels)) == NULL)
         goto done;
     truthy = PyObject_IsTrue(labels);
     if (truthy < 0)
@@ -572,14 +726,14 @@ side_of(const Context *c, PyObject *co, PyObject *co_id)
     if (side != NULL || PyErr_Occurred())
         return side;
     PyObject *child = NULL, *node = Py_NewRef(co), *parent;
-    while ((parent = PyObject_GetAttr(node, s_parent)) != NULL && parent != Py_None) {
+    while ((parent = attr(node, s_parent)) != NULL && parent != Py_None) {
         Py_XSETREF(child, node);
         node = parent;
     }
     if (parent != NULL) {
         Py_DECREF(parent); /* (None) */
-        PyObject *cls = child == NULL ? Py_NewRef(Py_None) : PyObject_GetAttr(child, s_id);
-        PyObject *pkg = cls == NULL ? NULL : PyObject_GetAttr(node, s_id);
+        PyObject *cls = child == NULL ? Py_NewRef(Py_None) : attr(child, s_id);
+        PyObject *pkg = cls == NULL ? NULL : attr(node, s_id);
         if (pkg != NULL) {
             PyObject *made = PyTuple_Pack(2, cls, pkg);
             if (made != NULL && PyDict_SetItem(c->sides, co_id, made) == 0)
@@ -654,6 +808,259 @@ done:
     return rc;
 }
 
+/* `x in container` for a frozenset (or any container): 1, 0 or -1 */
+static int
+member(PyObject *container, PyObject *x)
+{
+    if (PyAnySet_Check(container))
+        return PySet_Contains(container, x);
+    return PySequence_Contains(container, x);
+}
+
+/* `rows.function_row(co, call)` (new ref), `cls` being `co.class_` */
+static PyObject *
+function_row(const Context *c, PyObject *co, PyObject *call, PyObject *cls)
+{
+    PyObject *defined = NULL, *class_name = NULL, *name = NULL, *cls_id = NULL, *stat = NULL,
+             *location = NULL, *labels = NULL, *joined = NULL, *sep = NULL, *row = NULL;
+    if ((defined = get(call, c->keys[EK_DEFINED_CLASS])) == NULL)
+        goto done;
+    int truthy = PyObject_IsTrue(defined);
+    if (truthy < 0)
+        goto done;
+    if (truthy)
+        class_name = PyObject_Str(defined);
+    else if (cls != Py_None) {
+        PyObject *cls_name = attr(cls, s_name);
+        class_name = cls_name == NULL ? NULL : PyObject_Str(cls_name);
+        Py_XDECREF(cls_name);
+    }
+    else
+        class_name = PyUnicode_FromString("");
+    if (class_name == NULL || (name = attr(co, s_name)) == NULL)
+        goto done;
+    cls_id = cls != Py_None ? attr(cls, s_id) : PyUnicode_FromString("");
+    if (cls_id == NULL || (stat = attr(co, s_static)) == NULL)
+        goto done;
+    int is_static = PyObject_IsTrue(stat);
+    if (is_static < 0 || (location = attr(co, s_location)) == NULL ||
+        (labels = attr(co, s_labels)) == NULL || (sep = PyUnicode_FromString(",")) == NULL ||
+        (joined = PyUnicode_Join(sep, labels)) == NULL)
+        goto done;
+    PyObject *flag = PyLong_FromLong(is_static ? 1 : 0);
+    if (flag == NULL)
+        goto done;
+    row = PyTuple_Pack(11, s_function, name, cls_id, class_name, name, flag, location, joined,
+                       Py_None, Py_None, Py_None);
+    Py_DECREF(flag);
+done:
+    Py_XDECREF(defined);
+    Py_XDECREF(class_name);
+    Py_XDECREF(name);
+    Py_XDECREF(cls_id);
+    Py_XDECREF(stat);
+    Py_XDECREF(location);
+    Py_XDECREF(labels);
+    Py_XDECREF(joined);
+    Py_XDECREF(sep);
+    return row;
+}
+
+/* `rows.is_log_call(call, co)`: 1, 0 or -1 */
+static int
+is_log_call(const Context *c, PyObject *call, PyObject *co)
+{
+    PyObject *labels = attr(co, s_labels);
+    PyObject *it = labels == NULL ? NULL : PyObject_GetIter(labels);
+    Py_XDECREF(labels);
+    if (it == NULL)
+        return -1;
+    int found = 0; /* (every label is hashed, as `intersection` does) */
+    PyObject *label;
+    while ((label = PyIter_Next(it)) != NULL) {
+        int in = member(c->log_labels, label);
+        Py_DECREF(label);
+        if (in < 0) {
+            Py_DECREF(it);
+            return -1;
+        }
+        found |= in;
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred())
+        return -1;
+    if (found)
+        return 1;
+    PyObject *defined = get(call, c->keys[EK_DEFINED_CLASS]);
+    if (defined == NULL)
+        return -1;
+    int truthy = PyObject_IsTrue(defined);
+    PyObject *cls = truthy < 0 ? NULL
+                    : truthy  ? PyObject_Str(defined)
+                              : PyUnicode_FromString("");
+    Py_DECREF(defined);
+    if (cls == NULL)
+        return -1;
+    int logger = PyUnicode_CompareWithASCIIString(cls, "logging.Logger") == 0 ||
+                 PyUnicode_CompareWithASCIIString(cls, "Logger") == 0;
+    Py_DECREF(cls);
+    if (!logger)
+        return 0;
+    PyObject *method = get(call, c->keys[EK_METHOD_ID]);
+    if (method == NULL)
+        return -1;
+    found = member(c->log_levels, method);
+    Py_DECREF(method);
+    return found;
+}
+
+/* The code object of a function call found by its location, as `ClassMap._function_for` looks
+ * first (new ref), or NULL: not found (or an error raised). */
+static PyObject *
+function_at(const Context *c, PyObject *call)
+{
+    if (!PyDict_CheckExact(call))
+        return NULL;
+    PyObject *path = PyDict_GetItemWithError(call, c->keys[EK_PATH]);
+    if (path == NULL || path == Py_None)
+        return NULL;
+    PyObject *method = PyDict_GetItemWithError(call, c->keys[EK_METHOD_ID]);
+    if (method == NULL && PyErr_Occurred())
+        return NULL;
+    PyObject *lineno = PyDict_GetItemWithError(call, c->keys[EK_LINENO]);
+    if (lineno == NULL && PyErr_Occurred())
+        return NULL;
+    PyObject *method_id = method == NULL ? PyUnicode_FromString("") : PyObject_Str(method);
+    if (method_id == NULL)
+        return NULL;
+    PyObject *key = NULL, *found = NULL;
+    if (lineno != NULL && lineno != Py_None) { /* f"{path}:{lineno}" */
+        PyObject *left = PyObject_Format(path, NULL), *right = PyObject_Format(lineno, NULL);
+        PyObject *half = left == NULL ? NULL : PyUnicode_Concat(left, s_colon);
+        key = half == NULL || right == NULL ? NULL : PyUnicode_Concat(half, right);
+        Py_XDECREF(left);
+        Py_XDECREF(right);
+        Py_XDECREF(half);
+    }
+    else
+        key = PyObject_Str(path);
+    PyObject *candidates = key == NULL ? NULL : PyDict_GetItemWithError(c->by_location, key);
+    if (candidates != NULL && PyList_CheckExact(candidates)) {
+        for (Py_ssize_t i = 0; found == NULL && i < PyList_GET_SIZE(candidates); i++) {
+            PyObject *candidate = Py_NewRef(PyList_GET_ITEM(candidates, i));
+            PyObject *name = attr(candidate, s_name);
+            int same = name == NULL ? -1 : PyObject_RichCompareBool(name, method_id, Py_EQ);
+            Py_XDECREF(name);
+            if (same > 0)
+                found = Py_NewRef(candidate);
+            Py_DECREF(candidate);
+            if (same < 0)
+                break;
+        }
+    }
+    Py_XDECREF(key);
+    Py_DECREF(method_id);
+    return found;
+}
+
+/* `Extractor._function(call)` (new ref): the call's code object (`cmap.code_object_for`,
+ * marked used), fqid, whether it logs and its aggregate; the function's row (and its class's)
+ * made when its fqid is first met. */
+static PyObject *
+resolve_function(const Context *c, PyObject *call)
+{
+    PyObject *co = NULL, *co_id = NULL, *fqid = NULL, *agg = NULL, *cls = NULL, *row = NULL,
+             *cls_fqid = NULL, *result = NULL;
+    co = function_at(c, call); /* (the common case; the rest, and errors, as Python has them) */
+    if (co == NULL && PyErr_Occurred())
+        PyErr_Clear();
+    if ((co == NULL && (co = PyObject_CallOneArg(c->code_object_for, call)) == NULL) ||
+        (co_id = ID(co)) == NULL ||
+        PyDict_SetItem(c->used, co_id, co) < 0 || (fqid = attr(co, s_fqid)) == NULL)
+        goto done;
+    agg = PyDict_GetItemWithError(c->funcs, fqid);
+    if (agg != NULL)
+        Py_INCREF(agg);
+    else {
+        if (PyErr_Occurred() ||
+            (agg = Py_BuildValue("[idddi]", 0, 0.0, 0.0, 0.0, 0)) == NULL ||
+            PyDict_SetItem(c->funcs, fqid, agg) < 0 || (cls = nearest(co, s_class)) == NULL ||
+            (row = function_row(c, co, call, cls)) == NULL || PyDict_SetItem(c->items, fqid, row) < 0)
+            goto done;
+        if (cls != Py_None) {
+            PyObject *cls_id = NULL, *plain = NULL;
+            int known = -1;
+            if ((cls_fqid = attr(cls, s_fqid)) != NULL &&
+                (cls_id = attr(cls, s_id)) != NULL &&
+                (known = PyDict_Contains(c->items, cls_fqid)) == 0) {
+                plain = PyTuple_Pack(11, s_class, cls_id, Py_None, Py_None, Py_None, Py_None,
+                                     Py_None, Py_None, Py_None, Py_None, Py_None);
+                known = plain == NULL ? -1 : PyDict_SetItem(c->items, cls_fqid, plain);
+            }
+            Py_XDECREF(cls_id);
+            Py_XDECREF(plain);
+            if (known < 0)
+                goto done;
+        }
+    }
+    int logs = is_log_call(c, call, co);
+    if (logs < 0)
+        goto done;
+    result = PyTuple_Pack(4, co, fqid, logs ? Py_True : Py_False, agg);
+done:
+    Py_XDECREF(co);
+    Py_XDECREF(co_id);
+    Py_XDECREF(fqid);
+    Py_XDECREF(agg);
+    Py_XDECREF(cls);
+    Py_XDECREF(row);
+    Py_XDECREF(cls_fqid);
+    return result;
+}
+
+/* The interned names of `Context.keys`, by index */
+static PyObject **const interned_keys[N_EVENT_KEYS] = {
+    &s_id, &s_elapsed, &s_http_server_request, &s_http_client_request, &s_sql_query,
+    &s_method_id, &s_defined_class, &s_path, &s_lineno, &s_static, &s_parameters, &s_exceptions};
+
+static void
+init_keys(Context *c)
+{
+    for (int i = 0; i < N_EVENT_KEYS; i++)
+        c->keys[i] = Py_NewRef(*interned_keys[i]);
+}
+
+static void
+clear_keys(Context *c)
+{
+    for (int i = 0; i < N_EVENT_KEYS; i++)
+        Py_CLEAR(c->keys[i]);
+}
+
+/* Adopts the keys of an event (a dict) equal to a name but other objects than it */
+static void
+learn_keys(Context *c, PyObject *event)
+{
+    if (!PyDict_CheckExact(event))
+        return;
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(event, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key))
+            continue;
+        for (int i = 0; i < N_EVENT_KEYS; i++) {
+            PyObject *name = c->keys[i];
+            if (name == key)
+                break;
+            if (name == *interned_keys[i] && PyUnicode_GET_LENGTH(name) == PyUnicode_GET_LENGTH(key) &&
+                PyUnicode_Compare(name, key) == 0) {
+                Py_SETREF(c->keys[i], Py_NewRef(key));
+                break;
+            }
+        }
+    }
+}
+
 /* One call of the walk: `_walk`'s loop body for a node. */
 static int
 visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
@@ -670,10 +1077,15 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
     if (PyList_Append(nodes, node) < 0)
         return -1;
     if ((call = node_get(node, N_CALL, s_call)) == NULL ||
-        (ret = node_get(node, N_RET, s_ret)) == NULL || elapsed_ms(ret, &ms, &d) < 0 ||
-        (event_id = get(call, s_id)) == NULL)
+        (ret = node_get(node, N_RET, s_ret)) == NULL || elapsed_ms(ret, c->keys[EK_ELAPSED], &ms, &d) < 0 ||
+        (event_id = get(call, c->keys[EK_ID])) == NULL)
         goto done;
-    int kind = kind_of(call);
+    if (c->learning > 0) { /* (the first calls of a walk) */
+        c->learning--;
+        learn_keys(c, call);
+        learn_keys(c, ret);
+    }
+    int kind = kind_of(c, call);
     if (kind < 0)
         goto done;
     PyObject *parts[4];
@@ -693,7 +1105,8 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
         sql_values = Py_NewRef(parts[3]);
     }
     else if (kind == K_FUNCTION) {
-        PyObject *fields[5] = {s_defined_class, s_method_id, s_path, s_lineno, s_static};
+        PyObject *fields[5] = {c->keys[EK_DEFINED_CLASS], c->keys[EK_METHOD_ID], c->keys[EK_PATH],
+                              c->keys[EK_LINENO], c->keys[EK_STATIC]};
         if ((key = PyTuple_New(5)) == NULL)
             goto done;
         for (int i = 0; i < 5; i++) {
@@ -706,7 +1119,7 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
         if (cached != NULL)
             resolved = Py_NewRef(cached);
         else if (PyErr_Occurred() ||
-                 (resolved = PyObject_CallOneArg(c->resolve_function, call)) == NULL ||
+                 (resolved = resolve_function(c, call)) == NULL ||
                  PyDict_SetItem(c->fn_info, key, resolved) < 0)
             goto done;
         if (unpack(resolved, 4, parts) < 0)
@@ -718,7 +1131,7 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
     }
     else {
         if ((co = PyObject_CallOneArg(c->code_object, call)) == NULL ||
-            (fqid = PyObject_GetAttr(co, s_fqid)) == NULL)
+            (fqid = attr(co, s_fqid)) == NULL)
             goto done;
     }
     if ((node_id = ID(node)) == NULL || PyDict_SetItem(codes, node_id, co) < 0 ||
@@ -844,7 +1257,7 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
     }
 
     if (ret != Py_None) {
-        if ((raised = get(ret, s_exceptions)) == NULL)
+        if ((raised = get(ret, c->keys[EK_EXCEPTIONS])) == NULL)
             goto done;
         int truthy = PyObject_IsTrue(raised);
         if (truthy < 0)
@@ -911,32 +1324,41 @@ tt_extract_walk(PyObject *self, PyObject *args)
         learn_slots(call_node, node_slot_names, N_SLOTS, node_offsets, &node_type) < 0)
         return NULL; /* (nodes of another class are read by attribute) */
     Context c;
-    PyObject *has_http;
-    if (!PyArg_ParseTuple(context, "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!:extract_walk context",
+    PyObject *has_http, *code_object_type;
+    if (!PyArg_ParseTuple(context,
+                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!O:extract_walk context",
                           &has_http, &PyDict_Type, &c.fn_info, &PyDict_Type, &c.sql_cache,
                           &PyDict_Type, &c.items, &PyList_Type, &c.queries, &PySet_Type, &c.pairs,
                           &PySet_Type, &c.functions_seen, &PySet_Type, &c.params_seen, &PySet_Type,
                           &c.sql_seen, &c.function_values, &c.canonical_sql,
-                          &c.resolve_function, &c.resolve_sql, &c.sql_key, &c.code_object,
+                          &c.code_object_for, &c.resolve_sql, &c.sql_key, &c.code_object,
                           &c.http_server, &c.http_client, &c.query_item, &c.log, &c.exceptions,
                           &PyDict_Type, &c.sides, &PyList_Type, &c.class_deps,
                           &PyList_Type, &c.package_deps, &c.names, &PyList_Type,
                           &c.parameter_values, &PyList_Type, &c.classes, &PyList_Type,
-                          &c.packages, &PyList_Type, &c.labels))
+                          &c.packages, &PyList_Type, &c.labels, &PyDict_Type, &c.used,
+                          &PyDict_Type, &c.funcs, &c.log_labels, &c.log_levels, &PyDict_Type,
+                          &c.by_location, &code_object_type))
         return NULL;
-    if ((c.has_http = PyObject_IsTrue(has_http)) < 0)
-        return NULL;
+    if ((c.has_http = PyObject_IsTrue(has_http)) < 0 ||
+        learn_slots(code_object_type, co_slot_names, C_SLOTS, co_offsets, &co_type) < 0)
+        return NULL; /* (code objects of another class are read by attribute) */
+    c.learning = 64;
+    init_keys(&c);
     c.known_pairs.slots = NULL;
     c.known_pairs.mask = c.known_pairs.count = 0;
     /* (the context's objects stay alive: the caller's tuple holds them) */
     PyObject *seq = PySequence_Fast(roots, "extract_walk: roots");
-    if (seq == NULL)
+    if (seq == NULL) {
+        clear_keys(&c);
         return NULL;
+    }
     Stack stack = {NULL, 0, 0};
     for (Py_ssize_t i = PySequence_Fast_GET_SIZE(seq) - 1; i >= 0; i--) {
         if (push(&stack, PySequence_Fast_GET_ITEM(seq, i), NULL, NULL, NULL, NULL, 0) < 0) {
             Py_DECREF(seq);
             clear_stack(&stack);
+            clear_keys(&c);
             return NULL;
         }
     }
@@ -957,10 +1379,12 @@ tt_extract_walk(PyObject *self, PyObject *args)
         if (failed) {
             clear_stack(&stack);
             free(c.known_pairs.slots);
+            clear_keys(&c);
             return NULL;
         }
     }
     clear_stack(&stack);
     free(c.known_pairs.slots);
+    clear_keys(&c);
     return PyLong_FromSsize_t(n_calls);
 }

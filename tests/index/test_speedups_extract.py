@@ -226,3 +226,82 @@ def test_nodes_of_another_class(monkeypatch: pytest.MonkeyPatch) -> None:
             except Exception as exc:
                 found.append([type(exc), str(exc)])
         assert found[0] == found[1]
+
+
+LOGGING_CLASS_MAP = [
+    *CLASS_MAP,
+    {"type": "package", "name": "log", "children": [
+        {"type": "class", "name": "Audit", "children": [
+            {"type": "function", "name": "write", "location": "log/audit.py:2",
+             "labels": ["logging", "io"]},
+            {"type": "function", "name": "note", "location": "log/audit.py:8",
+             "static": True, "labels": ["log"]},
+        ]},
+        {"type": "function", "name": "bare", "location": "log/bare.py:1"},
+    ]},
+    {"type": "function", "name": "top", "location": "top.py:1", "labels": ["x"]},
+    {"type": "function", "name": "gen", "location": "ext/gen"},
+    {"type": "function", "name": "5", "location": "n.py:True"},
+]  # fmt: skip
+
+# Function calls `Extractor._function` resolves in C: in the classMap or not, labelled log or
+# not, logger methods and not, with odd defined classes.
+FUNCTION_CALLS: list[dict[str, Any]] = [
+    {"defined_class": "Audit", "method_id": "write", "path": "log/audit.py", "lineno": 2},
+    {"defined_class": "Audit", "method_id": "note", "path": "log/audit.py", "lineno": 8},
+    {"defined_class": "Audit", "method_id": "note", "static": True},
+    {"defined_class": "", "method_id": "bare", "path": "log/bare.py", "lineno": 1},
+    {"method_id": "bare", "path": "log/bare.py", "lineno": 1},
+    {"method_id": "top", "path": "top.py", "lineno": 1},
+    {"method_id": "top", "path": "top.py"},
+    {"defined_class": "Logger", "method_id": "warn", "path": "l.rb", "lineno": 4},
+    {"defined_class": "Logger", "method_id": "trace"},
+    {"defined_class": "logging.Logger", "method_id": "error", "static": True},
+    {"defined_class": "logging.Logger", "method_id": None},
+    {"defined_class": 7, "method_id": "info"},
+    {"defined_class": "a.b.C", "method_id": "go", "static": 0},
+    {"defined_class": "User", "method_id": "save", "path": "app/user.rb", "lineno": 3},
+    {"defined_class": "User", "method_id": "save", "path": "elsewhere.rb", "lineno": 3},
+    {"defined_class": "User", "method_id": "save", "path": "app/user.rb", "lineno": 3.0},
+    {"method_id": "bare", "path": "log/bare.py", "lineno": "1"},
+    {"defined_class": "G", "method_id": "gen", "path": "ext/gen"},
+    {"defined_class": "G", "method_id": "gen", "path": "ext/gen", "lineno": None},
+    {"method_id": 5, "path": "n.py", "lineno": True},
+    {"path": "top.py", "lineno": 1, "defined_class": "T"},
+]
+
+
+@needs_c
+def test_function_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Function rows, class items, log tests and aggregates of functions met in many shapes
+    (the C walk resolves a function's first call itself)."""
+    rng = random.Random(31)
+    for _ in range(40):
+        events = _events(rng, rng.randint(5, 40))
+        for event in events:
+            if isinstance(event, dict) and event.get("event") == "call" and rng.random() < 0.6:
+                for key in ("defined_class", "method_id", "path", "lineno", "static"):
+                    event.pop(key, None)
+                event.update(rng.choice(FUNCTION_CALLS))
+                if rng.random() < 0.3:
+                    event["parameters"] = [{"name": "msg", "value": "hi"}]
+        data = _document(events)
+        data["classMap"] = LOGGING_CLASS_MAP
+        _same(data, monkeypatch)
+        _same(data, monkeypatch, batches=3)
+
+
+@needs_c
+def test_events_with_key_objects_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C walk reads fields by the key objects it meets first (the decoder's, shared between
+    events): events whose keys are other, equal objects read the same."""
+    rng = random.Random(9)
+    for _ in range(20):
+        events = _with_odd_fields(rng, _events(rng, 30))
+        mixed = [
+            {key.encode().decode(): value for key, value in event.items()}
+            if isinstance(event, dict) and rng.random() < 0.5
+            else event
+            for event in events
+        ]
+        _same(_document(mixed), monkeypatch)

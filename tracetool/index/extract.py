@@ -37,6 +37,8 @@ from tracetool.filters.apply import call_tree
 from tracetool.index.canonical import Canonical, bound_class_map
 from tracetool.index.canonical import _names as canonical_names
 from tracetool.index.rows import (
+    LOG_LABELS,
+    LOG_LEVELS,
     MAX_FTS_FIELD,
     add_exceptions,
     capped,
@@ -203,7 +205,7 @@ class Extractor:
                 canonical._sql,
                 canonical.function,
                 canonical.sql,
-                self._function,
+                self.cmap.code_object_for,  # (C does the rest of `_function`)
                 self._sql,
                 _sql_key,
                 self._code_object,
@@ -221,6 +223,12 @@ class Extractor:
                 canonical.values["classes"],
                 canonical.values["packages"],
                 canonical.values["labels"],
+                self.used,
+                self.funcs,
+                LOG_LABELS,
+                LOG_LEVELS,
+                self.cmap.by_location,  # (C looks a function up by its location first)
+                CodeObject,  # (whose slots C reads in place)
             )
             self.n_calls += _WALK(roots, CallNode, nodes, codes, in_order, context)
         else:
