@@ -28,9 +28,11 @@
  *
  * where context is (callees, callee_of, actors, special, plain, template_of, return_key,
  * digests, function_digest, merge_labels, get, mode, Action, left_out, sql, sql_digest,
- * CallNode, in_order) — `actions_of`'s caches and helpers (`ActionFactory`), `get` the event
+ * CallNode, in_order, unname_sql, unnamed) — `actions_of`'s caches and helpers (`ActionFactory`), `get` the event
  * field reader (`field_getter`) and `mode` 0 when it is `dict.get`, 1 when it is `getattr`, 2
- * for another callable; in_order is None or (pre-order nodes, their code objects). Returns
+ * for another callable; in_order is None or (pre-order nodes, their code objects); unname_sql
+ * None or what a SQL call's code object becomes (`unname_sql(co)`, remembered in the dict
+ * `unnamed` by id(co): the index's digest, without a copy of the bound's maps). Returns
  * NotImplemented when `Action` is not a class whose `__slots__` this file knows how to fill
  * (the caller then runs the Python loop).
  *
@@ -361,6 +363,9 @@ typedef struct {
     Py_ssize_t visited;          /* nodes walked so far (their pre-order number) */
     Getter get;
     PyObject *digests_only; /* Py_True or Py_False */
+    /* `unname_sql` (None, or what a SQL call's code object becomes: `unname(co)`) and its
+     * answers by id(co) */
+    PyObject *unname, *unnamed;
 } Context;
 
 /* The plain function call's key into `plain` (`actions_of`'s flat `_return_key`): new ref. */
@@ -693,12 +698,42 @@ action_of(Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject 
         PyErr_SetString(PyExc_TypeError, "diagram_actions: a callee is not a 4-tuple");
         goto done;
     }
+    /* A SQL call's code object as `without_sql_names` binds it, the unnamed query: only
+     * asked of calls whose code object may be a SQL one (`callee[1]`), so the other calls'
+     * events are not read for it */
+    int maybe_sql = c->unname == Py_None ? 0 : PyObject_IsTrue(PyTuple_GET_ITEM(callee, 1));
+    if (maybe_sql < 0)
+        goto done;
+    if (maybe_sql) {
+        if ((call = node_get(node, N_CALL, s_call)) == NULL)
+            goto done;
+        int sql = PySequence_Contains(call, s_sql_query);
+        if (sql < 0)
+            goto done;
+        if (sql) {
+            PyObject *other = PyDict_GetItemWithError(c->unnamed, co_id);
+            if (other != NULL)
+                Py_INCREF(other);
+            else if (!PyErr_Occurred()) {
+                other = PyObject_CallOneArg(c->unname, co);
+                if (other != NULL && PyDict_SetItem(c->unnamed, co_id, other) < 0)
+                    Py_CLEAR(other);
+            }
+            if (other == NULL)
+                goto done;
+            Py_SETREF(co, other);
+            Py_CLEAR(callee);
+            Py_SETREF(co_id, PyLong_FromVoidPtr(co));
+            if (co_id == NULL || (callee = callee_for(c, co, co_id)) == NULL)
+                goto done;
+        }
+    }
     PyObject *actor = PyTuple_GET_ITEM(callee, 0);
     if (actor == Py_None) {
         action = Py_NewRef(Py_None);
         goto done;
     }
-    if ((call = node_get(node, N_CALL, s_call)) == NULL)
+    if (call == NULL && (call = node_get(node, N_CALL, s_call)) == NULL)
         goto done;
     int special = PyObject_IsTrue(PyTuple_GET_ITEM(callee, 1));
     if (special < 0)
@@ -758,12 +793,12 @@ tt_diagram_actions(PyObject *self, PyObject *args)
         return NULL;
     Context c;
     PyObject *mode, *type, *call_node, *in_order;
-    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOO:diagram_actions context",
+    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOOOO!:diagram_actions context",
                           &PyDict_Type, &c.callees, &c.callee_of, &c.actors, &c.special,
                           &PyDict_Type, &c.plain, &c.template_of, &c.return_key, &PyDict_Type,
                           &c.digests, &c.function_digest, &c.merge_labels, &c.get.get, &mode,
                           &type, &c.left_out, &PyDict_Type, &c.sql_digests, &c.sql_digest,
-                          &call_node, &in_order))
+                          &call_node, &in_order, &c.unname, &PyDict_Type, &c.unnamed))
         return NULL;
     c.in_nodes = c.in_cos = NULL;
     c.visited = 0;

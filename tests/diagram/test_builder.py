@@ -367,3 +367,46 @@ def _looping_events(names: list[str]) -> list[dict[str, Any]]:
 
     call("root", ["f", "f", "f", "g", "h", "g", "h", "x", "g", "h", "i", "g", "h", "i", "f"])
     return events
+
+
+def _sql_doc() -> dict[str, Any]:
+    """Function calls around SQL calls: two statements (one twice), an empty statement, and a
+    call that is both an HTTP request and a query (bound to its route, not to a query)."""
+    doc = _doc([("root", [("a", []), ("b", []), ("c", []), ("d", []), ("e", [])])])
+    calls = [e for e in doc["events"] if e["event"] == "call" and e["id"] != 1]
+    for call, sql in zip(calls[:4], ["SELECT 1", "SELECT * FROM t", "SELECT 1", ""]):
+        call["sql_query"] = {"sql": sql, "database_type": "sqlite"}
+    calls[4]["http_server_request"] = {"request_method": "GET", "path_info": "/x"}
+    calls[4]["sql_query"] = {"sql": "SELECT 2"}
+    return doc
+
+
+@pytest.mark.parametrize("walk", [True, False])
+@pytest.mark.parametrize("route_too", [True, False])
+def test_digest_of_named_sql_calls_as_without_sql_names(
+    walk: bool, route_too: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`root_digests(bound, sql_names=False)` swaps each SQL call's query for the unnamed one
+    as the walk meets it: the digests of `without_sql_names(bound)`, with the C walk and
+    without; a SQL call bound to something else than a query (here an HTTP request's route)
+    makes it walk `without_sql_names(bound)` itself."""
+    from tracetool.filters import without_sql_names
+
+    if not walk:
+        monkeypatch.setattr(builder, "_WALK", None)
+    doc = _sql_doc()
+    if not route_too:
+        route = doc["events"][-3]["id"]  # (the last call: its return, then the root's)
+        doc["events"] = [e for e in doc["events"] if route not in (e["id"], e.get("parent_id"))]
+    named = bind(from_data(doc))
+    expected = builder.root_digests(without_sql_names(bind(from_data(doc))))
+    copied: list[Any] = []
+
+    def spy(bound: Any) -> Any:
+        copied.append(bound)
+        return without_sql_names(bound)
+
+    monkeypatch.setattr(builder, "without_sql_names", spy)
+    assert builder.root_digests(named, sql_names=False) == expected
+    assert len(copied) == (1 if route_too else 0)
+    assert bound_digest(named) == bound_digest(bind(from_data(doc), sql_names=False))
