@@ -174,7 +174,7 @@ static int intern_tree_names(void);
 /* ------------------------------------------------------------------ names and constants */
 
 static PyObject *s_call, *s_ret, *s_children, *s_return_value, *s_exceptions, *s_properties,
-    *s_class, *s_labels, *s_elapsed, *s_id, *s_callee, *s_append;
+    *s_class, *s_labels, *s_elapsed, *s_id, *s_callee, *s_append, *s_type;
 static PyObject *empty_str, *function_type, *zero;
 static PyObject *s_sql_query, *s_normalized_sql, *s_sql, *s_database_type;
 
@@ -195,6 +195,7 @@ intern_names(void)
     INTERN(s_labels, "labels")
     INTERN(s_elapsed, "elapsed")
     INTERN(s_id, "id")
+    INTERN(s_type, "type")
     INTERN(s_callee, "callee")
     INTERN(s_append, "append")
     INTERN(s_sql_query, "sql_query")
@@ -634,6 +635,49 @@ done:
     return action;
 }
 
+/* `*co` swapped for what `unname_sql` makes it when the call is a SQL one (`*call` read then,
+ * a new reference, if not yet): 1 when swapped, 0 when not, -1 with an error. */
+static int
+swap_sql(Context *c, PyObject *node, PyObject **call, PyObject **co, PyObject **co_id)
+{
+    if (*call == NULL && (*call = node_get(node, N_CALL, s_call)) == NULL)
+        return -1;
+    int sql = PySequence_Contains(*call, s_sql_query);
+    if (sql <= 0)
+        return sql;
+    PyObject *other = PyDict_GetItemWithError(c->unnamed, *co_id);
+    if (other != NULL)
+        Py_INCREF(other);
+    else if (!PyErr_Occurred()) {
+        other = PyObject_CallOneArg(c->unname, *co);
+        if (other != NULL && PyDict_SetItem(c->unnamed, *co_id, other) < 0)
+            Py_CLEAR(other);
+    }
+    if (other == NULL)
+        return -1;
+    Py_SETREF(*co, other);
+    Py_SETREF(*co_id, PyLong_FromVoidPtr(*co));
+    return *co_id == NULL ? -1 : 1;
+}
+
+/* Whether `unname_sql` may swap `co` before its callee is made (1, 0, -1): a `query` not met
+ * before (no callee yet), so a SQL call's own query needs none. */
+static int
+query_not_met(Context *c, PyObject *co, PyObject *co_id)
+{
+    PyObject *known = PyDict_GetItemWithError(c->callees, co_id);
+    if (known != NULL)
+        return 0;
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *type = PyObject_GetAttr(co, s_type);
+    if (type == NULL)
+        return -1;
+    int query = PyUnicode_Check(type) && PyUnicode_CompareWithASCIIString(type, "query") == 0;
+    Py_DECREF(type);
+    return query;
+}
+
 /* The callee tuple of a call's code object (new ref), from `callees` or made by `callee_of`. */
 static PyObject *
 callee_for(const Context *c, PyObject *co, PyObject *co_id)
@@ -686,9 +730,15 @@ action_of(Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject 
         if ((included = PySequence_Contains(kept, node_id)) < 0)
             goto done;
     }
+    int swapped = 0; /* (by `unname_sql`) */
     if (included) {
         if ((co_id = PyLong_FromVoidPtr(co)) == NULL)
             goto done;
+        if (c->unname != Py_None) {
+            int query = query_not_met(c, co, co_id);
+            if (query < 0 || (query && (swapped = swap_sql(c, node, &call, &co, &co_id)) < 0))
+                goto done;
+        }
         if ((callee = callee_for(c, co, co_id)) == NULL)
             goto done;
     }
@@ -700,31 +750,20 @@ action_of(Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject 
     }
     /* A SQL call's code object as `without_sql_names` binds it, the unnamed query: only
      * asked of calls whose code object may be a SQL one (`callee[1]`), so the other calls'
-     * events are not read for it */
-    int maybe_sql = c->unname == Py_None ? 0 : PyObject_IsTrue(PyTuple_GET_ITEM(callee, 1));
+     * events are not read for it (a query met for the first time is swapped above, before
+     * its callee is made) */
+    int maybe_sql = c->unname == Py_None || swapped
+                        ? 0
+                        : PyObject_IsTrue(PyTuple_GET_ITEM(callee, 1));
     if (maybe_sql < 0)
         goto done;
     if (maybe_sql) {
-        if ((call = node_get(node, N_CALL, s_call)) == NULL)
-            goto done;
-        int sql = PySequence_Contains(call, s_sql_query);
+        int sql = swap_sql(c, node, &call, &co, &co_id);
         if (sql < 0)
             goto done;
         if (sql) {
-            PyObject *other = PyDict_GetItemWithError(c->unnamed, co_id);
-            if (other != NULL)
-                Py_INCREF(other);
-            else if (!PyErr_Occurred()) {
-                other = PyObject_CallOneArg(c->unname, co);
-                if (other != NULL && PyDict_SetItem(c->unnamed, co_id, other) < 0)
-                    Py_CLEAR(other);
-            }
-            if (other == NULL)
-                goto done;
-            Py_SETREF(co, other);
             Py_CLEAR(callee);
-            Py_SETREF(co_id, PyLong_FromVoidPtr(co));
-            if (co_id == NULL || (callee = callee_for(c, co, co_id)) == NULL)
+            if ((callee = callee_for(c, co, co_id)) == NULL)
                 goto done;
         }
     }
