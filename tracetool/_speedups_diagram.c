@@ -28,11 +28,14 @@
  *
  * where context is (callees, callee_of, actors, special, plain, template_of, return_key,
  * digests, function_digest, merge_labels, get, mode, Action, left_out, sql, sql_digest,
- * CallNode, in_order, unname_sql, unnamed) — `actions_of`'s caches and helpers (`ActionFactory`), `get` the event
+ * CallNode, in_order, unname_sql, unnamed, anonymous) — `actions_of`'s caches and helpers (`ActionFactory`), `get` the event
  * field reader (`field_getter`) and `mode` 0 when it is `dict.get`, 1 when it is `getattr`, 2
  * for another callable; in_order is None or (pre-order nodes, their code objects); unname_sql
  * None or what a SQL call's code object becomes (`unname_sql(co)`, remembered in the dict
- * `unnamed` by id(co): the index's digest, without a copy of the bound's maps). Returns
+ * `unnamed` by id(co): the index's digest, without a copy of the bound's maps); anonymous
+ * None or the actor `Actors(named=False)` gives every call with a lifeline (`ANONYMOUS`):
+ * then, when `actors` is such, callees are made here as `ActionFactory.callee` makes them
+ * (`Actors.actor_for` walking up the code objects, in C). Returns
  * NotImplemented when `Action` is not a class whose `__slots__` this file knows how to fill
  * (the caller then runs the Python loop).
  *
@@ -174,7 +177,9 @@ static int intern_tree_names(void);
 /* ------------------------------------------------------------------ names and constants */
 
 static PyObject *s_call, *s_ret, *s_children, *s_return_value, *s_exceptions, *s_properties,
-    *s_class, *s_labels, *s_elapsed, *s_id, *s_callee, *s_append, *s_type;
+    *s_class, *s_labels, *s_elapsed, *s_id, *s_callee, *s_append, *s_type, *s_co_parent,
+    *s_co_name, *s_co_static, *s_named, *s_included, *s_modules, *s_nearest, *s_query,
+    *s_route, *s_external_route;
 static PyObject *empty_str, *function_type, *zero;
 static PyObject *s_sql_query, *s_normalized_sql, *s_sql, *s_database_type;
 
@@ -196,6 +201,16 @@ intern_names(void)
     INTERN(s_elapsed, "elapsed")
     INTERN(s_id, "id")
     INTERN(s_type, "type")
+    INTERN(s_co_parent, "parent")
+    INTERN(s_co_name, "name")
+    INTERN(s_co_static, "static")
+    INTERN(s_named, "named")
+    INTERN(s_included, "included")
+    INTERN(s_modules, "modules")
+    INTERN(s_nearest, "nearest")
+    INTERN(s_query, "query")
+    INTERN(s_route, "route")
+    INTERN(s_external_route, "external-route")
     INTERN(s_callee, "callee")
     INTERN(s_append, "append")
     INTERN(s_sql_query, "sql_query")
@@ -367,6 +382,9 @@ typedef struct {
     /* `unname_sql` (None, or what a SQL call's code object becomes: `unname(co)`) and its
      * answers by id(co) */
     PyObject *unname, *unnamed;
+    /* `Actors(named=False)`'s maps and the actor it gives every call with a lifeline, when
+     * the walk makes callees itself (`anonymous_callee`); NULL otherwise */
+    PyObject *anonymous, *included, *modules, *nearest;
 } Context;
 
 /* The plain function call's key into `plain` (`actions_of`'s flat `_return_key`): new ref. */
@@ -678,6 +696,88 @@ query_not_met(Context *c, PyObject *co, PyObject *co_id)
     return query;
 }
 
+/* `Actors.actor_for(co)` of actors without names (new ref: `anonymous` or None), remembered
+ * in `nearest` as there. */
+static PyObject *
+anonymous_actor(const Context *c, PyObject *co, PyObject *co_id)
+{
+    PyObject *actor = PyDict_GetItemWithError(c->nearest, co_id);
+    if (actor != NULL)
+        return Py_NewRef(actor);
+    if (PyErr_Occurred())
+        return NULL;
+    int modules = PyDict_GET_SIZE(c->modules) > 0;
+    PyObject *obj = Py_NewRef(co);
+    int found = 0;
+    while (obj != Py_None) {
+        PyObject *key = PyLong_FromVoidPtr(obj);
+        if (key == NULL)
+            goto failed;
+        found = PyDict_Contains(c->included, key);
+        Py_DECREF(key);
+        if (found != 0)
+            break;
+        if (modules) { /* a module's class joins its package's lifeline */
+            PyObject *type = PyObject_GetAttr(obj, s_type);
+            if (type == NULL)
+                goto failed;
+            int is_class = PyObject_RichCompareBool(type, s_class, Py_EQ);
+            Py_DECREF(type);
+            if (is_class < 0)
+                goto failed;
+            if (is_class) {
+                PyObject *ident = PyObject_GetAttr(obj, s_id);
+                if (ident == NULL)
+                    goto failed;
+                found = PyDict_Contains(c->modules, ident);
+                Py_DECREF(ident);
+                if (found != 0)
+                    break;
+            }
+        }
+        Py_SETREF(obj, PyObject_GetAttr(obj, s_co_parent));
+        if (obj == NULL)
+            return NULL;
+    }
+    if (found < 0)
+        goto failed;
+    Py_DECREF(obj);
+    actor = found ? c->anonymous : Py_None;
+    if (PyDict_SetItem(c->nearest, co_id, actor) < 0)
+        return NULL;
+    return Py_NewRef(actor);
+failed:
+    Py_DECREF(obj);
+    return NULL;
+}
+
+/* `ActionFactory.callee(co, actors)` for actors without names (new ref), made here; Py_None
+ * (a new reference) when `co.type` is not a str (then `callee_of` makes it). */
+static PyObject *
+anonymous_callee(const Context *c, PyObject *co, PyObject *co_id)
+{
+    PyObject *type = PyObject_GetAttr(co, s_type);
+    if (type == NULL)
+        return NULL;
+    if (!PyUnicode_CheckExact(type)) {
+        Py_DECREF(type);
+        return Py_NewRef(Py_None);
+    }
+    /* `co.type in _SPECIAL_TYPES` */
+    int special = PyUnicode_Compare(type, s_query) == 0 || PyUnicode_Compare(type, s_route) == 0 ||
+                  PyUnicode_Compare(type, s_external_route) == 0;
+    Py_DECREF(type);
+    PyObject *actor = anonymous_actor(c, co, co_id), *name = NULL, *is_static = NULL,
+             *callee = NULL;
+    if (actor != NULL && (name = PyObject_GetAttr(co, s_co_name)) != NULL &&
+        (is_static = PyObject_GetAttr(co, s_co_static)) != NULL)
+        callee = PyTuple_Pack(4, actor, special ? Py_True : Py_False, name, is_static);
+    Py_XDECREF(actor);
+    Py_XDECREF(name);
+    Py_XDECREF(is_static);
+    return callee;
+}
+
 /* The callee tuple of a call's code object (new ref), from `callees` or made by `callee_of`. */
 static PyObject *
 callee_for(const Context *c, PyObject *co, PyObject *co_id)
@@ -688,7 +788,9 @@ callee_for(const Context *c, PyObject *co, PyObject *co_id)
     else {
         if (PyErr_Occurred())
             return NULL;
-        callee = PyObject_CallFunctionObjArgs(c->callee_of, co, c->actors, NULL);
+        callee = c->anonymous == NULL ? Py_NewRef(Py_None) : anonymous_callee(c, co, co_id);
+        if (callee == Py_None)
+            Py_SETREF(callee, PyObject_CallFunctionObjArgs(c->callee_of, co, c->actors, NULL));
         if (callee != NULL && PyDict_SetItem(c->callees, co_id, callee) < 0)
             Py_CLEAR(callee);
     }
@@ -831,14 +933,36 @@ tt_diagram_actions(PyObject *self, PyObject *args)
     if (intern_names() < 0)
         return NULL;
     Context c;
-    PyObject *mode, *type, *call_node, *in_order;
-    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOOOO!:diagram_actions context",
+    PyObject *mode, *type, *call_node, *in_order, *anonymous;
+    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOOOO!O:diagram_actions context",
                           &PyDict_Type, &c.callees, &c.callee_of, &c.actors, &c.special,
                           &PyDict_Type, &c.plain, &c.template_of, &c.return_key, &PyDict_Type,
                           &c.digests, &c.function_digest, &c.merge_labels, &c.get.get, &mode,
                           &type, &c.left_out, &PyDict_Type, &c.sql_digests, &c.sql_digest,
-                          &call_node, &in_order, &c.unname, &PyDict_Type, &c.unnamed))
+                          &call_node, &in_order, &c.unname, &PyDict_Type, &c.unnamed,
+                          &anonymous))
         return NULL;
+    c.anonymous = c.included = c.modules = c.nearest = NULL;
+    if (anonymous != Py_None) { /* callees made here when `actors` names none */
+        PyObject *named = PyObject_GetAttr(c.actors, s_named);
+        PyObject *included = named == NULL ? NULL : PyObject_GetAttr(c.actors, s_included);
+        PyObject *modules = included == NULL ? NULL : PyObject_GetAttr(c.actors, s_modules);
+        PyObject *nearest = modules == NULL ? NULL : PyObject_GetAttr(c.actors, s_nearest);
+        if (nearest == NULL)
+            PyErr_Clear(); /* (not an `Actors`: `callee_of` makes every callee) */
+        else if (named == Py_False && PyDict_CheckExact(included) &&
+                 PyDict_CheckExact(modules) && PyDict_CheckExact(nearest)) {
+            /* (borrowed: `actors` holds them for the walk) */
+            c.anonymous = anonymous;
+            c.included = included;
+            c.modules = modules;
+            c.nearest = nearest;
+        }
+        Py_XDECREF(named);
+        Py_XDECREF(included);
+        Py_XDECREF(modules);
+        Py_XDECREF(nearest);
+    }
     c.in_nodes = c.in_cos = NULL;
     c.visited = 0;
     if (in_order != Py_None) {

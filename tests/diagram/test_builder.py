@@ -410,3 +410,58 @@ def test_digest_of_named_sql_calls_as_without_sql_names(
     assert builder.root_digests(named, sql_names=False) == expected
     assert len(copied) == (1 if route_too else 0)
     assert bound_digest(named) == bound_digest(bind(from_data(doc), sql_names=False))
+
+
+def test_digest_lifelines_of_modules_and_classes_without_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The digest walk finds whether a call has a lifeline (`Actors.actor_for` of actors
+    without names: in C where the accelerator is) as the Python loop does: a module's
+    functions (`class app/users`) join the package of the same id, a class outside any
+    package has none (its calls are left out, their children move up)."""
+
+    def fn(name: str, line: int) -> dict[str, Any]:
+        return {"name": name, "type": "function", "location": f"x.py:{line}", "static": False}
+
+    class_map = [
+        {
+            "name": "app",
+            "type": "package",
+            "children": [
+                {
+                    "name": "users",
+                    "type": "package",
+                    "children": [
+                        {"name": "Admin", "type": "class", "children": [fn("grant", 1)]},
+                    ],
+                },
+                {"name": "users", "type": "class", "children": [fn("find", 2)]},
+            ],
+        },
+        {"name": "Loose", "type": "class", "children": [fn("run", 3)]},
+    ]
+    calls = [("Loose", "run", 3), ("app/users", "find", 2), ("app/users/Admin", "grant", 1)]
+    events: list[dict[str, Any]] = []
+    for n, (cls, method, line) in enumerate(calls * 2):  # nested: each call inside the last
+        events.append(
+            {
+                "id": n + 1,
+                "event": "call",
+                "thread_id": 1,
+                "defined_class": cls,
+                "method_id": method,
+                "path": "x.py",
+                "lineno": line,
+                "static": False,
+            }
+        )
+    for n in reversed(range(len(calls) * 2)):
+        events.append({"id": 100 + n, "event": "return", "thread_id": 1, "parent_id": n + 1})
+    doc = {"version": "1.12", "metadata": {}, "classMap": class_map, "events": events}
+    fast = builder.root_digests(bind(from_data(doc)), sql_names=False)
+    monkeypatch.setattr(builder, "_WALK", None)
+    monkeypatch.setattr(builder, "_SUBTREES", None)
+    assert fast == builder.root_digests(bind(from_data(doc)), sql_names=False)
+    diagram = build_diagram(from_data(doc), DiagramOptions(loops=False))
+    assert sorted(a.id for a in diagram.actors) == ["package:app/users"]
+    assert fast == [a.subtree_digest for a in diagram.root_actions]

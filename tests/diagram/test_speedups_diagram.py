@@ -333,6 +333,7 @@ def _context(action_class: Any) -> tuple[Any, ...]:
         None,
         None,
         {},
+        None,
     )
 
 

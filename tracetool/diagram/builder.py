@@ -255,6 +255,7 @@ def actions_of(
             in_order,
             unname_sql,
             unnamed,
+            ANONYMOUS,
         )
         walked = _WALK(call_roots, cos, kept, order, digests_only, context)
         if walked is not NotImplemented:
