@@ -361,9 +361,8 @@ def actions_of(
 
 
 def _live_code_objects(bound: Bound, kept: set[int] | None) -> set[int]:
-    if kept is None:  # each code object once: far fewer than calls
-        cos = bound.code_objects.values()
-        return live_code_objects(dict(zip(map(id, cos), cos)).values())
+    if kept is None:  # each code object once: far fewer than calls (hashed by identity)
+        return live_code_objects(set(bound.code_objects.values()))
     items = bound.code_objects.items()
     return live_code_objects(co for key, co in items if key in kept)
 
