@@ -616,6 +616,12 @@ class ActionFactory:
             if digest is None:
                 digest = self.digests[key] = dg.function_digest(co.id, key[1])
             return Action.bare(digest)
+        else:  # an HTTP request with its response: the digest of `_special`'s action alone
+            ret_dict: dict[str, Any] = ret if ret is not None else {}
+            if "http_server_request" in call and ret_dict.get("http_server_response"):
+                return Action.bare(self._rpc(SERVER_RPC, call, ret_dict, co)[0])
+            if "http_client_request" in call and ret_dict.get("http_client_response"):
+                return Action.bare(self._rpc(CLIENT_RPC, call, ret_dict, co)[0])
         return self._special(call, ret, co, caller)
 
     def _special(
