@@ -24,13 +24,26 @@
  * subtree digests 0.08 -> 0.05, PlantUML lines 0.27 -> 0.17-0.2. What stays: orjson's
  * decode and encode, the byte pre-check, the kernel's page faults and writes.
  *
+ * The index's digest (200 seed1 recordings, 124,000 calls; `BoundDigests` alone, ~0.3 s): the
+ * SQL calls' queries swapped in the walk (`unname_sql`) instead of `without_sql_names`' pass
+ * over every call (~0.04 s, mostly the first touch of every call event, which the walk then
+ * pays for the SQL calls only), and the callees of actors without names made here (~160
+ * Python `callee_of` calls per recording, ~0.04 s). What stays: the first touch of each node
+ * and event, the per-recording code-object work (live code objects, lifelines: ~0.03 s),
+ * HTTP calls (`_rpc`, ~0.03 s) and the sha256 of each distinct subtree (~0.025 s).
+ *
  *     diagram_actions(call_roots, cos, kept, order, digests_only, context) -> root actions
  *
  * where context is (callees, callee_of, actors, special, plain, template_of, return_key,
  * digests, function_digest, merge_labels, get, mode, Action, left_out, sql, sql_digest,
- * CallNode, in_order) — `actions_of`'s caches and helpers (`ActionFactory`), `get` the event
+ * CallNode, in_order, unname_sql, unnamed, anonymous) — `actions_of`'s caches and helpers (`ActionFactory`), `get` the event
  * field reader (`field_getter`) and `mode` 0 when it is `dict.get`, 1 when it is `getattr`, 2
- * for another callable; in_order is None or (pre-order nodes, their code objects). Returns
+ * for another callable; in_order is None or (pre-order nodes, their code objects); unname_sql
+ * None or what a SQL call's code object becomes (`unname_sql(co)`, remembered in the dict
+ * `unnamed` by id(co): the index's digest, without a copy of the bound's maps); anonymous
+ * None or the actor `Actors(named=False)` gives every call with a lifeline (`ANONYMOUS`):
+ * then, when `actors` is such, callees are made here as `ActionFactory.callee` makes them
+ * (`Actors.actor_for` walking up the code objects, in C). Returns
  * NotImplemented when `Action` is not a class whose `__slots__` this file knows how to fill
  * (the caller then runs the Python loop).
  *
@@ -172,7 +185,9 @@ static int intern_tree_names(void);
 /* ------------------------------------------------------------------ names and constants */
 
 static PyObject *s_call, *s_ret, *s_children, *s_return_value, *s_exceptions, *s_properties,
-    *s_class, *s_labels, *s_elapsed, *s_id, *s_callee, *s_append;
+    *s_class, *s_labels, *s_elapsed, *s_id, *s_callee, *s_append, *s_type, *s_co_parent,
+    *s_co_name, *s_co_static, *s_named, *s_included, *s_modules, *s_nearest, *s_query,
+    *s_route, *s_external_route;
 static PyObject *empty_str, *function_type, *zero;
 static PyObject *s_sql_query, *s_normalized_sql, *s_sql, *s_database_type;
 
@@ -193,6 +208,17 @@ intern_names(void)
     INTERN(s_labels, "labels")
     INTERN(s_elapsed, "elapsed")
     INTERN(s_id, "id")
+    INTERN(s_type, "type")
+    INTERN(s_co_parent, "parent")
+    INTERN(s_co_name, "name")
+    INTERN(s_co_static, "static")
+    INTERN(s_named, "named")
+    INTERN(s_included, "included")
+    INTERN(s_modules, "modules")
+    INTERN(s_nearest, "nearest")
+    INTERN(s_query, "query")
+    INTERN(s_route, "route")
+    INTERN(s_external_route, "external-route")
     INTERN(s_callee, "callee")
     INTERN(s_append, "append")
     INTERN(s_sql_query, "sql_query")
@@ -361,6 +387,12 @@ typedef struct {
     Py_ssize_t visited;          /* nodes walked so far (their pre-order number) */
     Getter get;
     PyObject *digests_only; /* Py_True or Py_False */
+    /* `unname_sql` (None, or what a SQL call's code object becomes: `unname(co)`) and its
+     * answers by id(co) */
+    PyObject *unname, *unnamed;
+    /* `Actors(named=False)`'s maps and the actor it gives every call with a lifeline, when
+     * the walk makes callees itself (`anonymous_callee`); NULL otherwise */
+    PyObject *anonymous, *included, *modules, *nearest;
 } Context;
 
 /* The plain function call's key into `plain` (`actions_of`'s flat `_return_key`): new ref. */
@@ -629,6 +661,131 @@ done:
     return action;
 }
 
+/* `*co` swapped for what `unname_sql` makes it when the call is a SQL one (`*call` read then,
+ * a new reference, if not yet): 1 when swapped, 0 when not, -1 with an error. */
+static int
+swap_sql(Context *c, PyObject *node, PyObject **call, PyObject **co, PyObject **co_id)
+{
+    if (*call == NULL && (*call = node_get(node, N_CALL, s_call)) == NULL)
+        return -1;
+    int sql = PySequence_Contains(*call, s_sql_query);
+    if (sql <= 0)
+        return sql;
+    PyObject *other = PyDict_GetItemWithError(c->unnamed, *co_id);
+    if (other != NULL)
+        Py_INCREF(other);
+    else if (!PyErr_Occurred()) {
+        other = PyObject_CallOneArg(c->unname, *co);
+        if (other != NULL && PyDict_SetItem(c->unnamed, *co_id, other) < 0)
+            Py_CLEAR(other);
+    }
+    if (other == NULL)
+        return -1;
+    Py_SETREF(*co, other);
+    Py_SETREF(*co_id, PyLong_FromVoidPtr(*co));
+    return *co_id == NULL ? -1 : 1;
+}
+
+/* Whether `unname_sql` may swap `co` before its callee is made (1, 0, -1): a `query` not met
+ * before (no callee yet), so a SQL call's own query needs none. */
+static int
+query_not_met(Context *c, PyObject *co, PyObject *co_id)
+{
+    PyObject *known = PyDict_GetItemWithError(c->callees, co_id);
+    if (known != NULL)
+        return 0;
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *type = PyObject_GetAttr(co, s_type);
+    if (type == NULL)
+        return -1;
+    int query = PyUnicode_Check(type) && PyUnicode_CompareWithASCIIString(type, "query") == 0;
+    Py_DECREF(type);
+    return query;
+}
+
+/* `Actors.actor_for(co)` of actors without names (new ref: `anonymous` or None), remembered
+ * in `nearest` as there. */
+static PyObject *
+anonymous_actor(const Context *c, PyObject *co, PyObject *co_id)
+{
+    PyObject *actor = PyDict_GetItemWithError(c->nearest, co_id);
+    if (actor != NULL)
+        return Py_NewRef(actor);
+    if (PyErr_Occurred())
+        return NULL;
+    int modules = PyDict_GET_SIZE(c->modules) > 0;
+    PyObject *obj = Py_NewRef(co);
+    int found = 0;
+    while (obj != Py_None) {
+        PyObject *key = PyLong_FromVoidPtr(obj);
+        if (key == NULL)
+            goto failed;
+        found = PyDict_Contains(c->included, key);
+        Py_DECREF(key);
+        if (found != 0)
+            break;
+        if (modules) { /* a module's class joins its package's lifeline */
+            PyObject *type = PyObject_GetAttr(obj, s_type);
+            if (type == NULL)
+                goto failed;
+            int is_class = PyObject_RichCompareBool(type, s_class, Py_EQ);
+            Py_DECREF(type);
+            if (is_class < 0)
+                goto failed;
+            if (is_class) {
+                PyObject *ident = PyObject_GetAttr(obj, s_id);
+                if (ident == NULL)
+                    goto failed;
+                found = PyDict_Contains(c->modules, ident);
+                Py_DECREF(ident);
+                if (found != 0)
+                    break;
+            }
+        }
+        Py_SETREF(obj, PyObject_GetAttr(obj, s_co_parent));
+        if (obj == NULL)
+            return NULL;
+    }
+    if (found < 0)
+        goto failed;
+    Py_DECREF(obj);
+    actor = found ? c->anonymous : Py_None;
+    if (PyDict_SetItem(c->nearest, co_id, actor) < 0)
+        return NULL;
+    return Py_NewRef(actor);
+failed:
+    Py_DECREF(obj);
+    return NULL;
+}
+
+/* `ActionFactory.callee(co, actors)` for actors without names (new ref), made here; Py_None
+ * (a new reference) when `co.type` is not a str (then `callee_of` makes it). */
+static PyObject *
+anonymous_callee(const Context *c, PyObject *co, PyObject *co_id)
+{
+    PyObject *type = PyObject_GetAttr(co, s_type);
+    if (type == NULL)
+        return NULL;
+    if (!PyUnicode_CheckExact(type)) {
+        Py_DECREF(type);
+        return Py_NewRef(Py_None);
+    }
+    /* `co.type in _SPECIAL_TYPES` */
+    int special = PyUnicode_Compare(type, s_query) == 0 || PyUnicode_Compare(type, s_route) == 0 ||
+                  PyUnicode_Compare(type, s_external_route) == 0;
+    Py_DECREF(type);
+    PyObject *actor = anonymous_actor(c, co, co_id), *name = NULL, *is_static = NULL,
+             *callee = NULL;
+    if (actor != NULL && (name = PyObject_GetAttr(co, s_co_name)) != NULL &&
+        (is_static = PyObject_GetAttr(co, s_co_static)) != NULL)
+        callee = PyTuple_Pack(4, actor, special ? Py_True : Py_False, name, is_static);
+    Py_XDECREF(actor);
+    Py_XDECREF(name);
+    Py_XDECREF(is_static);
+    return callee;
+}
+
 /* The callee tuple of a call's code object (new ref), from `callees` or made by `callee_of`. */
 static PyObject *
 callee_for(const Context *c, PyObject *co, PyObject *co_id)
@@ -639,7 +796,9 @@ callee_for(const Context *c, PyObject *co, PyObject *co_id)
     else {
         if (PyErr_Occurred())
             return NULL;
-        callee = PyObject_CallFunctionObjArgs(c->callee_of, co, c->actors, NULL);
+        callee = c->anonymous == NULL ? Py_NewRef(Py_None) : anonymous_callee(c, co, co_id);
+        if (callee == Py_None)
+            Py_SETREF(callee, PyObject_CallFunctionObjArgs(c->callee_of, co, c->actors, NULL));
         if (callee != NULL && PyDict_SetItem(c->callees, co_id, callee) < 0)
             Py_CLEAR(callee);
     }
@@ -681,9 +840,15 @@ action_of(Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject 
         if ((included = PySequence_Contains(kept, node_id)) < 0)
             goto done;
     }
+    int swapped = 0; /* (by `unname_sql`) */
     if (included) {
         if ((co_id = PyLong_FromVoidPtr(co)) == NULL)
             goto done;
+        if (c->unname != Py_None) {
+            int query = query_not_met(c, co, co_id);
+            if (query < 0 || (query && (swapped = swap_sql(c, node, &call, &co, &co_id)) < 0))
+                goto done;
+        }
         if ((callee = callee_for(c, co, co_id)) == NULL)
             goto done;
     }
@@ -693,12 +858,31 @@ action_of(Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject 
         PyErr_SetString(PyExc_TypeError, "diagram_actions: a callee is not a 4-tuple");
         goto done;
     }
+    /* A SQL call's code object as `without_sql_names` binds it, the unnamed query: only
+     * asked of calls whose code object may be a SQL one (`callee[1]`), so the other calls'
+     * events are not read for it (a query met for the first time is swapped above, before
+     * its callee is made) */
+    int maybe_sql = c->unname == Py_None || swapped
+                        ? 0
+                        : PyObject_IsTrue(PyTuple_GET_ITEM(callee, 1));
+    if (maybe_sql < 0)
+        goto done;
+    if (maybe_sql) {
+        int sql = swap_sql(c, node, &call, &co, &co_id);
+        if (sql < 0)
+            goto done;
+        if (sql) {
+            Py_CLEAR(callee);
+            if ((callee = callee_for(c, co, co_id)) == NULL)
+                goto done;
+        }
+    }
     PyObject *actor = PyTuple_GET_ITEM(callee, 0);
     if (actor == Py_None) {
         action = Py_NewRef(Py_None);
         goto done;
     }
-    if ((call = node_get(node, N_CALL, s_call)) == NULL)
+    if (call == NULL && (call = node_get(node, N_CALL, s_call)) == NULL)
         goto done;
     int special = PyObject_IsTrue(PyTuple_GET_ITEM(callee, 1));
     if (special < 0)
@@ -757,14 +941,36 @@ tt_diagram_actions(PyObject *self, PyObject *args)
     if (intern_names() < 0)
         return NULL;
     Context c;
-    PyObject *mode, *type, *call_node, *in_order;
-    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOO:diagram_actions context",
+    PyObject *mode, *type, *call_node, *in_order, *anonymous;
+    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOOOO!O:diagram_actions context",
                           &PyDict_Type, &c.callees, &c.callee_of, &c.actors, &c.special,
                           &PyDict_Type, &c.plain, &c.template_of, &c.return_key, &PyDict_Type,
                           &c.digests, &c.function_digest, &c.merge_labels, &c.get.get, &mode,
                           &type, &c.left_out, &PyDict_Type, &c.sql_digests, &c.sql_digest,
-                          &call_node, &in_order))
+                          &call_node, &in_order, &c.unname, &PyDict_Type, &c.unnamed,
+                          &anonymous))
         return NULL;
+    c.anonymous = c.included = c.modules = c.nearest = NULL;
+    if (anonymous != Py_None) { /* callees made here when `actors` names none */
+        PyObject *named = PyObject_GetAttr(c.actors, s_named);
+        PyObject *included = named == NULL ? NULL : PyObject_GetAttr(c.actors, s_included);
+        PyObject *modules = included == NULL ? NULL : PyObject_GetAttr(c.actors, s_modules);
+        PyObject *nearest = modules == NULL ? NULL : PyObject_GetAttr(c.actors, s_nearest);
+        if (nearest == NULL)
+            PyErr_Clear(); /* (not an `Actors`: `callee_of` makes every callee) */
+        else if (named == Py_False && PyDict_CheckExact(included) &&
+                 PyDict_CheckExact(modules) && PyDict_CheckExact(nearest)) {
+            /* (borrowed: `actors` holds them for the walk) */
+            c.anonymous = anonymous;
+            c.included = included;
+            c.modules = modules;
+            c.nearest = nearest;
+        }
+        Py_XDECREF(named);
+        Py_XDECREF(included);
+        Py_XDECREF(modules);
+        Py_XDECREF(nearest);
+    }
     c.in_nodes = c.in_cos = NULL;
     c.visited = 0;
     if (in_order != Py_None) {

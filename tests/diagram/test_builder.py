@@ -367,3 +367,101 @@ def _looping_events(names: list[str]) -> list[dict[str, Any]]:
 
     call("root", ["f", "f", "f", "g", "h", "g", "h", "x", "g", "h", "i", "g", "h", "i", "f"])
     return events
+
+
+def _sql_doc() -> dict[str, Any]:
+    """Function calls around SQL calls: two statements (one twice), an empty statement, and a
+    call that is both an HTTP request and a query (bound to its route, not to a query)."""
+    doc = _doc([("root", [("a", []), ("b", []), ("c", []), ("d", []), ("e", [])])])
+    calls = [e for e in doc["events"] if e["event"] == "call" and e["id"] != 1]
+    for call, sql in zip(calls[:4], ["SELECT 1", "SELECT * FROM t", "SELECT 1", ""]):
+        call["sql_query"] = {"sql": sql, "database_type": "sqlite"}
+    calls[4]["http_server_request"] = {"request_method": "GET", "path_info": "/x"}
+    calls[4]["sql_query"] = {"sql": "SELECT 2"}
+    return doc
+
+
+@pytest.mark.parametrize("walk", [True, False])
+@pytest.mark.parametrize("route_too", [True, False])
+def test_digest_of_named_sql_calls_as_without_sql_names(
+    walk: bool, route_too: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`root_digests(bound, sql_names=False)` swaps each SQL call's query for the unnamed one
+    as the walk meets it: the digests of `without_sql_names(bound)`, with the C walk and
+    without; a SQL call bound to something else than a query (here an HTTP request's route)
+    makes it walk `without_sql_names(bound)` itself."""
+    from tracetool.filters import without_sql_names
+
+    if not walk:
+        monkeypatch.setattr(builder, "_WALK", None)
+    doc = _sql_doc()
+    if not route_too:
+        route = doc["events"][-3]["id"]  # (the last call: its return, then the root's)
+        doc["events"] = [e for e in doc["events"] if route not in (e["id"], e.get("parent_id"))]
+    named = bind(from_data(doc))
+    expected = builder.root_digests(without_sql_names(bind(from_data(doc))))
+    copied: list[Any] = []
+
+    def spy(bound: Any) -> Any:
+        copied.append(bound)
+        return without_sql_names(bound)
+
+    monkeypatch.setattr(builder, "without_sql_names", spy)
+    assert builder.root_digests(named, sql_names=False) == expected
+    assert len(copied) == (1 if route_too else 0)
+    assert bound_digest(named) == bound_digest(bind(from_data(doc), sql_names=False))
+
+
+def test_digest_lifelines_of_modules_and_classes_without_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The digest walk finds whether a call has a lifeline (`Actors.actor_for` of actors
+    without names: in C where the accelerator is) as the Python loop does: a module's
+    functions (`class app/users`) join the package of the same id, a class outside any
+    package has none (its calls are left out, their children move up)."""
+
+    def fn(name: str, line: int) -> dict[str, Any]:
+        return {"name": name, "type": "function", "location": f"x.py:{line}", "static": False}
+
+    class_map = [
+        {
+            "name": "app",
+            "type": "package",
+            "children": [
+                {
+                    "name": "users",
+                    "type": "package",
+                    "children": [
+                        {"name": "Admin", "type": "class", "children": [fn("grant", 1)]},
+                    ],
+                },
+                {"name": "users", "type": "class", "children": [fn("find", 2)]},
+            ],
+        },
+        {"name": "Loose", "type": "class", "children": [fn("run", 3)]},
+    ]
+    calls = [("Loose", "run", 3), ("app/users", "find", 2), ("app/users/Admin", "grant", 1)]
+    events: list[dict[str, Any]] = []
+    for n, (cls, method, line) in enumerate(calls * 2):  # nested: each call inside the last
+        events.append(
+            {
+                "id": n + 1,
+                "event": "call",
+                "thread_id": 1,
+                "defined_class": cls,
+                "method_id": method,
+                "path": "x.py",
+                "lineno": line,
+                "static": False,
+            }
+        )
+    for n in reversed(range(len(calls) * 2)):
+        events.append({"id": 100 + n, "event": "return", "thread_id": 1, "parent_id": n + 1})
+    doc = {"version": "1.12", "metadata": {}, "classMap": class_map, "events": events}
+    fast = builder.root_digests(bind(from_data(doc)), sql_names=False)
+    monkeypatch.setattr(builder, "_WALK", None)
+    monkeypatch.setattr(builder, "_SUBTREES", None)
+    assert fast == builder.root_digests(bind(from_data(doc)), sql_names=False)
+    diagram = build_diagram(from_data(doc), DiagramOptions(loops=False))
+    assert sorted(a.id for a in diagram.actors) == ["package:app/users"]
+    assert fast == [a.subtree_digest for a in diagram.root_actions]

@@ -46,7 +46,15 @@ from tracetool.diagram.model import (
     Diagram,
     parents_first,
 )
-from tracetool.filters import Bound, FilterState, bind, filter_nodes, has_patterns
+from tracetool.filters import (
+    Bound,
+    FilterState,
+    bind,
+    filter_nodes,
+    has_patterns,
+    without_sql_names,
+)
+from tracetool.filters.apply import unnamed_query
 from tracetool.trace.codeobjects import CodeObject
 from tracetool.trace.document import TraceDocument, dispose, gc_paused
 from tracetool.trace.tree import CallNode, field_getter
@@ -90,13 +98,28 @@ def build_diagram(
     return diagram
 
 
-def root_digests(bound: Bound) -> list[str]:
+def root_digests(bound: Bound, sql_names: bool = True) -> list[str]:
     """Subtree digests of the root actions of `bound`'s default diagram (no filter, expand or
     exclude): what a recording's digest is made of. Cheaper than `build_from_bound`: actions
     carry only their digests, and loops are not folded (root actions are never folded, and
-    subtree digests are computed before folding)."""
+    subtree digests are computed before folding).
+
+    Without `sql_names`, those of `without_sql_names(bound)`: every SQL call counts as bound
+    to the unnamed query, for a bound whose SQL calls are bound to a query, route or
+    external-route (as `bind` and the indexer bind every call with `sql_query`: `callee`).
+    The walk swaps a SQL call's code object as it meets the call (`_SqlUnnamed`), reading the
+    events of only those calls, without a second pass over every call and a copy of the
+    bound's maps; when a SQL call's object is not a query of the classMap's database, it is
+    `without_sql_names`'s bound that is walked."""
+    options = DiagramOptions(loops=False)
     with gc_paused():
-        diagram = _build(bound, DiagramOptions(loops=False), None, digests_only=True)
+        if sql_names:
+            diagram = _build(bound, options, None, digests_only=True)
+        else:
+            try:
+                diagram = _build(bound, options, None, True, _SqlUnnamed(bound.cmap))
+            except _NotUnderDatabase:
+                diagram = _build(without_sql_names(bound), options, None, digests_only=True)
         digests = [a.subtree_digest for a in diagram.root_actions]
         # freed while the GC is paused (its actions hold no cycle): alive when it resumes,
         # they would count towards a collection that then walks them all
@@ -123,8 +146,40 @@ def build_from_bound(
         return _build(bound, options, kept)
 
 
+class _NotUnderDatabase(Exception):
+    """A SQL call bound to something else than a query of the classMap's database."""
+
+
+class _SqlUnnamed:
+    """`unname_sql(co)`: the code object `without_sql_names` binds a SQL call bound to `co`
+    to, the unnamed query (made on the first SQL call, as `without_sql_names` makes it).
+
+    Only for a `co` that is a query of the classMap's database (`_NotUnderDatabase` else):
+    then the swap leaves the diagram's lifelines as `without_sql_names` leaves them, though
+    they are found from the code objects before the walk. Both queries are under the same
+    database object, which stays live either way and is a lifeline, and a query is never a
+    lifeline nor makes one of its ancestors one (`included_code_objects`)."""
+
+    def __init__(self, cmap: Any) -> None:
+        self.cmap = cmap
+        self.unnamed: CodeObject | None = None
+
+    def __call__(self, co: CodeObject) -> CodeObject:
+        if co.type != "query" or co.parent is None or co.parent.parent is not None:
+            raise _NotUnderDatabase(co.fqid)
+        if self.unnamed is None:
+            self.unnamed = unnamed_query(self.cmap)
+        if co.parent is not self.unnamed.parent:
+            raise _NotUnderDatabase(co.fqid)
+        return self.unnamed
+
+
 def _build(
-    bound: Bound, options: DiagramOptions, kept: set[int] | None, digests_only: bool = False
+    bound: Bound,
+    options: DiagramOptions,
+    kept: set[int] | None,
+    digests_only: bool = False,
+    unname_sql: Callable[[CodeObject], CodeObject] | None = None,
 ) -> Diagram:
     live = _live_code_objects(bound, kept)
     actors = Actors(included_code_objects(bound.cmap.roots, live, options), not digests_only)
@@ -132,7 +187,15 @@ def _build(
     order: list[Action] = []
     in_order = None if bound.node_code_objects is None else (bound.nodes, bound.node_code_objects)
     roots = actions_of(
-        bound.roots, bound.code_objects, actors, factory, kept, digests_only, order, in_order
+        bound.roots,
+        bound.code_objects,
+        actors,
+        factory,
+        kept,
+        digests_only,
+        order,
+        in_order,
+        unname_sql,
     )
     size = finish(roots, options, order)
     return Diagram(actors.sorted(), roots, built_size=size)
@@ -159,11 +222,14 @@ def actions_of(
     digests_only: bool = False,
     order: list[Action] | None = None,
     in_order: tuple[list[CallNode], list[CodeObject]] | None = None,
+    unname_sql: Callable[[CodeObject], CodeObject] | None = None,
 ) -> list[Action]:
     """The root actions of some call trees (their digests and loops not done yet: `finish`);
     every action made is also appended to `order` when given (parents before children).
     `in_order`: the nodes of the trees in pre-order and their code objects (`cos` as two
-    parallel lists, `Bound.node_code_objects`), when the caller has them."""
+    parallel lists, `Bound.node_code_objects`), when the caller has them. `unname_sql`: what
+    a SQL call's code object is taken to be instead (`root_digests`), asked once per object."""
+    unnamed: dict[int, CodeObject] = {}  # `unname_sql`'s answers by id(co)
     get = field_getter(call_roots[0].call) if call_roots else dict.get
     special = factory.special_call
     if _WALK is not None and call_roots:  # the same walk in C (`tracetool/_speedups_diagram.c`)
@@ -187,6 +253,9 @@ def actions_of(
             dg.sql_digest,
             CallNode,
             in_order,
+            unname_sql,
+            unnamed,
+            ANONYMOUS,
         )
         walked = _WALK(call_roots, cos, kept, order, digests_only, context)
         if walked is not NotImplemented:
@@ -215,6 +284,15 @@ def actions_of(
                 callee = callees[id(co)] = callee_of(co, actors)
         else:
             callee = _LEFT_OUT
+        # (asked only of calls whose code object may be a SQL one: see `root_digests`)
+        if unname_sql is not None and callee[1] and "sql_query" in node.call:
+            swapped = unnamed.get(id(co))
+            if swapped is None:
+                swapped = unnamed[id(co)] = unname_sql(co)
+            co = swapped
+            callee = callees.get(id(co))
+            if callee is None:
+                callee = callees[id(co)] = callee_of(co, actors)
         actor = callee[0]
         if actor is not None:
             call = node.call
@@ -283,9 +361,8 @@ def actions_of(
 
 
 def _live_code_objects(bound: Bound, kept: set[int] | None) -> set[int]:
-    if kept is None:  # each code object once: far fewer than calls
-        cos = bound.code_objects.values()
-        return live_code_objects(dict(zip(map(id, cos), cos)).values())
+    if kept is None:  # each code object once: far fewer than calls (hashed by identity)
+        return live_code_objects(set(bound.code_objects.values()))
     items = bound.code_objects.items()
     return live_code_objects(co for key, co in items if key in kept)
 
@@ -539,6 +616,12 @@ class ActionFactory:
             if digest is None:
                 digest = self.digests[key] = dg.function_digest(co.id, key[1])
             return Action.bare(digest)
+        else:  # an HTTP request with its response: the digest of `_special`'s action alone
+            ret_dict: dict[str, Any] = ret if ret is not None else {}
+            if "http_server_request" in call and ret_dict.get("http_server_response"):
+                return Action.bare(self._rpc(SERVER_RPC, call, ret_dict, co)[0])
+            if "http_client_request" in call and ret_dict.get("http_client_response"):
+                return Action.bare(self._rpc(CLIENT_RPC, call, ret_dict, co)[0])
         return self._special(call, ret, co, caller)
 
     def _special(

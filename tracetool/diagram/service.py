@@ -21,7 +21,7 @@ from tracetool.diagram import plantuml, text
 from tracetool.diagram.builder import DiagramOptions, build_diagram, release, root_digests
 from tracetool.diagram.model import Action, Actor, Diagram, from_json, json_default, to_json
 from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError, UsageError
-from tracetool.filters import Bound, FilterState, bind, without_sql_names
+from tracetool.filters import Bound, FilterState, bind
 from tracetool.trace.document import (
     TraceDocument,
     atomic_write_bytes,
@@ -100,7 +100,7 @@ class BoundDigests:
 
     def add(self, bound: Bound) -> None:
         update = self._hash.update
-        for digest in root_digests(without_sql_names(bound)):
+        for digest in root_digests(bound, sql_names=False):
             update(digest.encode())
 
     def result(self) -> str:
