@@ -304,6 +304,21 @@ push(Stack *stack, PyObject *node, PyObject *parent)
     return 0;
 }
 
+/* Push a node's children (a sequence) in reverse, each with `parent`: they pop in order. */
+static int
+push_all(Stack *stack, PyObject *children, PyObject *parent)
+{
+    PyObject *seq = PySequence_Fast(children, "children must be a sequence");
+    if (seq == NULL)
+        return -1;
+    PyObject **kids = PySequence_Fast_ITEMS(seq);
+    int rc = 0;
+    for (Py_ssize_t i = PySequence_Fast_GET_SIZE(seq); i-- > 0 && rc == 0;)
+        rc = push(stack, kids[i], parent);
+    Py_DECREF(seq);
+    return rc;
+}
+
 static void
 clear_stack(Stack *stack)
 {
@@ -1042,14 +1057,7 @@ tt_diagram_actions(PyObject *self, PyObject *args)
         Py_XDECREF(item.parent);
         int failed = children == NULL;
         if (!failed) {
-            PyObject *seq = PySequence_Fast(children, "children must be a sequence");
-            failed = seq == NULL;
-            if (seq != NULL) {
-                PyObject **kids = PySequence_Fast_ITEMS(seq);
-                for (Py_ssize_t i = PySequence_Fast_GET_SIZE(seq); i-- > 0 && !failed;)
-                    failed = push(&stack, kids[i], action) < 0;
-                Py_DECREF(seq);
-            }
+            failed = push_all(&stack, children, action) < 0;
             Py_DECREF(children);
         }
         Py_XDECREF(action);
@@ -1839,17 +1847,7 @@ tt_preorder_calls(PyObject *self, PyObject *args)
         PyObject *call = node_get(node, N_CALL, s_call);
         PyObject *children = call == NULL ? NULL : node_get(node, N_CHILDREN, s_children);
         int failed = children == NULL || PyList_Append(nodes, node) < 0 ||
-                     PyList_Append(calls, call) < 0;
-        if (!failed) {
-            PyObject *seq = PySequence_Fast(children, "children must be a sequence");
-            failed = seq == NULL;
-            if (seq != NULL) {
-                PyObject **kids = PySequence_Fast_ITEMS(seq);
-                for (Py_ssize_t i = PySequence_Fast_GET_SIZE(seq); i-- > 0 && !failed;)
-                    failed = push(&stack, kids[i], NULL) < 0;
-                Py_DECREF(seq);
-            }
-        }
+                     PyList_Append(calls, call) < 0 || push_all(&stack, children, NULL) < 0;
         Py_DECREF(node);
         Py_XDECREF(call);
         Py_XDECREF(children);
