@@ -74,6 +74,28 @@ typedef struct {
     size_t len, cap;
 } Buf;
 
+/* A Buf used as a stack of (a, b) pairs of strong references: pop one; release the rest. */
+static void
+pop_pair(Buf *stack, PyObject *pair[2])
+{
+    stack->len -= 2 * sizeof(PyObject *);
+    memcpy(pair, stack->p + stack->len, 2 * sizeof(PyObject *));
+}
+
+static void
+free_pairs(Buf *stack)
+{
+    PyObject *pair[2];
+    while (stack->len > 0) {
+        pop_pair(stack, pair);
+        Py_DECREF(pair[0]);
+        Py_DECREF(pair[1]);
+    }
+    PyMem_Free(stack->p);
+    stack->p = NULL;
+    stack->cap = 0;
+}
+
 static int
 buf_reserve(Buf *b, size_t extra)
 {
@@ -2880,8 +2902,7 @@ class_map(PyObject *module, PyObject *args)
     }
     while (stack.len > 0) {
         PyObject *pair[2];
-        stack.len -= sizeof(pair);
-        memcpy(pair, stack.p + stack.len, sizeof(pair));
+        pop_pair(&stack, pair);
         PyObject *item = pair[0], *parent = pair[1];
         PyObject *kind = NULL, *name = NULL, *labels = NULL, *key = NULL, *obj = NULL;
         PyObject *location;
@@ -3096,14 +3117,7 @@ class_map(PyObject *module, PyObject *args)
     result = Py_None;
     Py_INCREF(result);
 done:
-    while (stack.len > 0) {
-        PyObject *pair[2];
-        stack.len -= sizeof(pair);
-        memcpy(pair, stack.p + stack.len, sizeof(pair));
-        Py_DECREF(pair[0]);
-        Py_DECREF(pair[1]);
-    }
-    PyMem_Free(stack.p);
+    free_pairs(&stack);
     for (int i = 0; i < CO_COUNT; i++) {
         Py_XDECREF(slot[i]);
     }
@@ -3501,8 +3515,7 @@ bound_class_map(PyObject *module, PyObject *args)
     }
     while (stack.len > 0) {
         PyObject *pair[2];
-        stack.len -= sizeof(pair);
-        memcpy(pair, stack.p + stack.len, sizeof(pair));
+        pop_pair(&stack, pair);
         PyObject *obj = pair[0], *siblings = pair[1];
         PyObject *out = NULL, *value = NULL, *kids = NULL;
         int rc = -1;
@@ -3648,14 +3661,7 @@ bound_class_map(PyObject *module, PyObject *args)
     result = out_roots;
     out_roots = NULL;
 done:
-    while (stack.len > 0) {
-        PyObject *pair[2];
-        stack.len -= sizeof(pair);
-        memcpy(pair, stack.p + stack.len, sizeof(pair));
-        Py_DECREF(pair[0]);
-        Py_DECREF(pair[1]);
-    }
-    PyMem_Free(stack.p);
+    free_pairs(&stack);
     Py_XDECREF(out_roots);
     Py_XDECREF(keep);
     for (int i = 0; i < CO_COUNT; i++) {
