@@ -408,6 +408,9 @@ typedef struct {
     /* `Actors(named=False)`'s maps and the actor it gives every call with a lifeline, when
      * the walk makes callees itself (`anonymous_callee`); NULL otherwise */
     PyObject *anonymous, *included, *modules, *nearest;
+    /* `ActionFactory._rpc`'s cache and what its keys are made of (`rpc_action`): NULL when
+     * not given */
+    PyObject *rpcs, *server_rpc, *client_rpc, *client_routes, *no_object;
 } Context;
 
 /* The plain function call's key into `plain` (`actions_of`'s flat `_return_key`): new ref. */
@@ -824,6 +827,156 @@ callee_for(const Context *c, PyObject *co, PyObject *co_id)
     return callee;
 }
 
+/* What an HTTP request's digest is made of, `builder._rpc_key` (the key of `_RPC_FIELDS`
+ * order): new ref, or Py_None (a new reference) where `_rpc_key` returns None. */
+static PyObject *s_http_server_request, *s_http_client_request, *s_http_server_response,
+    *s_http_client_response, *s_request_method, *s_normalized_path_info, *s_path_info, *s_url,
+    *s_status, *s_status_code;
+
+static int
+intern_rpc_names(void)
+{
+    if (s_status_code != NULL)
+        return 0;
+#define INTERN(var, text)                                   \
+    if ((var = PyUnicode_InternFromString(text)) == NULL) \
+        return -1;
+    INTERN(s_http_server_request, "http_server_request")
+    INTERN(s_http_client_request, "http_client_request")
+    INTERN(s_http_server_response, "http_server_response")
+    INTERN(s_http_client_response, "http_client_response")
+    INTERN(s_request_method, "request_method")
+    INTERN(s_normalized_path_info, "normalized_path_info")
+    INTERN(s_path_info, "path_info")
+    INTERN(s_url, "url")
+    INTERN(s_status, "status")
+    INTERN(s_status_code, "status_code") /* last: the "done" mark */
+#undef INTERN
+    return 0;
+}
+
+/* The fields of one event's object `name` put in `items` at `*at` (`_rpc_key`'s loop body,
+ * borrowed references: exact dicts read with str keys run no Python code): 1, 0 when
+ * `_rpc_key` gives up (an odd value), -1 with an error. */
+static int
+rpc_fields(const Context *c, PyObject **items, int *at, PyObject *event, PyObject *name,
+           PyObject *const *fields, int n)
+{
+    PyObject *value = PyDict_GetItemWithError(event, name);
+    if (value == NULL && PyErr_Occurred())
+        return -1;
+    if (value == NULL || !PyDict_Check(value)) { /* (read as no object) */
+        items[(*at)++] = c->no_object;
+        return 1;
+    }
+    if (!PyDict_CheckExact(value))
+        return 0;
+    for (int i = 0; i < n; i++) {
+        PyObject *item = PyDict_GetItemWithError(value, fields[i]);
+        if (item == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            item = Py_None;
+        }
+        else if (!PyUnicode_CheckExact(item) && !PyLong_CheckExact(item))
+            return 0;
+        items[(*at)++] = item;
+    }
+    return 1;
+}
+
+#define RPC_KEY_SIZE 13
+
+/* `_rpc_key(kind, call, ret, client_routes)` of events as dicts: new ref, or Py_None (a new
+ * reference) where `_rpc_key` returns None. */
+static PyObject *
+rpc_key(const Context *c, PyObject *kind, PyObject *call, PyObject *ret, int server, int client)
+{
+    PyObject *const server_fields[] = {s_request_method, s_normalized_path_info, s_path_info};
+    PyObject *const client_fields[] = {s_request_method, s_url};
+    PyObject *const response_fields[] = {s_status, s_status_code};
+    PyObject *items[RPC_KEY_SIZE];
+    int at = 0;
+    items[at++] = kind;
+    items[at++] = c->client_routes;
+    items[at++] = server ? Py_True : Py_False;
+    int rc = rpc_fields(c, items, &at, call, s_http_server_request, server_fields, 3);
+    if (rc > 0) {
+        items[at++] = client ? Py_True : Py_False;
+        rc = rpc_fields(c, items, &at, call, s_http_client_request, client_fields, 2);
+    }
+    if (rc > 0)
+        rc = rpc_fields(c, items, &at, ret, s_http_server_response, response_fields, 2);
+    if (rc > 0)
+        rc = rpc_fields(c, items, &at, ret, s_http_client_response, response_fields, 2);
+    if (rc < 0)
+        return NULL;
+    if (rc == 0)
+        return Py_NewRef(Py_None);
+    PyObject *key = PyTuple_New(at);
+    if (key == NULL)
+        return NULL;
+    for (int i = 0; i < at; i++)
+        PyTuple_SET_ITEM(key, i, Py_NewRef(items[i]));
+    return key;
+}
+
+/* `ActionFactory.digest_action`'s bare action of an HTTP request with its response (events as
+ * dicts), when `rpcs` holds its `_rpc_key`: new ref; Py_None (a new reference) otherwise (the
+ * caller then calls `special_call`, which makes and remembers it). */
+static PyObject *
+rpc_action(const Context *c, PyObject *node, PyObject *call)
+{
+    if (c->rpcs == NULL || !PyDict_CheckExact(call))
+        return Py_NewRef(Py_None);
+    int sql = PyDict_Contains(call, s_sql_query);
+    int server = sql != 0 ? sql : PyDict_Contains(call, s_http_server_request);
+    int client = server < 0 || sql != 0 ? 0 : PyDict_Contains(call, s_http_client_request);
+    if (sql < 0 || server < 0 || client < 0)
+        return NULL;
+    if (sql || (!server && !client))
+        return Py_NewRef(Py_None);
+    PyObject *ret = node_get(node, N_RET, s_ret);
+    if (ret == NULL)
+        return NULL;
+    PyObject *kind = NULL, *key = NULL, *action = NULL;
+    if (!PyDict_CheckExact(ret)) { /* (None: `_special` makes it) */
+        action = Py_NewRef(Py_None);
+        goto done;
+    }
+    /* `"http_server_request" in call and ret.get("http_server_response")`, then the client's */
+    for (int side = 0; side < 2 && kind == NULL; side++) {
+        if (!(side == 0 ? server : client))
+            continue;
+        PyObject *resp = PyDict_GetItemWithError(
+            ret, side == 0 ? s_http_server_response : s_http_client_response);
+        if (resp == NULL && PyErr_Occurred())
+            goto done;
+        int truth = resp == NULL ? 0 : PyObject_IsTrue(resp);
+        if (truth < 0)
+            goto done;
+        if (truth)
+            kind = side == 0 ? c->server_rpc : c->client_rpc;
+    }
+    if (kind == NULL) {
+        action = Py_NewRef(Py_None);
+        goto done;
+    }
+    if ((key = rpc_key(c, kind, call, ret, server, client)) == NULL)
+        goto done;
+    PyObject *found = key == Py_None ? NULL : PyDict_GetItemWithError(c->rpcs, key);
+    if (found == NULL && PyErr_Occurred())
+        goto done;
+    if (found == NULL || !PyTuple_Check(found) || PyTuple_GET_SIZE(found) < 1)
+        action = Py_NewRef(Py_None);
+    else
+        action = new_bare(PyTuple_GET_ITEM(found, 0));
+done:
+    Py_DECREF(ret);
+    Py_XDECREF(key);
+    return action;
+}
+
 /* One call's action (new ref), or NULL with an error; `*made` is 0 when the call has no
  * lifeline (left out: its children move up). */
 static PyObject *
@@ -905,6 +1058,10 @@ action_of(Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject 
     if (special && c->digests_only == Py_True) {
         caller = Py_NewRef(Py_None); /* (unused: a bare action has none) */
         action = sql_action(c, node, call, actor, caller);
+        if (action == Py_None) { /* an HTTP request whose digest `_rpc` remembers */
+            Py_DECREF(action);
+            action = rpc_action(c, node, call);
+        }
         if (action == Py_None) {
             Py_DECREF(action);
             Py_CLEAR(caller);
@@ -956,15 +1113,32 @@ tt_diagram_actions(PyObject *self, PyObject *args)
     if (intern_names() < 0)
         return NULL;
     Context c;
-    PyObject *mode, *type, *call_node, *in_order, *anonymous;
-    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOOOO!O:diagram_actions context",
+    PyObject *mode, *type, *call_node, *in_order, *anonymous, *rpc = Py_None;
+    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOOOO!O|O:diagram_actions context",
                           &PyDict_Type, &c.callees, &c.callee_of, &c.actors, &c.special,
                           &PyDict_Type, &c.plain, &c.template_of, &c.return_key, &PyDict_Type,
                           &c.digests, &c.function_digest, &c.merge_labels, &c.get.get, &mode,
                           &type, &c.left_out, &PyDict_Type, &c.sql_digests, &c.sql_digest,
                           &call_node, &in_order, &c.unname, &PyDict_Type, &c.unnamed,
-                          &anonymous))
+                          &anonymous, &rpc))
         return NULL;
+    /* rpc: None, or (rpcs, SERVER_RPC, CLIENT_RPC, client_routes, _NO_OBJECT) (borrowed: the
+     * context holds them) */
+    c.rpcs = c.server_rpc = c.client_rpc = c.client_routes = c.no_object = NULL;
+    if (rpc != Py_None) {
+        if (!PyTuple_Check(rpc) || PyTuple_GET_SIZE(rpc) != 5 ||
+            !PyDict_CheckExact(PyTuple_GET_ITEM(rpc, 0))) {
+            PyErr_SetString(PyExc_TypeError, "diagram_actions: rpc is not (dict, 4 values)");
+            return NULL;
+        }
+        if (intern_rpc_names() < 0)
+            return NULL;
+        c.rpcs = PyTuple_GET_ITEM(rpc, 0);
+        c.server_rpc = PyTuple_GET_ITEM(rpc, 1);
+        c.client_rpc = PyTuple_GET_ITEM(rpc, 2);
+        c.client_routes = PyTuple_GET_ITEM(rpc, 3);
+        c.no_object = PyTuple_GET_ITEM(rpc, 4);
+    }
     c.anonymous = c.included = c.modules = c.nearest = NULL;
     if (anonymous != Py_None) { /* callees made here when `actors` names none */
         PyObject *named = PyObject_GetAttr(c.actors, s_named);
