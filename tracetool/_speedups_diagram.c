@@ -411,7 +411,17 @@ typedef struct {
     /* `ActionFactory._rpc`'s cache and what its keys are made of (`rpc_action`): NULL when
      * not given */
     PyObject *rpcs, *server_rpc, *client_rpc, *client_routes, *no_object;
+    /* 1: a bare action made in C is its digest alone, a str (`diagram_digests`) */
+    int want_digest;
 } Context;
+
+/* Action.bare(digest), or the digest itself when the walk wants digests only (new ref). */
+static PyObject *new_bare(PyObject *digest);
+static inline PyObject *
+bare_or_digest(const Context *c, PyObject *digest)
+{
+    return c->want_digest ? Py_NewRef(digest) : new_bare(digest);
+}
 
 /* The plain function call's key into `plain` (`actions_of`'s flat `_return_key`): new ref. */
 static PyObject *
@@ -559,7 +569,7 @@ digest_action(const Context *c, PyObject *node, PyObject *co, PyObject *co_id)
     Py_DECREF(fkey);
     if (digest == NULL)
         return NULL;
-    PyObject *action = new_bare(digest);
+    PyObject *action = bare_or_digest(c, digest);
     Py_DECREF(digest);
     return action;
 }
@@ -638,7 +648,7 @@ sql_action(const Context *c, PyObject *node, PyObject *call, PyObject *actor, Py
             goto done;
     }
     if (c->digests_only == Py_True) {
-        action = new_bare(digest);
+        action = bare_or_digest(c, digest);
         goto done;
     }
     if ((action = new_action(6 /* model.QUERY */, digest)) == NULL)
@@ -970,7 +980,7 @@ rpc_action(const Context *c, PyObject *node, PyObject *call)
     if (found == NULL || !PyTuple_Check(found) || PyTuple_GET_SIZE(found) < 1)
         action = Py_NewRef(Py_None);
     else
-        action = new_bare(PyTuple_GET_ITEM(found, 0));
+        action = bare_or_digest(c, PyTuple_GET_ITEM(found, 0));
 done:
     Py_DECREF(ret);
     Py_XDECREF(key);
@@ -1102,6 +1112,87 @@ done:
     return action;
 }
 
+/* `context` (and digests_only) read into `c` (module doc: `diagram_actions`), its Action class
+ * and CallNode class in `*type` and `*call_node` (borrowed): 0, or -1 with an error. */
+static int
+read_context(PyObject *context, PyObject *digests_only, Context *c, PyObject **type)
+{
+    PyObject *mode, *call_node, *in_order, *anonymous, *rpc = Py_None;
+    if (!PyTuple_Check(context)) {
+        PyErr_SetString(PyExc_TypeError, "diagram_actions: context is not a tuple");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOOOO!O|O:diagram_actions context",
+                          &PyDict_Type, &c->callees, &c->callee_of, &c->actors, &c->special,
+                          &PyDict_Type, &c->plain, &c->template_of, &c->return_key,
+                          &PyDict_Type, &c->digests, &c->function_digest, &c->merge_labels,
+                          &c->get.get, &mode, type, &c->left_out, &PyDict_Type,
+                          &c->sql_digests, &c->sql_digest, &call_node, &in_order, &c->unname,
+                          &PyDict_Type, &c->unnamed, &anonymous, &rpc))
+        return -1;
+    c->want_digest = 0;
+    /* rpc: None, or (rpcs, SERVER_RPC, CLIENT_RPC, client_routes, _NO_OBJECT) (borrowed: the
+     * context holds them) */
+    c->rpcs = c->server_rpc = c->client_rpc = c->client_routes = c->no_object = NULL;
+    if (rpc != Py_None) {
+        if (!PyTuple_Check(rpc) || PyTuple_GET_SIZE(rpc) != 5 ||
+            !PyDict_CheckExact(PyTuple_GET_ITEM(rpc, 0))) {
+            PyErr_SetString(PyExc_TypeError, "diagram_actions: rpc is not (dict, 4 values)");
+            return -1;
+        }
+        if (intern_rpc_names() < 0)
+            return -1;
+        c->rpcs = PyTuple_GET_ITEM(rpc, 0);
+        c->server_rpc = PyTuple_GET_ITEM(rpc, 1);
+        c->client_rpc = PyTuple_GET_ITEM(rpc, 2);
+        c->client_routes = PyTuple_GET_ITEM(rpc, 3);
+        c->no_object = PyTuple_GET_ITEM(rpc, 4);
+    }
+    c->anonymous = c->included = c->modules = c->nearest = NULL;
+    if (anonymous != Py_None) { /* callees made here when `actors` names none */
+        PyObject *named = PyObject_GetAttr(c->actors, s_named);
+        PyObject *included = named == NULL ? NULL : PyObject_GetAttr(c->actors, s_included);
+        PyObject *modules = included == NULL ? NULL : PyObject_GetAttr(c->actors, s_modules);
+        PyObject *nearest = modules == NULL ? NULL : PyObject_GetAttr(c->actors, s_nearest);
+        if (nearest == NULL)
+            PyErr_Clear(); /* (not an `Actors`: `callee_of` makes every callee) */
+        else if (named == Py_False && PyDict_CheckExact(included) &&
+                 PyDict_CheckExact(modules) && PyDict_CheckExact(nearest)) {
+            /* (borrowed: `actors` holds them for the walk) */
+            c->anonymous = anonymous;
+            c->included = included;
+            c->modules = modules;
+            c->nearest = nearest;
+        }
+        Py_XDECREF(named);
+        Py_XDECREF(included);
+        Py_XDECREF(modules);
+        Py_XDECREF(nearest);
+    }
+    c->in_nodes = c->in_cos = NULL;
+    c->visited = 0;
+    if (in_order != Py_None) {
+        if (!PyTuple_Check(in_order) || PyTuple_GET_SIZE(in_order) != 2 ||
+            !PyList_Check(PyTuple_GET_ITEM(in_order, 0)) ||
+            !PyList_Check(PyTuple_GET_ITEM(in_order, 1))) {
+            PyErr_SetString(PyExc_TypeError, "diagram_actions: in_order is not two lists");
+            return -1;
+        }
+        c->in_nodes = PyTuple_GET_ITEM(in_order, 0);
+        c->in_cos = PyTuple_GET_ITEM(in_order, 1);
+    }
+    if (intern_tree_names() < 0 || learn_node_type(call_node) < 0)
+        return -1;
+    c->get.mode = (int)PyLong_AsLong(mode);
+    if (c->get.mode == -1 && PyErr_Occurred())
+        return -1;
+    int truth = PyObject_IsTrue(digests_only);
+    if (truth < 0)
+        return -1;
+    c->digests_only = truth ? Py_True : Py_False;
+    return 0;
+}
+
 PyObject *
 tt_diagram_actions(PyObject *self, PyObject *args)
 {
@@ -1113,74 +1204,9 @@ tt_diagram_actions(PyObject *self, PyObject *args)
     if (intern_names() < 0)
         return NULL;
     Context c;
-    PyObject *mode, *type, *call_node, *in_order, *anonymous, *rpc = Py_None;
-    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOOOO!O|O:diagram_actions context",
-                          &PyDict_Type, &c.callees, &c.callee_of, &c.actors, &c.special,
-                          &PyDict_Type, &c.plain, &c.template_of, &c.return_key, &PyDict_Type,
-                          &c.digests, &c.function_digest, &c.merge_labels, &c.get.get, &mode,
-                          &type, &c.left_out, &PyDict_Type, &c.sql_digests, &c.sql_digest,
-                          &call_node, &in_order, &c.unname, &PyDict_Type, &c.unnamed,
-                          &anonymous, &rpc))
+    PyObject *type;
+    if (read_context(context, digests_only, &c, &type) < 0)
         return NULL;
-    /* rpc: None, or (rpcs, SERVER_RPC, CLIENT_RPC, client_routes, _NO_OBJECT) (borrowed: the
-     * context holds them) */
-    c.rpcs = c.server_rpc = c.client_rpc = c.client_routes = c.no_object = NULL;
-    if (rpc != Py_None) {
-        if (!PyTuple_Check(rpc) || PyTuple_GET_SIZE(rpc) != 5 ||
-            !PyDict_CheckExact(PyTuple_GET_ITEM(rpc, 0))) {
-            PyErr_SetString(PyExc_TypeError, "diagram_actions: rpc is not (dict, 4 values)");
-            return NULL;
-        }
-        if (intern_rpc_names() < 0)
-            return NULL;
-        c.rpcs = PyTuple_GET_ITEM(rpc, 0);
-        c.server_rpc = PyTuple_GET_ITEM(rpc, 1);
-        c.client_rpc = PyTuple_GET_ITEM(rpc, 2);
-        c.client_routes = PyTuple_GET_ITEM(rpc, 3);
-        c.no_object = PyTuple_GET_ITEM(rpc, 4);
-    }
-    c.anonymous = c.included = c.modules = c.nearest = NULL;
-    if (anonymous != Py_None) { /* callees made here when `actors` names none */
-        PyObject *named = PyObject_GetAttr(c.actors, s_named);
-        PyObject *included = named == NULL ? NULL : PyObject_GetAttr(c.actors, s_included);
-        PyObject *modules = included == NULL ? NULL : PyObject_GetAttr(c.actors, s_modules);
-        PyObject *nearest = modules == NULL ? NULL : PyObject_GetAttr(c.actors, s_nearest);
-        if (nearest == NULL)
-            PyErr_Clear(); /* (not an `Actors`: `callee_of` makes every callee) */
-        else if (named == Py_False && PyDict_CheckExact(included) &&
-                 PyDict_CheckExact(modules) && PyDict_CheckExact(nearest)) {
-            /* (borrowed: `actors` holds them for the walk) */
-            c.anonymous = anonymous;
-            c.included = included;
-            c.modules = modules;
-            c.nearest = nearest;
-        }
-        Py_XDECREF(named);
-        Py_XDECREF(included);
-        Py_XDECREF(modules);
-        Py_XDECREF(nearest);
-    }
-    c.in_nodes = c.in_cos = NULL;
-    c.visited = 0;
-    if (in_order != Py_None) {
-        if (!PyTuple_Check(in_order) || PyTuple_GET_SIZE(in_order) != 2 ||
-            !PyList_Check(PyTuple_GET_ITEM(in_order, 0)) ||
-            !PyList_Check(PyTuple_GET_ITEM(in_order, 1))) {
-            PyErr_SetString(PyExc_TypeError, "diagram_actions: in_order is not two lists");
-            return NULL;
-        }
-        c.in_nodes = PyTuple_GET_ITEM(in_order, 0);
-        c.in_cos = PyTuple_GET_ITEM(in_order, 1);
-    }
-    if (intern_tree_names() < 0 || learn_node_type(call_node) < 0)
-        return NULL;
-    c.get.mode = (int)PyLong_AsLong(mode);
-    if (c.get.mode == -1 && PyErr_Occurred())
-        return NULL;
-    int truth = PyObject_IsTrue(digests_only);
-    if (truth < 0)
-        return NULL;
-    c.digests_only = truth ? Py_True : Py_False;
     int learned = learn_action_type(type);
     if (learned < 0)
         return NULL;
@@ -2037,5 +2063,156 @@ error:
     clear_stack(&stack);
     Py_XDECREF(nodes);
     Py_XDECREF(calls);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ digests without actions */
+
+/* diagram_digests(call_roots, cos, kept, context, leaves, inner, leaf_digest, inner_digest)
+ *   -> the root actions' subtree digests
+ *
+ * What `diagram_actions(..., digests_only=True, ...)` and then `subtree_digests` over its
+ * actions (no folding) give, `[a.subtree_digest for a in roots]`, with no action made: each
+ * call's digest is read as `diagram_actions` makes its bare action (a str here, or the
+ * `digest` of the action a Python helper makes), and each made call's subtree digest is made
+ * once its children's are, as `subtree_digests` makes it (the same `leaves` and `inner` maps
+ * and helpers). A call without a lifeline passes its children's subtree digests up to the
+ * nearest call with one, in their order, as its children's actions hang from that one's.
+ *
+ * The walk's stack holds calls to visit, (node, frame), and frames to finish, (frame, its
+ * parent frame): a frame is a list [digest, child subtree digests...], which is then the key
+ * into `inner` as a tuple; NULL as a parent frame is the roots. NotImplemented when the
+ * context's Action class is not one `diagram_actions` knows. */
+
+/* The subtree digest of a finished frame (new ref): `subtree_of` on its list. */
+static PyObject *
+frame_digest(PyObject *frame, PyObject *leaves, PyObject *inner, PyObject *leaf_digest,
+             PyObject *inner_digest)
+{
+    PyObject *own = PyList_GET_ITEM(frame, 0), *found;
+    if (PyList_GET_SIZE(frame) == 1) {
+        found = PyDict_GetItemWithError(leaves, own);
+        if (found != NULL)
+            return Py_NewRef(found);
+        if (PyErr_Occurred() || (found = PyObject_CallOneArg(leaf_digest, own)) == NULL)
+            return NULL;
+        if (PyDict_SetItem(leaves, own, found) < 0)
+            Py_CLEAR(found);
+        return found;
+    }
+    PyObject *key = PyList_AsTuple(frame);
+    if (key == NULL)
+        return NULL;
+    found = PyDict_GetItemWithError(inner, key);
+    if (found != NULL)
+        Py_INCREF(found);
+    else if (!PyErr_Occurred() && (found = PyObject_CallOneArg(inner_digest, key)) != NULL &&
+             PyDict_SetItem(inner, key, found) < 0)
+        Py_CLEAR(found);
+    Py_DECREF(key);
+    return found;
+}
+
+/* `push_all` of a node's children, none of which may be a list (a frame, on this stack). */
+static int
+push_nodes(Stack *stack, PyObject *children, PyObject *frame)
+{
+    PyObject *seq = PySequence_Fast(children, "children must be a sequence");
+    if (seq == NULL)
+        return -1;
+    PyObject **kids = PySequence_Fast_ITEMS(seq);
+    int rc = 0;
+    for (Py_ssize_t i = PySequence_Fast_GET_SIZE(seq); i-- > 0 && rc == 0;) {
+        if (PyList_CheckExact(kids[i])) {
+            PyErr_SetString(PyExc_TypeError, "diagram_digests: a call node is a list");
+            rc = -1;
+        }
+        else
+            rc = push(stack, kids[i], frame);
+    }
+    Py_DECREF(seq);
+    return rc;
+}
+
+PyObject *
+tt_diagram_digests(PyObject *self, PyObject *args)
+{
+    PyObject *call_roots, *cos, *kept, *context, *leaves, *inner, *leaf_digest, *inner_digest;
+    if (!PyArg_ParseTuple(args, "O!O!OO!O!O!OO:diagram_digests", &PyList_Type, &call_roots,
+                          &PyDict_Type, &cos, &kept, &PyTuple_Type, &context, &PyDict_Type,
+                          &leaves, &PyDict_Type, &inner, &leaf_digest, &inner_digest))
+        return NULL;
+    if (intern_names() < 0)
+        return NULL;
+    if (s_subtree_digest == NULL) {
+        if ((s_digest = PyUnicode_InternFromString("digest")) == NULL ||
+            (s_subtree_digest = PyUnicode_InternFromString("subtree_digest")) == NULL)
+            return NULL;
+    }
+    Context c;
+    PyObject *type;
+    if (read_context(context, Py_True, &c, &type) < 0)
+        return NULL;
+    int learned = learn_action_type(type);
+    if (learned < 0)
+        return NULL;
+    if (learned > 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    c.want_digest = 1;
+
+    PyObject *roots = PyList_New(0);
+    if (roots == NULL)
+        return NULL;
+    Stack stack = {NULL, 0, 0};
+    if (push_nodes(&stack, call_roots, NULL) < 0)
+        goto error;
+    while (stack.size) {
+        Item item = stack.items[--stack.size]; /* (its references are ours now) */
+        PyObject *target = item.parent == NULL ? roots : item.parent;
+        if (PyList_CheckExact(item.node)) { /* a frame whose children are all done */
+            PyObject *digest = frame_digest(item.node, leaves, inner, leaf_digest, inner_digest);
+            int failed = digest == NULL || PyList_Append(target, digest) < 0;
+            Py_XDECREF(digest);
+            Py_DECREF(item.node);
+            Py_XDECREF(item.parent);
+            if (failed)
+                goto error;
+            continue;
+        }
+        int made;
+        PyObject *action = action_of(&c, item.node, NULL, cos, kept, &made);
+        PyObject *frame = NULL, *children = NULL;
+        int failed = action == NULL;
+        if (!failed && made) {
+            /* (a str; or the action a Python helper made: its digest) */
+            PyObject *own = PyUnicode_Check(action) ? Py_NewRef(action)
+                                                    : action_slot(action, S_DIGEST, s_digest);
+            frame = own == NULL ? NULL : PyList_New(1);
+            if (frame == NULL) {
+                Py_XDECREF(own);
+                failed = 1;
+            }
+            else {
+                PyList_SET_ITEM(frame, 0, own);
+                failed = push(&stack, frame, item.parent) < 0;
+            }
+        }
+        Py_XDECREF(action);
+        if (!failed)
+            failed = (children = node_get(item.node, N_CHILDREN, s_children)) == NULL;
+        if (!failed) /* (a call left out: its children's digests go up to its own frame's) */
+            failed = push_nodes(&stack, children, made ? frame : item.parent) < 0;
+        Py_XDECREF(children);
+        Py_XDECREF(frame);
+        Py_DECREF(item.node);
+        Py_XDECREF(item.parent);
+        if (failed)
+            goto error;
+    }
+    free(stack.items);
+    return roots;
+error:
+    clear_stack(&stack);
+    Py_DECREF(roots);
     return NULL;
 }

@@ -34,6 +34,7 @@ needs_c = pytest.mark.skipif(
     _speedups is None
     or builder._WALK is None
     or builder._SUBTREES is None
+    or builder._DIGESTS is None
     or apply._CALL_TREE is None
     or plantuml._UML_LINES is None
     or apply._PREORDER_CALLS is None,
@@ -102,6 +103,7 @@ def _same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         _fresh_caches(m)
         m.setattr(builder, "_WALK", None)
         m.setattr(builder, "_SUBTREES", None)
+        m.setattr(builder, "_DIGESTS", None)
         m.setattr(apply, "_CALL_TREE", None)
         m.setattr(apply, "_PREORDER_CALLS", None)
         m.setattr(plantuml, "_UML_LINES", None)
@@ -316,6 +318,8 @@ def test_declines_an_action_class_it_does_not_know(monkeypatch: pytest.MonkeyPat
         pass
 
     assert _speedups.diagram_actions([], {}, None, None, False, _context(Plain)) is NotImplemented
+    digests = _speedups.diagram_digests([], {}, None, _context(Plain), {}, {}, None, None)
+    assert digests is NotImplemented
 
 
 def _context(action_class: Any) -> tuple[Any, ...]:
@@ -559,6 +563,7 @@ def test_http_digests_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                 if not fast:
                     m.setattr(builder, "_WALK", None)
                     m.setattr(builder, "_SUBTREES", None)
+                    m.setattr(builder, "_DIGESTS", None)
                 for bound, names in ((bind(doc), False), (bind(doc, sql_names=False), True)):
                     try:
                         results.append(root_digests(bound, sql_names=names))
@@ -579,3 +584,32 @@ def test_rpc_context_checked() -> None:
             _speedups.diagram_actions([], {}, None, None, True, (*context, rpc))
     rpc = ({}, 4, 5, False, builder._NO_OBJECT)
     assert _speedups.diagram_actions([], {}, None, None, True, (*context, rpc)) == []
+
+
+@needs_c
+def test_digests_without_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`diagram_digests` (no action made) gives the root digests of the C walk's actions and
+    their subtree digests, on random recordings (calls without a lifeline, SQL, HTTP) bound as
+    the index binds them; a list among a node's children is refused, not read as its frame."""
+    rng = random.Random(41)
+    for n in range(30):
+        events = _events(rng, rng.randint(1, 80)) + _http_events(rng, rng.randint(0, 5))
+        path = _write(tmp_path / f"d{n}.appmap.json", events)
+        doc = load_slim(path, extras=False, structs=False)
+        results = []
+        for walk in (True, False):
+            with monkeypatch.context() as m:
+                _fresh_caches(m)
+                if not walk:
+                    m.setattr(builder, "_DIGESTS", None)
+                for bound, names in ((bind(doc), False), (bind(doc, sql_names=False), True)):
+                    try:
+                        results.append(root_digests(bound, sql_names=names))
+                    except TypeError as exc:  # (an object as a status: not hashable)
+                        results.append(type(exc))
+        assert results[:2] == results[2:], path
+    bound = bind(doc)
+    assert bound.roots
+    bound.roots[0].children.append([["x"]])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        root_digests(bound)

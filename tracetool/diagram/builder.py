@@ -70,6 +70,8 @@ ANONYMOUS = Actor("", "", 0)  # a call's lifeline in `Actors(named=False)`
 # `actions_of`'s loop in C (tracetool/_speedups_diagram.c), or None
 _WALK: Callable[..., Any] | None = accel.function("diagram_actions")
 _SUBTREES: Callable[..., Any] | None = accel.function("subtree_digests")  # `_subtree_digests`
+# `_root_digests`' walk, making no action
+_DIGESTS: Callable[..., Any] | None = accel.function("diagram_digests")
 
 
 @dataclass(frozen=True)
@@ -114,16 +116,44 @@ def root_digests(bound: Bound, sql_names: bool = True) -> list[str]:
     options = DiagramOptions(loops=False)
     with gc_paused():
         if sql_names:
-            diagram = _build(bound, options, None, digests_only=True)
-        else:
-            try:
-                diagram = _build(bound, options, None, True, _SqlUnnamed(bound.cmap))
-            except _NotUnderDatabase:
-                diagram = _build(without_sql_names(bound), options, None, digests_only=True)
-        digests = [a.subtree_digest for a in diagram.root_actions]
-        # freed while the GC is paused (its actions hold no cycle): alive when it resumes,
-        # they would count towards a collection that then walks them all
-        del diagram
+            return _root_digests(bound, options, None)
+        try:
+            return _root_digests(bound, options, _SqlUnnamed(bound.cmap))
+        except _NotUnderDatabase:
+            return _root_digests(without_sql_names(bound), options, None)
+
+
+def _root_digests(
+    bound: Bound, options: DiagramOptions, unname_sql: Callable[[CodeObject], CodeObject] | None
+) -> list[str]:
+    """`root_digests` of `bound` (the GC paused), with the SQL calls' `unname_sql`: in C
+    without making the actions (`diagram_digests`: each made call's subtree digest as its
+    children's are known), else from the actions `_build` makes."""
+    if _DIGESTS is not None and bound.roots:
+        live = _live_code_objects(bound, None)
+        actors = Actors(included_code_objects(bound.cmap.roots, live, options), named=False)
+        factory = ActionFactory(options.client_routes)
+        in_order = (
+            None if bound.node_code_objects is None else (bound.nodes, bound.node_code_objects)
+        )
+        get = field_getter(bound.roots[0].call)
+        context = _walk_context(factory, actors, get, in_order, unname_sql, {})
+        leaves, inner = _SHARED
+        _bound_caches(_SHARED)
+        try:
+            digests = _DIGESTS(
+                bound.roots, bound.code_objects, None, context, leaves, inner,
+                _leaf_digest, _inner_digest,
+            )  # fmt: skip
+        finally:
+            _bound_caches(_SHARED)
+        if digests is not NotImplemented:
+            return digests  # type: ignore[no-any-return]
+    diagram = _build(bound, options, None, True, unname_sql)
+    digests = [a.subtree_digest for a in diagram.root_actions]
+    # freed while the GC is paused (its actions hold no cycle): alive when it resumes, they
+    # would count towards a collection that then walks them all
+    del diagram
     return digests
 
 
@@ -240,31 +270,7 @@ def actions_of(
     get = field_getter(call_roots[0].call) if call_roots else dict.get
     special = factory.special_call
     if _WALK is not None and call_roots:  # the same walk in C (`tracetool/_speedups_diagram.c`)
-        mode = 0 if get is dict.get else 1 if get is getattr else 2
-        context = (
-            factory.callees,
-            factory.callee,
-            actors,
-            special,
-            factory.plain,
-            factory._template,
-            _return_key,
-            factory.digests,
-            dg.function_digest,
-            _merge_labels,
-            get,
-            mode,
-            Action,
-            _LEFT_OUT,
-            factory.sql,
-            dg.sql_digest,
-            CallNode,
-            in_order,
-            unname_sql,
-            unnamed,
-            ANONYMOUS,
-            (factory.rpcs, SERVER_RPC, CLIENT_RPC, factory.client_routes, _NO_OBJECT),
-        )
+        context = _walk_context(factory, actors, get, in_order, unname_sql, unnamed)
         walked = _WALK(call_roots, cos, kept, order, digests_only, context)
         if walked is not NotImplemented:
             return walked
@@ -366,6 +372,42 @@ def actions_of(
             for child in reversed(children):
                 push((child, action))
     return roots
+
+
+def _walk_context(
+    factory: ActionFactory,
+    actors: Actors,
+    get: Callable[[Any, str], Any],
+    in_order: tuple[list[CallNode], list[CodeObject]] | None,
+    unname_sql: Callable[[CodeObject], CodeObject] | None,
+    unnamed: dict[int, CodeObject],
+) -> tuple[Any, ...]:
+    """The C walks' `context` (`tracetool/_speedups_diagram.c`: `diagram_actions`)."""
+    mode = 0 if get is dict.get else 1 if get is getattr else 2
+    return (
+        factory.callees,
+        factory.callee,
+        actors,
+        factory.special_call,
+        factory.plain,
+        factory._template,
+        _return_key,
+        factory.digests,
+        dg.function_digest,
+        _merge_labels,
+        get,
+        mode,
+        Action,
+        _LEFT_OUT,
+        factory.sql,
+        dg.sql_digest,
+        CallNode,
+        in_order,
+        unname_sql,
+        unnamed,
+        ANONYMOUS,
+        (factory.rpcs, SERVER_RPC, CLIENT_RPC, factory.client_routes, _NO_OBJECT),
+    )
 
 
 def _live_code_objects(bound: Bound, kept: set[int] | None) -> set[int]:
