@@ -855,9 +855,9 @@ _NO_OBJECT = ("\0",)  # `_rpc_key`'s mark of a field that is not an object
 # `ActionFactory._rpc`'s results by `_rpc_key`, kept from one diagram (or recording digested by
 # the index) to the next: its keys hold every field they are made of, whatever the recording,
 # and a worker's recordings mostly repeat their requests' routes and statuses. Bounded: emptied
-# when full (~2 MB at most). The C walk reads it too (`rpc_action`).
+# when full (~1 MB at most). The C walk reads it too (`rpc_action`).
 _RPCS: dict[tuple[Any, ...], tuple[str, str, Any]] = {}
-_RPCS_MAX = 4096
+_RPCS_MAX = 2048
 
 
 def _merge_labels(labels: list[str] | None, event_labels: list[Any]) -> list[str]:
@@ -940,9 +940,9 @@ def _subtree_digests(
 # the next: an indexer's worker digests many recordings of the same application, whose
 # subtrees mostly repeat (200 seed-1 recordings: 46,000 subtree hashes, 8,500 distinct).
 # Pure functions of their keys, so what they hold never changes a digest; bounded
-# (`_bound_caches`): ~2-3 MB at most.
+# (`_bound_caches`): ~2 MB at most.
 _SHARED: tuple[dict[str, str], dict[tuple[str, ...], str]] = ({}, {})
-_SHARED_MAX = 10_000
+_SHARED_MAX = 8_000
 
 
 def _bound_caches(caches: tuple[dict[str, str], dict[tuple[str, ...], str]]) -> None:
