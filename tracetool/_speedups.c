@@ -3271,6 +3271,7 @@ PyObject *tt_call_tree(PyObject *self, PyObject *args);
 PyObject *tt_preorder_calls(PyObject *self, PyObject *args);
 PyObject *tt_uml_lines(PyObject *self, PyObject *args);
 PyObject *tt_subtree_digests(PyObject *self, PyObject *args);
+PyObject *tt_diagram_digests(PyObject *self, PyObject *args);
 /* _speedups_extract.c: the walk of tracetool.index.extract.Extractor._walk */
 PyObject *tt_extract_walk(PyObject *self, PyObject *args);
 
@@ -3708,6 +3709,9 @@ static PyMethodDef methods[] = {
      "huge_number_risk(buffer) -> trace.checks.maybe_huge_number of the whole text, GIL released."},
     {"tree_links", tree_links, METH_O,
      "tree_links(events) -> tracetool.trace.tree.tree_links(events), or None (module doc)."},
+    {"diagram_digests", tt_diagram_digests, METH_VARARGS,
+     "diagram_digests(call_roots, cos, kept, context, leaves, inner, leaf_digest, inner_digest)\n"
+     "-> root subtree digests (tracetool/_speedups_diagram.c)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

@@ -9,6 +9,8 @@
  *   preorder_calls   `preorder(roots)` and each node's call (apply.bind_nodes)
  *   diagram_actions  the walk of `tracetool.diagram.builder.actions_of`
  *   subtree_digests  the loop of `builder._subtree_digests`
+ *   diagram_digests  `builder._root_digests`: the two above for the index's digest, making
+ *                    no action (each call's digest, then its subtree digest)
  *   uml_lines        the memoized-text case of `tracetool.diagram.plantuml._batch_lines`
  *
  * Nothing here parses bytes or owns memory but a walk's stack: every value stays the Python
@@ -31,6 +33,12 @@
  * Python `callee_of` calls per recording, ~0.04 s). What stays: the first touch of each node
  * and event, the per-recording code-object work (live code objects, lifelines: ~0.03 s),
  * HTTP calls (`_rpc`, ~0.03 s) and the sha256 of each distinct subtree (~0.025 s).
+ * Then (callgrind, the digest of the 241 recordings of /tmp/s200 each freshly bound: 2.46 G
+ * instructions): subtree digests and HTTP requests' results kept from one recording to the
+ * next (bounded, `builder._SHARED`, `builder._RPCS`) and a remembered request's digest made
+ * here (`rpc_action`), 1.92 G; the walk making no action (`diagram_digests`: the actions'
+ * allocation and freeing were ~0.5 G), 1.81 G. What stays: the first digest of each distinct
+ * SQL text (`digests.sql_digest`: its canonical form, ~1/3), the per-recording callees.
  *
  *     diagram_actions(call_roots, cos, kept, order, digests_only, context) -> root actions
  *
@@ -408,7 +416,41 @@ typedef struct {
     /* `Actors(named=False)`'s maps and the actor it gives every call with a lifeline, when
      * the walk makes callees itself (`anonymous_callee`); NULL otherwise */
     PyObject *anonymous, *included, *modules, *nearest;
+    /* `ActionFactory._rpc`'s cache and what its keys are made of (`rpc_action`): NULL when
+     * not given */
+    PyObject *rpcs, *server_rpc, *client_rpc, *client_routes, *no_object;
+    /* 1: a bare action made in C is its digest alone, a str (`diagram_digests`) */
+    int want_digest;
 } Context;
+
+/* Action.bare(digest), or the digest itself when the walk wants digests only (new ref). */
+static PyObject *new_bare(PyObject *digest);
+static inline PyObject *
+bare_or_digest(const Context *c, PyObject *digest)
+{
+    return c->want_digest ? Py_NewRef(digest) : new_bare(digest);
+}
+
+/* `co.id` (new ref): the `_id` it remembers when it has one (`CodeObject.id`, a property,
+ * computes it once and keeps it there), without the property's Python call. */
+static PyObject *s__id;
+
+static PyObject *
+code_object_id(PyObject *co)
+{
+    if (s__id == NULL && (s__id = PyUnicode_InternFromString("_id")) == NULL)
+        return NULL;
+    PyObject *known = PyObject_GetAttr(co, s__id);
+    if (known != NULL && PyUnicode_CheckExact(known))
+        return known;
+    if (known == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return NULL;
+        PyErr_Clear();
+    }
+    Py_XDECREF(known);
+    return PyObject_GetAttr(co, s_id);
+}
 
 /* The plain function call's key into `plain` (`actions_of`'s flat `_return_key`): new ref. */
 static PyObject *
@@ -545,7 +587,7 @@ digest_action(const Context *c, PyObject *node, PyObject *co, PyObject *co_id)
     if (digest != NULL)
         Py_INCREF(digest);
     else if (!PyErr_Occurred()) {
-        PyObject *ident = PyObject_GetAttr(co, s_id);
+        PyObject *ident = code_object_id(co);
         if (ident != NULL) {
             digest = PyObject_CallFunctionObjArgs(c->function_digest, ident, flag, NULL);
             Py_DECREF(ident);
@@ -556,7 +598,7 @@ digest_action(const Context *c, PyObject *node, PyObject *co, PyObject *co_id)
     Py_DECREF(fkey);
     if (digest == NULL)
         return NULL;
-    PyObject *action = new_bare(digest);
+    PyObject *action = bare_or_digest(c, digest);
     Py_DECREF(digest);
     return action;
 }
@@ -635,7 +677,7 @@ sql_action(const Context *c, PyObject *node, PyObject *call, PyObject *actor, Py
             goto done;
     }
     if (c->digests_only == Py_True) {
-        action = new_bare(digest);
+        action = bare_or_digest(c, digest);
         goto done;
     }
     if ((action = new_action(6 /* model.QUERY */, digest)) == NULL)
@@ -749,7 +791,7 @@ anonymous_actor(const Context *c, PyObject *co, PyObject *co_id)
             if (is_class < 0)
                 goto failed;
             if (is_class) {
-                PyObject *ident = PyObject_GetAttr(obj, s_id);
+                PyObject *ident = code_object_id(obj);
                 if (ident == NULL)
                     goto failed;
                 found = PyDict_Contains(c->modules, ident);
@@ -822,6 +864,156 @@ callee_for(const Context *c, PyObject *co, PyObject *co_id)
         Py_CLEAR(callee);
     }
     return callee;
+}
+
+/* What an HTTP request's digest is made of, `builder._rpc_key` (the key of `_RPC_FIELDS`
+ * order): new ref, or Py_None (a new reference) where `_rpc_key` returns None. */
+static PyObject *s_http_server_request, *s_http_client_request, *s_http_server_response,
+    *s_http_client_response, *s_request_method, *s_normalized_path_info, *s_path_info, *s_url,
+    *s_status, *s_status_code;
+
+static int
+intern_rpc_names(void)
+{
+    if (s_status_code != NULL)
+        return 0;
+#define INTERN(var, text)                                   \
+    if ((var = PyUnicode_InternFromString(text)) == NULL) \
+        return -1;
+    INTERN(s_http_server_request, "http_server_request")
+    INTERN(s_http_client_request, "http_client_request")
+    INTERN(s_http_server_response, "http_server_response")
+    INTERN(s_http_client_response, "http_client_response")
+    INTERN(s_request_method, "request_method")
+    INTERN(s_normalized_path_info, "normalized_path_info")
+    INTERN(s_path_info, "path_info")
+    INTERN(s_url, "url")
+    INTERN(s_status, "status")
+    INTERN(s_status_code, "status_code") /* last: the "done" mark */
+#undef INTERN
+    return 0;
+}
+
+/* The fields of one event's object `name` put in `items` at `*at` (`_rpc_key`'s loop body,
+ * borrowed references: exact dicts read with str keys run no Python code): 1, 0 when
+ * `_rpc_key` gives up (an odd value), -1 with an error. */
+static int
+rpc_fields(const Context *c, PyObject **items, int *at, PyObject *event, PyObject *name,
+           PyObject *const *fields, int n)
+{
+    PyObject *value = PyDict_GetItemWithError(event, name);
+    if (value == NULL && PyErr_Occurred())
+        return -1;
+    if (value == NULL || !PyDict_Check(value)) { /* (read as no object) */
+        items[(*at)++] = c->no_object;
+        return 1;
+    }
+    if (!PyDict_CheckExact(value))
+        return 0;
+    for (int i = 0; i < n; i++) {
+        PyObject *item = PyDict_GetItemWithError(value, fields[i]);
+        if (item == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            item = Py_None;
+        }
+        else if (!PyUnicode_CheckExact(item) && !PyLong_CheckExact(item))
+            return 0;
+        items[(*at)++] = item;
+    }
+    return 1;
+}
+
+#define RPC_KEY_SIZE 13
+
+/* `_rpc_key(kind, call, ret, client_routes)` of events as dicts: new ref, or Py_None (a new
+ * reference) where `_rpc_key` returns None. */
+static PyObject *
+rpc_key(const Context *c, PyObject *kind, PyObject *call, PyObject *ret, int server, int client)
+{
+    PyObject *const server_fields[] = {s_request_method, s_normalized_path_info, s_path_info};
+    PyObject *const client_fields[] = {s_request_method, s_url};
+    PyObject *const response_fields[] = {s_status, s_status_code};
+    PyObject *items[RPC_KEY_SIZE];
+    int at = 0;
+    items[at++] = kind;
+    items[at++] = c->client_routes;
+    items[at++] = server ? Py_True : Py_False;
+    int rc = rpc_fields(c, items, &at, call, s_http_server_request, server_fields, 3);
+    if (rc > 0) {
+        items[at++] = client ? Py_True : Py_False;
+        rc = rpc_fields(c, items, &at, call, s_http_client_request, client_fields, 2);
+    }
+    if (rc > 0)
+        rc = rpc_fields(c, items, &at, ret, s_http_server_response, response_fields, 2);
+    if (rc > 0)
+        rc = rpc_fields(c, items, &at, ret, s_http_client_response, response_fields, 2);
+    if (rc < 0)
+        return NULL;
+    if (rc == 0)
+        return Py_NewRef(Py_None);
+    PyObject *key = PyTuple_New(at);
+    if (key == NULL)
+        return NULL;
+    for (int i = 0; i < at; i++)
+        PyTuple_SET_ITEM(key, i, Py_NewRef(items[i]));
+    return key;
+}
+
+/* `ActionFactory.digest_action`'s bare action of an HTTP request with its response (events as
+ * dicts), when `rpcs` holds its `_rpc_key`: new ref; Py_None (a new reference) otherwise (the
+ * caller then calls `special_call`, which makes and remembers it). */
+static PyObject *
+rpc_action(const Context *c, PyObject *node, PyObject *call)
+{
+    if (c->rpcs == NULL || !PyDict_CheckExact(call))
+        return Py_NewRef(Py_None);
+    int sql = PyDict_Contains(call, s_sql_query);
+    int server = sql != 0 ? sql : PyDict_Contains(call, s_http_server_request);
+    int client = server < 0 || sql != 0 ? 0 : PyDict_Contains(call, s_http_client_request);
+    if (sql < 0 || server < 0 || client < 0)
+        return NULL;
+    if (sql || (!server && !client))
+        return Py_NewRef(Py_None);
+    PyObject *ret = node_get(node, N_RET, s_ret);
+    if (ret == NULL)
+        return NULL;
+    PyObject *kind = NULL, *key = NULL, *action = NULL;
+    if (!PyDict_CheckExact(ret)) { /* (None: `_special` makes it) */
+        action = Py_NewRef(Py_None);
+        goto done;
+    }
+    /* `"http_server_request" in call and ret.get("http_server_response")`, then the client's */
+    for (int side = 0; side < 2 && kind == NULL; side++) {
+        if (!(side == 0 ? server : client))
+            continue;
+        PyObject *resp = PyDict_GetItemWithError(
+            ret, side == 0 ? s_http_server_response : s_http_client_response);
+        if (resp == NULL && PyErr_Occurred())
+            goto done;
+        int truth = resp == NULL ? 0 : PyObject_IsTrue(resp);
+        if (truth < 0)
+            goto done;
+        if (truth)
+            kind = side == 0 ? c->server_rpc : c->client_rpc;
+    }
+    if (kind == NULL) {
+        action = Py_NewRef(Py_None);
+        goto done;
+    }
+    if ((key = rpc_key(c, kind, call, ret, server, client)) == NULL)
+        goto done;
+    PyObject *found = key == Py_None ? NULL : PyDict_GetItemWithError(c->rpcs, key);
+    if (found == NULL && PyErr_Occurred())
+        goto done;
+    if (found == NULL || !PyTuple_Check(found) || PyTuple_GET_SIZE(found) < 1)
+        action = Py_NewRef(Py_None);
+    else
+        action = bare_or_digest(c, PyTuple_GET_ITEM(found, 0));
+done:
+    Py_DECREF(ret);
+    Py_XDECREF(key);
+    return action;
 }
 
 /* One call's action (new ref), or NULL with an error; `*made` is 0 when the call has no
@@ -905,6 +1097,10 @@ action_of(Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject 
     if (special && c->digests_only == Py_True) {
         caller = Py_NewRef(Py_None); /* (unused: a bare action has none) */
         action = sql_action(c, node, call, actor, caller);
+        if (action == Py_None) { /* an HTTP request whose digest `_rpc` remembers */
+            Py_DECREF(action);
+            action = rpc_action(c, node, call);
+        }
         if (action == Py_None) {
             Py_DECREF(action);
             Py_CLEAR(caller);
@@ -945,6 +1141,87 @@ done:
     return action;
 }
 
+/* `context` (and digests_only) read into `c` (module doc: `diagram_actions`), its Action class
+ * and CallNode class in `*type` and `*call_node` (borrowed): 0, or -1 with an error. */
+static int
+read_context(PyObject *context, PyObject *digests_only, Context *c, PyObject **type)
+{
+    PyObject *mode, *call_node, *in_order, *anonymous, *rpc = Py_None;
+    if (!PyTuple_Check(context)) {
+        PyErr_SetString(PyExc_TypeError, "diagram_actions: context is not a tuple");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOOOO!O|O:diagram_actions context",
+                          &PyDict_Type, &c->callees, &c->callee_of, &c->actors, &c->special,
+                          &PyDict_Type, &c->plain, &c->template_of, &c->return_key,
+                          &PyDict_Type, &c->digests, &c->function_digest, &c->merge_labels,
+                          &c->get.get, &mode, type, &c->left_out, &PyDict_Type,
+                          &c->sql_digests, &c->sql_digest, &call_node, &in_order, &c->unname,
+                          &PyDict_Type, &c->unnamed, &anonymous, &rpc))
+        return -1;
+    c->want_digest = 0;
+    /* rpc: None, or (rpcs, SERVER_RPC, CLIENT_RPC, client_routes, _NO_OBJECT) (borrowed: the
+     * context holds them) */
+    c->rpcs = c->server_rpc = c->client_rpc = c->client_routes = c->no_object = NULL;
+    if (rpc != Py_None) {
+        if (!PyTuple_Check(rpc) || PyTuple_GET_SIZE(rpc) != 5 ||
+            !PyDict_CheckExact(PyTuple_GET_ITEM(rpc, 0))) {
+            PyErr_SetString(PyExc_TypeError, "diagram_actions: rpc is not (dict, 4 values)");
+            return -1;
+        }
+        if (intern_rpc_names() < 0)
+            return -1;
+        c->rpcs = PyTuple_GET_ITEM(rpc, 0);
+        c->server_rpc = PyTuple_GET_ITEM(rpc, 1);
+        c->client_rpc = PyTuple_GET_ITEM(rpc, 2);
+        c->client_routes = PyTuple_GET_ITEM(rpc, 3);
+        c->no_object = PyTuple_GET_ITEM(rpc, 4);
+    }
+    c->anonymous = c->included = c->modules = c->nearest = NULL;
+    if (anonymous != Py_None) { /* callees made here when `actors` names none */
+        PyObject *named = PyObject_GetAttr(c->actors, s_named);
+        PyObject *included = named == NULL ? NULL : PyObject_GetAttr(c->actors, s_included);
+        PyObject *modules = included == NULL ? NULL : PyObject_GetAttr(c->actors, s_modules);
+        PyObject *nearest = modules == NULL ? NULL : PyObject_GetAttr(c->actors, s_nearest);
+        if (nearest == NULL)
+            PyErr_Clear(); /* (not an `Actors`: `callee_of` makes every callee) */
+        else if (named == Py_False && PyDict_CheckExact(included) &&
+                 PyDict_CheckExact(modules) && PyDict_CheckExact(nearest)) {
+            /* (borrowed: `actors` holds them for the walk) */
+            c->anonymous = anonymous;
+            c->included = included;
+            c->modules = modules;
+            c->nearest = nearest;
+        }
+        Py_XDECREF(named);
+        Py_XDECREF(included);
+        Py_XDECREF(modules);
+        Py_XDECREF(nearest);
+    }
+    c->in_nodes = c->in_cos = NULL;
+    c->visited = 0;
+    if (in_order != Py_None) {
+        if (!PyTuple_Check(in_order) || PyTuple_GET_SIZE(in_order) != 2 ||
+            !PyList_Check(PyTuple_GET_ITEM(in_order, 0)) ||
+            !PyList_Check(PyTuple_GET_ITEM(in_order, 1))) {
+            PyErr_SetString(PyExc_TypeError, "diagram_actions: in_order is not two lists");
+            return -1;
+        }
+        c->in_nodes = PyTuple_GET_ITEM(in_order, 0);
+        c->in_cos = PyTuple_GET_ITEM(in_order, 1);
+    }
+    if (intern_tree_names() < 0 || learn_node_type(call_node) < 0)
+        return -1;
+    c->get.mode = (int)PyLong_AsLong(mode);
+    if (c->get.mode == -1 && PyErr_Occurred())
+        return -1;
+    int truth = PyObject_IsTrue(digests_only);
+    if (truth < 0)
+        return -1;
+    c->digests_only = truth ? Py_True : Py_False;
+    return 0;
+}
+
 PyObject *
 tt_diagram_actions(PyObject *self, PyObject *args)
 {
@@ -956,57 +1233,9 @@ tt_diagram_actions(PyObject *self, PyObject *args)
     if (intern_names() < 0)
         return NULL;
     Context c;
-    PyObject *mode, *type, *call_node, *in_order, *anonymous;
-    if (!PyArg_ParseTuple(context, "O!OOOO!OOO!OOOOOOO!OOOOO!O:diagram_actions context",
-                          &PyDict_Type, &c.callees, &c.callee_of, &c.actors, &c.special,
-                          &PyDict_Type, &c.plain, &c.template_of, &c.return_key, &PyDict_Type,
-                          &c.digests, &c.function_digest, &c.merge_labels, &c.get.get, &mode,
-                          &type, &c.left_out, &PyDict_Type, &c.sql_digests, &c.sql_digest,
-                          &call_node, &in_order, &c.unname, &PyDict_Type, &c.unnamed,
-                          &anonymous))
+    PyObject *type;
+    if (read_context(context, digests_only, &c, &type) < 0)
         return NULL;
-    c.anonymous = c.included = c.modules = c.nearest = NULL;
-    if (anonymous != Py_None) { /* callees made here when `actors` names none */
-        PyObject *named = PyObject_GetAttr(c.actors, s_named);
-        PyObject *included = named == NULL ? NULL : PyObject_GetAttr(c.actors, s_included);
-        PyObject *modules = included == NULL ? NULL : PyObject_GetAttr(c.actors, s_modules);
-        PyObject *nearest = modules == NULL ? NULL : PyObject_GetAttr(c.actors, s_nearest);
-        if (nearest == NULL)
-            PyErr_Clear(); /* (not an `Actors`: `callee_of` makes every callee) */
-        else if (named == Py_False && PyDict_CheckExact(included) &&
-                 PyDict_CheckExact(modules) && PyDict_CheckExact(nearest)) {
-            /* (borrowed: `actors` holds them for the walk) */
-            c.anonymous = anonymous;
-            c.included = included;
-            c.modules = modules;
-            c.nearest = nearest;
-        }
-        Py_XDECREF(named);
-        Py_XDECREF(included);
-        Py_XDECREF(modules);
-        Py_XDECREF(nearest);
-    }
-    c.in_nodes = c.in_cos = NULL;
-    c.visited = 0;
-    if (in_order != Py_None) {
-        if (!PyTuple_Check(in_order) || PyTuple_GET_SIZE(in_order) != 2 ||
-            !PyList_Check(PyTuple_GET_ITEM(in_order, 0)) ||
-            !PyList_Check(PyTuple_GET_ITEM(in_order, 1))) {
-            PyErr_SetString(PyExc_TypeError, "diagram_actions: in_order is not two lists");
-            return NULL;
-        }
-        c.in_nodes = PyTuple_GET_ITEM(in_order, 0);
-        c.in_cos = PyTuple_GET_ITEM(in_order, 1);
-    }
-    if (intern_tree_names() < 0 || learn_node_type(call_node) < 0)
-        return NULL;
-    c.get.mode = (int)PyLong_AsLong(mode);
-    if (c.get.mode == -1 && PyErr_Occurred())
-        return NULL;
-    int truth = PyObject_IsTrue(digests_only);
-    if (truth < 0)
-        return NULL;
-    c.digests_only = truth ? Py_True : Py_False;
     int learned = learn_action_type(type);
     if (learned < 0)
         return NULL;
@@ -1863,5 +2092,156 @@ error:
     clear_stack(&stack);
     Py_XDECREF(nodes);
     Py_XDECREF(calls);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ digests without actions */
+
+/* diagram_digests(call_roots, cos, kept, context, leaves, inner, leaf_digest, inner_digest)
+ *   -> the root actions' subtree digests
+ *
+ * What `diagram_actions(..., digests_only=True, ...)` and then `subtree_digests` over its
+ * actions (no folding) give, `[a.subtree_digest for a in roots]`, with no action made: each
+ * call's digest is read as `diagram_actions` makes its bare action (a str here, or the
+ * `digest` of the action a Python helper makes), and each made call's subtree digest is made
+ * once its children's are, as `subtree_digests` makes it (the same `leaves` and `inner` maps
+ * and helpers). A call without a lifeline passes its children's subtree digests up to the
+ * nearest call with one, in their order, as its children's actions hang from that one's.
+ *
+ * The walk's stack holds calls to visit, (node, frame), and frames to finish, (frame, its
+ * parent frame): a frame is a list [digest, child subtree digests...], which is then the key
+ * into `inner` as a tuple; NULL as a parent frame is the roots. NotImplemented when the
+ * context's Action class is not one `diagram_actions` knows. */
+
+/* The subtree digest of a finished frame (new ref): `subtree_of` on its list. */
+static PyObject *
+frame_digest(PyObject *frame, PyObject *leaves, PyObject *inner, PyObject *leaf_digest,
+             PyObject *inner_digest)
+{
+    PyObject *own = PyList_GET_ITEM(frame, 0), *found;
+    if (PyList_GET_SIZE(frame) == 1) {
+        found = PyDict_GetItemWithError(leaves, own);
+        if (found != NULL)
+            return Py_NewRef(found);
+        if (PyErr_Occurred() || (found = PyObject_CallOneArg(leaf_digest, own)) == NULL)
+            return NULL;
+        if (PyDict_SetItem(leaves, own, found) < 0)
+            Py_CLEAR(found);
+        return found;
+    }
+    PyObject *key = PyList_AsTuple(frame);
+    if (key == NULL)
+        return NULL;
+    found = PyDict_GetItemWithError(inner, key);
+    if (found != NULL)
+        Py_INCREF(found);
+    else if (!PyErr_Occurred() && (found = PyObject_CallOneArg(inner_digest, key)) != NULL &&
+             PyDict_SetItem(inner, key, found) < 0)
+        Py_CLEAR(found);
+    Py_DECREF(key);
+    return found;
+}
+
+/* `push_all` of a node's children, none of which may be a list (a frame, on this stack). */
+static int
+push_nodes(Stack *stack, PyObject *children, PyObject *frame)
+{
+    PyObject *seq = PySequence_Fast(children, "children must be a sequence");
+    if (seq == NULL)
+        return -1;
+    PyObject **kids = PySequence_Fast_ITEMS(seq);
+    int rc = 0;
+    for (Py_ssize_t i = PySequence_Fast_GET_SIZE(seq); i-- > 0 && rc == 0;) {
+        if (PyList_CheckExact(kids[i])) {
+            PyErr_SetString(PyExc_TypeError, "diagram_digests: a call node is a list");
+            rc = -1;
+        }
+        else
+            rc = push(stack, kids[i], frame);
+    }
+    Py_DECREF(seq);
+    return rc;
+}
+
+PyObject *
+tt_diagram_digests(PyObject *self, PyObject *args)
+{
+    PyObject *call_roots, *cos, *kept, *context, *leaves, *inner, *leaf_digest, *inner_digest;
+    if (!PyArg_ParseTuple(args, "O!O!OO!O!O!OO:diagram_digests", &PyList_Type, &call_roots,
+                          &PyDict_Type, &cos, &kept, &PyTuple_Type, &context, &PyDict_Type,
+                          &leaves, &PyDict_Type, &inner, &leaf_digest, &inner_digest))
+        return NULL;
+    if (intern_names() < 0)
+        return NULL;
+    if (s_subtree_digest == NULL) {
+        if ((s_digest = PyUnicode_InternFromString("digest")) == NULL ||
+            (s_subtree_digest = PyUnicode_InternFromString("subtree_digest")) == NULL)
+            return NULL;
+    }
+    Context c;
+    PyObject *type;
+    if (read_context(context, Py_True, &c, &type) < 0)
+        return NULL;
+    int learned = learn_action_type(type);
+    if (learned < 0)
+        return NULL;
+    if (learned > 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    c.want_digest = 1;
+
+    PyObject *roots = PyList_New(0);
+    if (roots == NULL)
+        return NULL;
+    Stack stack = {NULL, 0, 0};
+    if (push_nodes(&stack, call_roots, NULL) < 0)
+        goto error;
+    while (stack.size) {
+        Item item = stack.items[--stack.size]; /* (its references are ours now) */
+        PyObject *target = item.parent == NULL ? roots : item.parent;
+        if (PyList_CheckExact(item.node)) { /* a frame whose children are all done */
+            PyObject *digest = frame_digest(item.node, leaves, inner, leaf_digest, inner_digest);
+            int failed = digest == NULL || PyList_Append(target, digest) < 0;
+            Py_XDECREF(digest);
+            Py_DECREF(item.node);
+            Py_XDECREF(item.parent);
+            if (failed)
+                goto error;
+            continue;
+        }
+        int made;
+        PyObject *action = action_of(&c, item.node, NULL, cos, kept, &made);
+        PyObject *frame = NULL, *children = NULL;
+        int failed = action == NULL;
+        if (!failed && made) {
+            /* (a str; or the action a Python helper made: its digest) */
+            PyObject *own = PyUnicode_Check(action) ? Py_NewRef(action)
+                                                    : action_slot(action, S_DIGEST, s_digest);
+            frame = own == NULL ? NULL : PyList_New(1);
+            if (frame == NULL) {
+                Py_XDECREF(own);
+                failed = 1;
+            }
+            else {
+                PyList_SET_ITEM(frame, 0, own);
+                failed = push(&stack, frame, item.parent) < 0;
+            }
+        }
+        Py_XDECREF(action);
+        if (!failed)
+            failed = (children = node_get(item.node, N_CHILDREN, s_children)) == NULL;
+        if (!failed) /* (a call left out: its children's digests go up to its own frame's) */
+            failed = push_nodes(&stack, children, made ? frame : item.parent) < 0;
+        Py_XDECREF(children);
+        Py_XDECREF(frame);
+        Py_DECREF(item.node);
+        Py_XDECREF(item.parent);
+        if (failed)
+            goto error;
+    }
+    free(stack.items);
+    return roots;
+error:
+    clear_stack(&stack);
+    Py_DECREF(roots);
     return NULL;
 }

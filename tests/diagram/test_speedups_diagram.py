@@ -34,6 +34,7 @@ needs_c = pytest.mark.skipif(
     _speedups is None
     or builder._WALK is None
     or builder._SUBTREES is None
+    or builder._DIGESTS is None
     or apply._CALL_TREE is None
     or plantuml._UML_LINES is None
     or apply._PREORDER_CALLS is None,
@@ -94,18 +95,27 @@ def _same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         return result
 
     with monkeypatch.context() as m:
+        _fresh_caches(m)
         m.setattr(builder, "_WALK", spy)
         fast = _diagrams(path)
     assert all(walked), path  # (never declined)
     with monkeypatch.context() as m:
+        _fresh_caches(m)
         m.setattr(builder, "_WALK", None)
         m.setattr(builder, "_SUBTREES", None)
+        m.setattr(builder, "_DIGESTS", None)
         m.setattr(apply, "_CALL_TREE", None)
         m.setattr(apply, "_PREORDER_CALLS", None)
         m.setattr(plantuml, "_UML_LINES", None)
         reference = _diagrams(path)
     assert fast == reference, path
     assert not [x for x in fast if isinstance(x, tuple) and x[0] == _DIFFERS], path
+
+
+def _fresh_caches(m: pytest.MonkeyPatch) -> None:
+    """Empty the caches kept across diagrams (the reference makes its own values)."""
+    m.setattr(builder, "_SHARED", ({}, {}))
+    m.setattr(builder, "_RPCS", {})
 
 
 @needs_c
@@ -308,6 +318,8 @@ def test_declines_an_action_class_it_does_not_know(monkeypatch: pytest.MonkeyPat
         pass
 
     assert _speedups.diagram_actions([], {}, None, None, False, _context(Plain)) is NotImplemented
+    digests = _speedups.diagram_digests([], {}, None, _context(Plain), {}, {}, None, None)
+    assert digests is NotImplemented
 
 
 def _context(action_class: Any) -> tuple[Any, ...]:
@@ -479,3 +491,125 @@ def test_plantuml_options_and_small_chunks(monkeypatch: pytest.MonkeyPatch) -> N
     fast = rendered()
     monkeypatch.setattr(plantuml, "_UML_LINES", None)
     assert fast == rendered()
+
+
+# ---------------------------------------------------------------- HTTP digests (`rpc_action`)
+
+_ODD_HTTP: list[Any] = [None, "", "GET", "/a/{id}", 200, 0, -1, 2**63 - 1, True, 1.5, [1], {"x": 1}]
+
+
+def _http_events(rng: random.Random, count: int) -> list[Any]:
+    """HTTP server and client calls (nested under a function call), with odd fields, each
+    shape repeated so the digest walk meets remembered requests."""
+    shapes: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for _ in range(8):
+        call: dict[str, Any] = {}
+        for key, fields in (
+            ("http_server_request", ("request_method", "normalized_path_info", "path_info")),
+            ("http_client_request", ("request_method", "url")),
+        ):
+            roll = rng.random()
+            if roll < 0.5:
+                call[key] = {f: rng.choice(_ODD_HTTP) for f in fields if rng.random() < 0.8}
+            elif roll < 0.6:
+                call[key] = rng.choice([None, "x", [], 3])
+        if rng.random() < 0.1:
+            call["sql_query"] = {"sql": "SELECT 1"}
+        ret: dict[str, Any] = {}
+        for key in ("http_server_response", "http_client_response"):
+            roll = rng.random()
+            if roll < 0.6:
+                ret[key] = {f: rng.choice(_ODD_HTTP) for f in ("status", "status_code")}
+            elif roll < 0.7:
+                ret[key] = rng.choice([None, {}, "x", [], 0])
+        if rng.random() < 0.2:
+            ret["exceptions"] = [{"class": "Boom"}]
+        shapes.append((call, ret))
+    events: list[Any] = []
+    for i in range(count):
+        call, ret = rng.choice(shapes)
+        outer, inner = 4 * i + 1, 4 * i + 2
+        events.append({"id": outer, "event": "call", "thread_id": 1, **SAVE})
+        events.append({"id": inner, "event": "call", "thread_id": 1, **call})
+        if rng.random() < 0.9:
+            events.append({"id": 4 * i + 3, "event": "return", "thread_id": 1,
+                           "parent_id": inner, **ret})  # fmt: skip
+        events.append({"id": 4 * i + 4, "event": "return", "thread_id": 1, "parent_id": outer})
+    return events
+
+
+@needs_c
+def test_http_digests_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The digest walk's HTTP requests whose key `_rpc` remembers are made in C: the digests of
+    the Python code, odd fields (lists, booleans, floats, huge numbers, objects, a SQL query
+    beside) and requests without a response included; and fewer calls to `special_call`."""
+    rng = random.Random(29)
+    spared = 0
+    for n in range(40):
+        path = _write(tmp_path / f"h{n}.appmap.json", _http_events(rng, rng.randint(1, 30)))
+        doc = load_slim(path, extras=False, structs=False)
+        results, calls = [], []
+        for fast in (True, False):
+            count = [0]
+            special = builder.ActionFactory.special_call
+
+            def spy(*args: Any, count: list[int] = count, special: Any = special) -> Any:
+                count[0] += 1
+                return special(*args)
+
+            with monkeypatch.context() as m:
+                _fresh_caches(m)
+                m.setattr(builder.ActionFactory, "special_call", spy)
+                if not fast:
+                    m.setattr(builder, "_WALK", None)
+                    m.setattr(builder, "_SUBTREES", None)
+                    m.setattr(builder, "_DIGESTS", None)
+                for bound, names in ((bind(doc), False), (bind(doc, sql_names=False), True)):
+                    try:
+                        results.append(root_digests(bound, sql_names=names))
+                    except TypeError as exc:  # (an object as a status: not hashable)
+                        results.append(type(exc))
+            calls.append(count[0])
+        assert results[:2] == results[2:], path
+        assert calls[0] <= calls[1]
+        spared += calls[1] - calls[0]
+    assert spared > 50  # (the C path is taken)
+
+
+@needs_c
+def test_rpc_context_checked() -> None:
+    context = _context(builder.Action)
+    for rpc in [(), ({}, 4, 5, False), ([], 4, 5, False, builder._NO_OBJECT), "rpc"]:
+        with pytest.raises(TypeError):
+            _speedups.diagram_actions([], {}, None, None, True, (*context, rpc))
+    rpc = ({}, 4, 5, False, builder._NO_OBJECT)
+    assert _speedups.diagram_actions([], {}, None, None, True, (*context, rpc)) == []
+
+
+@needs_c
+def test_digests_without_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`diagram_digests` (no action made) gives the root digests of the C walk's actions and
+    their subtree digests, on random recordings (calls without a lifeline, SQL, HTTP) bound as
+    the index binds them; a list among a node's children is refused, not read as its frame."""
+    rng = random.Random(41)
+    for n in range(30):
+        events = _events(rng, rng.randint(1, 80)) + _http_events(rng, rng.randint(0, 5))
+        path = _write(tmp_path / f"d{n}.appmap.json", events)
+        doc = load_slim(path, extras=False, structs=False)
+        results = []
+        for walk in (True, False):
+            with monkeypatch.context() as m:
+                _fresh_caches(m)
+                if not walk:
+                    m.setattr(builder, "_DIGESTS", None)
+                for bound, names in ((bind(doc), False), (bind(doc, sql_names=False), True)):
+                    try:
+                        results.append(root_digests(bound, sql_names=names))
+                    except TypeError as exc:  # (an object as a status: not hashable)
+                        results.append(type(exc))
+        assert results[:2] == results[2:], path
+    bound = bind(doc)
+    assert bound.roots
+    bound.roots[0].children.append([["x"]])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        root_digests(bound)
