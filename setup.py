@@ -86,6 +86,7 @@ speedups = Extension(
         "tracetool/_speedups.c",
         "tracetool/_speedups_diagram.c",
         "tracetool/_speedups_extract.c",
+        "tracetool/_speedups_json.c",
     ],
     optional=True,
 )

@@ -3273,6 +3273,8 @@ PyObject *tt_uml_lines(PyObject *self, PyObject *args);
 PyObject *tt_subtree_digests(PyObject *self, PyObject *args);
 /* _speedups_extract.c: the walk of tracetool.index.extract.Extractor._walk */
 PyObject *tt_extract_walk(PyObject *self, PyObject *args);
+/* _speedups_json.c: a diagram's actions as sequence.json text */
+PyObject *tt_actions_json(PyObject *self, PyObject *args);
 
 /* ------------------------------------------------------------------ huge-number pre-check
  *
@@ -3708,6 +3710,9 @@ static PyMethodDef methods[] = {
      "huge_number_risk(buffer) -> trace.checks.maybe_huge_number of the whole text, GIL released."},
     {"tree_links", tree_links, METH_O,
      "tree_links(events) -> tracetool.trace.tree.tree_links(events), or None (module doc)."},
+    {"actions_json", tt_actions_json, METH_VARARGS,
+     "actions_json(actions, Action) -> their sequence.json text, or None\n"
+     "(tracetool/_speedups_json.c)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {
