@@ -25,6 +25,13 @@
  * given (or a class whose `__slots__` are not the known ones), and nesting deeper than
  * `MAX_DEPTH` (orjson refuses ~254 levels: the caller's fallback for deep trees stays its own).
  * An error of its own (memory) raises.
+ *
+ * Where the time went (60 MB benchmark recording, 101,000 actions, 96 MB of text): orjson with
+ * `json_default`'s dict per action 0.21-0.29 s, this 0.07-0.12 s (1.13 G instructions in its
+ * first version, 0.51 G now: floats formatted without dtoa when they are whole numbers of
+ * some power of ten (the elapsed times), strings checked 16 bytes at a time and copied whole,
+ * integers without printf, the text grown in the bytes object returned). What stays: the
+ * first read of every action, dict and string, and the text's own pages.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

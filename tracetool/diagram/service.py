@@ -130,8 +130,6 @@ def json_stream(
     first = True
     for roots in batches:
         for start in range(0, len(roots), batch):
-            # the list inside a list, so its items are indented as `rootActions` items are
-            # (`[\n  [\n    {…},\n    {…}\n  ]\n]`), then without the brackets
             piece = actions_text(roots[start : start + batch])
             if not first:
                 yield b","  # (on its own: the body is not copied once more behind it)
