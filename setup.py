@@ -76,8 +76,9 @@ packages = [
 daemon = ["tracetool_daemon"] + [f"tracetool_daemon.{p}" for p in find_packages("daemon")]
 
 # The optional C accelerator of directory-mode stats (tracetool/_speedups.c), of the sequence
-# diagram's walk (tracetool/_speedups_diagram.c) and of the index's (_speedups_extract.c): a
-# machine without a compiler builds and installs without it, and the pure-Python paths run instead.
+# diagram's walk (tracetool/_speedups_diagram.c) and json text (_speedups_json.c), and of the
+# index's walk (_speedups_extract.c): a machine without a compiler builds and installs without
+# it, and the pure-Python paths run instead.
 # TRACETOOL_PURE_WHEEL=1 builds the pure-Python wheel (py3-none-any) that the release ships beside
 # the platform one, for the platforms and Pythons it has no build for.
 speedups = Extension(
@@ -86,6 +87,7 @@ speedups = Extension(
         "tracetool/_speedups.c",
         "tracetool/_speedups_diagram.c",
         "tracetool/_speedups_extract.c",
+        "tracetool/_speedups_json.c",
     ],
     optional=True,
 )

@@ -3274,6 +3274,8 @@ PyObject *tt_subtree_digests(PyObject *self, PyObject *args);
 PyObject *tt_diagram_digests(PyObject *self, PyObject *args);
 /* _speedups_extract.c: the walk of tracetool.index.extract.Extractor._walk */
 PyObject *tt_extract_walk(PyObject *self, PyObject *args);
+/* _speedups_json.c: a diagram's actions as sequence.json text */
+PyObject *tt_actions_json(PyObject *self, PyObject *args);
 
 /* ------------------------------------------------------------------ huge-number pre-check
  *
@@ -3712,6 +3714,9 @@ static PyMethodDef methods[] = {
     {"diagram_digests", tt_diagram_digests, METH_VARARGS,
      "diagram_digests(call_roots, cos, kept, context, leaves, inner, leaf_digest, inner_digest)\n"
      "-> root subtree digests (tracetool/_speedups_diagram.c)."},
+    {"actions_json", tt_actions_json, METH_VARARGS,
+     "actions_json(actions, Action) -> their sequence.json text, or None\n"
+     "(tracetool/_speedups_json.c)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

@@ -452,6 +452,73 @@ code_object_id(PyObject *co)
     return PyObject_GetAttr(co, s_id);
 }
 
+/* `_return_key(ret)` (new ref) of a return whose `return_value` is the exact dict `value` with
+ * "properties", made here when those are null, not a list, or an exact list of exact dicts and
+ * non-dicts (skipped, as the Python helper skips them); NULL with `*handled` 0 (no error) for
+ * the others, left to the Python helper, and NULL with `*handled` 1 on an error. */
+static PyObject *
+return_key_here(const Context *c, PyObject *ret, PyObject *value, int *handled)
+{
+    static PyObject *s_prop_name = NULL;
+    *handled = 1;
+    if (s_prop_name == NULL && (s_prop_name = PyUnicode_InternFromString("name")) == NULL)
+        return NULL;
+    PyObject *props = PyDict_GetItemWithError(value, s_properties);
+    if (props == NULL && PyErr_Occurred())
+        return NULL;
+    PyObject *pkey;
+    if (props == NULL || !PyList_Check(props))
+        pkey = Py_NewRef(Py_None);
+    else if (!PyList_CheckExact(props)) {
+        *handled = 0;
+        return NULL;
+    }
+    else {
+        Py_INCREF(props);
+        PyObject *pairs = PyList_New(0);
+        for (Py_ssize_t i = 0; pairs != NULL && i < PyList_GET_SIZE(props); i++) {
+            PyObject *p = Py_NewRef(PyList_GET_ITEM(props, i));
+            if (PyDict_CheckExact(p)) {
+                PyObject *name = PyDict_GetItemWithError(p, s_prop_name);
+                PyObject *cls = name != NULL || !PyErr_Occurred()
+                                    ? PyDict_GetItemWithError(p, s_class)
+                                    : NULL;
+                PyObject *pair = PyErr_Occurred()
+                                     ? NULL
+                                     : PyTuple_Pack(2, name != NULL ? name : Py_None,
+                                                    cls != NULL ? cls : Py_None);
+                if (pair == NULL || PyList_Append(pairs, pair) < 0)
+                    Py_CLEAR(pairs);
+                Py_XDECREF(pair);
+            }
+            else if (PyDict_Check(p)) { /* (a dict subclass: its `get` is the helper's) */
+                *handled = 0;
+                Py_CLEAR(pairs);
+            }
+            Py_DECREF(p);
+        }
+        Py_DECREF(props);
+        if (pairs == NULL)
+            return NULL;
+        pkey = PyList_AsTuple(pairs);
+        Py_DECREF(pairs);
+        if (pkey == NULL)
+            return NULL;
+    }
+    PyObject *key = NULL;
+    PyObject *cls = PyDict_GetItemWithError(value, s_class);
+    if (cls != NULL || !PyErr_Occurred()) {
+        Py_XINCREF(cls);
+        int raises = field_true(&c->get, ret, s_exceptions);
+        if (raises >= 0)
+            key = PyTuple_Pack(4, cls != NULL ? cls : Py_None, pkey, raises ? Py_True : Py_False,
+                               PyDict_GET_SIZE(value) ? Py_True : Py_False);
+        Py_XDECREF(cls);
+    }
+    Py_DECREF(pkey);
+    return key;
+}
+
 /* The plain function call's key into `plain` (`actions_of`'s flat `_return_key`): new ref. */
 static PyObject *
 plain_key(const Context *c, PyObject *co_id, PyObject *ret)
@@ -485,7 +552,11 @@ plain_key(const Context *c, PyObject *co_id, PyObject *ret)
             }
         }
         else {
-            PyObject *rkey = PyObject_CallOneArg(c->return_key, ret);
+            int handled = 0;
+            PyObject *rkey =
+                PyDict_CheckExact(value) ? return_key_here(c, ret, value, &handled) : NULL;
+            if (rkey == NULL && !handled)
+                rkey = PyObject_CallOneArg(c->return_key, ret);
             if (rkey != NULL) {
                 key = PyTuple_Pack(3, co_id, rkey, Py_None);
                 Py_DECREF(rkey);

@@ -187,6 +187,8 @@ RETURN_VALUES: dict[str, list[Any]] = {
         {"class": "Hash", "properties": [{"name": "a", "class": "Int"}, "odd", {"name": None}]},
         {"class": "Hash", "properties": "not a list"},
         {"properties": []},
+        {"class": "Hash", "properties": None},
+        {"properties": [{"class": "A"}, {"name": "b", "class": "B", "x": 1}, 1]},
     ],
     "elapsed": [None, 0, 1.25, True, "slow", [1]],
     "exceptions": [None, [], [{"class": "Boom"}], "boom"],

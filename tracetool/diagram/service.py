@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from tracetool import accel
 from tracetool.diagram import diff as diffmod
 from tracetool.diagram import plantuml, text
 from tracetool.diagram.builder import DiagramOptions, build_diagram, release, root_digests
@@ -129,16 +130,28 @@ def json_stream(
     first = True
     for roots in batches:
         for start in range(0, len(roots), batch):
-            # the list inside a list, so its items are indented as `rootActions` items are
-            # (`[\n  [\n    {…},\n    {…}\n  ]\n]`), then without the brackets
-            text = orjson.dumps(
-                [roots[start : start + batch]], option=_INDENT, default=json_default
-            )
+            piece = actions_text(roots[start : start + batch])
             if not first:
                 yield b","  # (on its own: the body is not copied once more behind it)
-            yield text[5:-6]
+            yield piece
             first = False
     yield b"]\n}" if first else b"\n  ]\n}"
+
+
+_ACTIONS_JSON = accel.function("actions_json")  # `actions_text` in C (tracetool/_speedups_json.c)
+
+
+def actions_text(actions: list[Action]) -> bytes:
+    """The sequence.json objects of `actions` as `json_stream` writes them: each at an indent
+    of two levels after a newline, separated by commas (`orjson.dumps` of `[actions]` inside
+    its two brackets). Raises `orjson.JSONEncodeError` as that does (too deep)."""
+    if _ACTIONS_JSON is not None:
+        text = _ACTIONS_JSON(actions, Action)
+        if text is not None:
+            return text  # type: ignore[no-any-return]
+    # the list inside a list, so its items are indented as `rootActions` items are
+    # (`[\n  [\n    {…},\n    {…}\n  ]\n]`), then without the brackets
+    return orjson.dumps([actions], option=_INDENT, default=json_default)[5:-6]
 
 
 def write_json(diagram: Diagram, target: Path) -> None:

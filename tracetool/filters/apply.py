@@ -298,8 +298,10 @@ _HEADS = (EventHead, SlimCall)
 
 def _bind_heads(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeObject]:
     """`bind_calls` of `EventHead`s: a missing field reads UNSET, a null one None, so presence
-    is a dict's; what the function cache does not resolve is bound as the dict of the fields."""
+    is a dict's; what the function cache does not resolve is bound as the dict of the fields
+    (`_head_resolver`)."""
     unnamed, functions = state.unnamed, state.functions
+    resolve = _head_resolver(cmap, functions)
     out: list[CodeObject] = []
     append = out.append
     for call in calls:
@@ -319,11 +321,60 @@ def _bind_heads(calls: list[Any], cmap: ClassMap, state: BindState) -> list[Code
             )
             co = functions.get(key)
             if co is None:
-                co = functions[key] = cmap.code_object_for(call.to_dict())
+                co = functions[key] = resolve(call)
             append(co)
             continue
-        append(cmap.code_object_for(call.to_dict()))
+        append(resolve(call))
     return out
+
+
+# `functions` keys of HTTP requests (`_request_key`): a server's by its method and paths, a
+# client's by its method and URL
+_SERVER_REQUEST = "\0server request"
+_CLIENT_REQUEST = "\0client request"
+
+
+def _head_resolver(cmap: ClassMap, functions: dict[Any, CodeObject]) -> Any:
+    """`resolve(head)`: `cmap.code_object_for(head.to_dict())`, an HTTP request's remembered in
+    `functions` by the request fields that name its code object (`_request_key`): a recording's
+    requests repeat a few routes."""
+
+    def resolve(call: Any) -> CodeObject:
+        key = _request_key(call)
+        if key is None:
+            return cmap.code_object_for(call.to_dict())
+        co = functions.get(key)
+        if co is None:
+            co = functions[key] = cmap.code_object_for(call.to_dict())
+        return co
+
+    return resolve
+
+
+def _request_key(call: Any) -> tuple[Any, ...] | None:
+    """The fields `ClassMap.code_object_for` names an HTTP call's code object by (a server
+    request's method, `path_info` and `normalized_path_info`; a client request's method and
+    `url`), as a key; None for another call, or fields other than strings and nulls (equal
+    keys must name one code object: `1 == True` but their texts differ)."""
+    server = call.http_server_request
+    if server is not UNSET:
+        if server.__class__ is not dict:
+            return None
+        key: tuple[Any, ...] = (
+            _SERVER_REQUEST,
+            server.get("request_method"),
+            server.get("path_info"),
+            server.get("normalized_path_info"),
+        )
+    else:
+        client = call.http_client_request
+        if client.__class__ is not dict:
+            return None
+        key = (_CLIENT_REQUEST, client.get("request_method"), client.get("url"))
+    for value in key:
+        if value is not None and value.__class__ is not str:
+            return None
+    return key
 
 
 def unnamed_query(cmap: ClassMap) -> CodeObject:
