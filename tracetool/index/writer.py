@@ -136,6 +136,9 @@ class Writer:
         # whether savepoints guard each recording instead (after the first undo of a run)
         self._adding: int | None = None
         self._savepoints = False
+        # Every code object row received in this run: a worker sends each row once per run,
+        # later recordings name it with None in `Extract.items` (`worker._sent_once`).
+        self._rows: dict[str, tuple[Any, ...]] = {}
 
     # --- transactions -------------------------------------------------------------------------
 
@@ -186,7 +189,12 @@ class Writer:
             return None
         cid = self._codes.get(fqid)
         if cid is None:
-            attrs = items.get(fqid) or ("function", fqid.split(":", 1)[-1], *(None,) * 9)
+            attrs = items.get(fqid)
+            if attrs is None:
+                if fqid in items:  # a row its worker sent with an earlier recording
+                    attrs = self._rows[fqid]
+                else:
+                    attrs = ("function", fqid.split(":", 1)[-1], *(None,) * 9)
             cur = self.conn.execute(_INSERT_CODE_OBJECT, (fqid, *attrs))
             cid = int(cur.lastrowid or 0)
             self._codes[fqid] = cid
@@ -254,6 +262,10 @@ class Writer:
 
     def _put(self, result: Indexed, replace_id: int | None, fresh: bool) -> int:
         data = result.data
+        rows = self._rows
+        for fqid, row in data.items.items():  # (first: kept even if this recording fails)
+            if row is not None:
+                rows[fqid] = row
         rec: dict[str, Any] = dict(data.recording)
         rec.update(
             path=result.relpath,
