@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
@@ -97,7 +97,7 @@ class _CodeIds(dict[Any, Any]):
 
     def __init__(
         self,
-        ids: Mapping[str, int | None],
+        ids: Iterable[tuple[str, int | None]],
         intern: Callable[[str | None, dict[str, tuple[Any, ...]]], int | None],
         items: dict[str, tuple[Any, ...]],
     ) -> None:
@@ -289,18 +289,19 @@ class Writer:
             rid = self._adding = int(conn.execute(_INSERT_RECORDING, values).lastrowid or 0)
         items = data.items
         codes = self._codes
-        for fqid in [f for f in items if f not in codes]:  # (in order: ids are assigned)
-            self._code_id(fqid, items)
+        if not codes.keys() >= items.keys():  # (a C loop: nearly always all interned)
+            for fqid in [f for f in items if f not in codes]:  # (in order: ids are assigned)
+                self._code_id(fqid, items)
         cids = list(map(codes.__getitem__, items))
+        # fqid (or None) -> code object id, by plain subscription: the rows below name code
+        # objects hundreds of thousands of times, nearly always one of `items`.
+        code = _CodeIds(zip(items, cids), self._code_id, items)
+        cids.sort()  # (the table is keyed by code object: in key order, a page after another)
         conn.executemany(
             "INSERT INTO recording_code_objects (code_object_id, recording_id) VALUES (?, ?)",
             zip(cids, repeat(rid)),
         )
         self._touched.update(cids)
-        ids = dict(zip(items, cids))
-        # fqid (or None) -> code object id, by plain subscription: the rows below name code
-        # objects hundreds of thousands of times, nearly always one of `items`.
-        code = _CodeIds(ids, self._code_id, items)
         conn.executemany(
             "INSERT INTO http_requests (recording_id, event_id, method, route, path, status, "
             "duration_ms, sql_count, sql_ms, route_shape) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -314,7 +315,7 @@ class Writer:
         conn.executemany(
             "INSERT INTO function_calls (recording_id, code_object_id, count, total_ms, self_ms, "
             "max_ms) VALUES (?, ?, ?, ?, ?, ?)",
-            [(rid, code[f], *rest) for f, *rest in data.functions],
+            [(rid, code[f], n, total, own, top) for f, n, total, own, top in data.functions],
         )
         conn.executemany(
             "INSERT INTO exceptions (recording_id, event_id, request_event_id, class, message, "
