@@ -286,7 +286,19 @@ _IS_REQUEST = operator.methodcaller("__contains__", "http_server_request")
 
 def process(task: Task, threshold: int | None = None) -> Result:
     """Index one file (see module doc); a file over `threshold` bytes (default
-    `STREAM_THRESHOLD`) is read event by event (`_extract_streamed`)."""
+    `STREAM_THRESHOLD`) is read event by event (`_extract_streamed`).
+
+    No cyclic GC until it returns: the document is a few hundred thousand containers, and
+    the extract breaks its own cycles, so reference counting frees it all (a collection with
+    the document alive costs ms per recording). The collector counts allocations net of
+    frees: ended once all but the result is freed (the sidecar's payloads too), the pause
+    leaves a collection due after one recording in fifteen instead of one in two, and that
+    one walks the result only."""
+    with gc_paused():
+        return _process(task, threshold)
+
+
+def _process(task: Task, threshold: int | None) -> Result:
     rel = task.relpath
     streamed = False
     try:
@@ -320,10 +332,7 @@ def process(task: Task, threshold: int | None = None) -> Result:
     if digest in task.known:
         return Same(rel, after.st_size, after.st_mtime_ns, digest)
     try:
-        # No cyclic GC while building: the document is a few hundred thousand containers, and
-        # extract() breaks its own cycles, so reference counting frees it all before the
-        # collector runs again (a collection with the document alive costs ms per recording).
-        with gc_paused(), sql.computed() as analyzed:
+        with sql.computed() as analyzed:
             if streamed:
                 overhead = _overhead(task.path, None)
                 data, digests = _extract_streamed(task.path, rel)
