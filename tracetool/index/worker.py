@@ -433,9 +433,11 @@ def _sent_once(items: dict[str, Any], run: str) -> dict[str, Any]:
     if run != state.run:
         state.fqids = set()
         state.run = run
-    sent = state.fqids
-    once = {fqid: None if fqid in sent else row for fqid, row in items.items()}
-    sent.update(items)
+    once = dict.fromkeys(items)  # (C loops: most rows were sent before)
+    new = items.keys() - state.fqids
+    for fqid in new:
+        once[fqid] = items[fqid]
+    state.fqids.update(new)
     return once
 
 
