@@ -17,6 +17,11 @@ trace document, or cannot be modelled at all; or when it is larger than `task.ma
 default is derived from available memory, see `tracetool.index.indexer`, and then spares the
 recordings read event by event; `task.hard_limit`, an explicit `--max-size`, caps them all).
 
+Within one index run (`Task.run`), a process returns each code object's row once: a later
+recording names it with None in `Extract.items` (`_sent_once`), and the writer takes the row it
+kept (`tracetool.index.writer.Writer`). Results must then reach the writer in the order each
+process returned them, as `tracetool.index.indexer._completed` yields them.
+
 Digest hooks: `DIGEST_HOOKS` maps a digest name to `"module:function"`; the function receives
 the normalized `TraceDocument` and returns a string (or None). A target ending in `:bound`
 (`"module:function:bound"`) receives the recording's bound call tree instead

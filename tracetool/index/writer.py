@@ -3,7 +3,9 @@
 Used only while holding the writer lock. Work is batched: `Writer` opens a transaction on the
 first change and `maybe_commit()` commits every `batch_seconds` (readers see progress; a crash
 loses at most one batch). A recording keeps its row id when it changes, so ids stay stable for
-the daemon's clients. Code-object fqids are interned in `code_objects`; ids are cached here.
+the daemon's clients. Code-object fqids are interned in `code_objects`; ids are cached here, and
+every code object row received in the run is kept: a worker sends each row once per run and
+names it with None after that (`tracetool.index.worker._sent_once`).
 """
 
 from __future__ import annotations
