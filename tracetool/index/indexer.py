@@ -32,10 +32,11 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from queue import SimpleQueue
 
 from tracetool import __version__
 from tracetool.errors import NotFoundError
@@ -186,11 +187,20 @@ def _run_tasks(
 
 
 def _completed(executor: Executor, tasks: list[Task]) -> Iterator[Result]:
-    """`process` of every task on `executor`, in completion order; a result is not kept here
-    once yielded (the caller writes it and lets it go)."""
-    pending = {executor.submit(process, task) for task in tasks}
+    """`process` of every task on `executor`, in completion order: the order in which the
+    executor finished them, so each worker's results come in the order it returned them (a
+    worker names a code object row it sent before by None, `worker._sent_once`; `as_completed`
+    would yield the futures already done when it starts in any order). A result is not kept
+    here once yielded (the caller writes it and lets it go)."""
+    done: SimpleQueue[Future[Result]] = SimpleQueue()
+    pending: set[Future[Result]] = set()
     try:
-        for future in as_completed(pending):
+        for task in tasks:
+            future = executor.submit(process, task)
+            pending.add(future)
+            future.add_done_callback(done.put)  # (called at once if already done)
+        while pending:
+            future = done.get()
             pending.discard(future)
             yield future.result()
             del future
@@ -374,6 +384,7 @@ def _update(
 
     tasks: list[Task] = []
     unchanged = 0
+    run_id = os.urandom(8).hex()  # (Task.run: what a worker has sent is per run)
     for rel, (path, size, mtime_ns) in on_disk.items():
         side = sidecar.sidecar_path(query_db, rel)
         old = known.get(rel)
@@ -385,7 +396,9 @@ def _update(
             hashes: tuple[str, ...] = (old.sha256,) if has_sidecar else ()
         else:
             hashes = tuple(by_size.get(size, ()))
-        tasks.append(Task(str(path), rel, size, mtime_ns, str(side), limit[0], hashes, limit[1]))
+        tasks.append(
+            Task(str(path), rel, size, mtime_ns, str(side), limit[0], hashes, limit[1], run_id)
+        )
     tasks.sort(key=lambda t: -t.size)  # biggest first: the pool finishes evenly
 
     total = len(tasks)

@@ -4,8 +4,8 @@ Analyzing a SQL statement (`tracetool.sql.analyze`: sqlglot's tokenizer, ~0.2 ms
 importing sqlglot, ~0.1 s per process) is a fair share of indexing, and a re-index mostly meets
 statements it analyzed before. `SqlCache.load` reads them back; `seeded()` makes
 `tracetool.sql.analyze` return them without tokenizing (in worker processes forked inside it
-too); the workers report what they analyzed anew (`tracetool.index.worker.Indexed.sql`), `add`
-takes it and `save` writes the file when something was new.
+too); the workers report what they analyzed anew (`tracetool.index.worker.Indexed.sql`, already in
+the file's form: `encoded`), `add` takes it and `save` writes the file when something was new.
 
 Correctness first: an entry is keyed by the exact statement text and `database_type`, and the
 whole file by `stamp()` — tracetool's version and the size and mtime of the analysis code
@@ -95,6 +95,15 @@ def _encode(key: StoredKey, info: sql.SqlInfo) -> list[Any]:
     ]
 
 
+def encoded(analyses: dict[Key, sql.SqlInfo]) -> dict[StoredKey, list[Any]]:
+    """`analyses` as the file stores them (`SqlCache.add`): no statement text, plain lists."""
+    out: dict[StoredKey, list[Any]] = {}
+    for (text, database_type), info in analyses.items():
+        stored = (text_key(text), database_type)
+        out[stored] = _encode(stored, info)
+    return out
+
+
 def _decode(row: list[Any]) -> sql.SqlInfo:
     _, _, normalized, reliable, operation, tables, operations, parameterized = row
     return sql.SqlInfo(
@@ -174,11 +183,12 @@ class SqlCache:
         with sql.seeded(self):
             yield
 
-    def add(self, analyses: dict[Key, sql.SqlInfo]) -> None:
-        for (text, database_type), info in analyses.items():
-            stored = (text_key(text), database_type)
-            if stored not in self.rows:
-                self.rows[stored] = _encode(stored, info)
+    def add(self, entries: dict[StoredKey, list[Any]]) -> None:
+        """Keep `encoded` analyses (made in a worker: what it sends is their stored form)."""
+        rows = self.rows
+        for stored, row in entries.items():
+            if stored not in rows:
+                rows[stored] = row
                 self.new += 1
 
     def save(self) -> None:

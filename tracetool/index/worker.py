@@ -17,6 +17,11 @@ trace document, or cannot be modelled at all; or when it is larger than `task.ma
 default is derived from available memory, see `tracetool.index.indexer`, and then spares the
 recordings read event by event; `task.hard_limit`, an explicit `--max-size`, caps them all).
 
+Within one index run (`Task.run`), a process returns each code object's row once: a later
+recording names it with None in `Extract.items` (`_sent_once`), and the writer takes the row it
+kept (`tracetool.index.writer.Writer`). Results must then reach the writer in the order each
+process returned them, as `tracetool.index.indexer._completed` yields them.
+
 Digest hooks: `DIGEST_HOOKS` maps a digest name to `"module:function"`; the function receives
 the normalized `TraceDocument` and returns a string (or None). A target ending in `:bound`
 (`"module:function:bound"`) receives the recording's bound call tree instead
@@ -39,6 +44,7 @@ import importlib
 import math
 import operator
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +64,7 @@ from tracetool.index.extract import (
     release_bound,
 )
 from tracetool.index.overhead import named_rows, recording_overhead
+from tracetool.index.sqlcache import encoded
 from tracetool.sql import SqlInfo
 from tracetool.stats._collect import Key
 from tracetool.trace import TraceDocument, gc_paused, parse
@@ -90,6 +97,9 @@ class Task:
     # False: `max_bytes` only guards what is read whole (a file over STREAM_THRESHOLD is read
     # event by event, in memory that does not grow with it); True: it caps every file.
     hard_limit: bool = False
+    # The index run this task belongs to ("": none): within one, a process sends each code
+    # object's row once (`Indexed.data.items`, see `_sent_once`).
+    run: str = ""
 
 
 @dataclass
@@ -98,10 +108,13 @@ class Indexed:
     size: int
     mtime_ns: int
     sha256: str
+    # `data.items` maps every code object the recording touches to its row, or to None when
+    # this process sent that row earlier in the same run (`Task.run`, `_sent_once`)
     data: Extract
     digests: dict[str, str | None]
-    # SQL analyses this process made anew while indexing it (for tracetool.index.sqlcache)
-    sql: dict[tuple[str, str | None], SqlInfo] = field(default_factory=dict)
+    # SQL analyses this process made anew while indexing it, as tracetool.index.sqlcache
+    # stores them (`sqlcache.encoded`: keyed by a digest of the text, plain lists)
+    sql: dict[tuple[str, str | None], list[Any]] = field(default_factory=dict)
     # what directory-mode stats sums of it (JSON, `tracetool.stats._collect.file_overhead`, or
     # the same by `tracetool.index.overhead`); None when stats would skip it as malformed
     overhead: str | None = None
@@ -278,7 +291,19 @@ _IS_REQUEST = operator.methodcaller("__contains__", "http_server_request")
 
 def process(task: Task, threshold: int | None = None) -> Result:
     """Index one file (see module doc); a file over `threshold` bytes (default
-    `STREAM_THRESHOLD`) is read event by event (`_extract_streamed`)."""
+    `STREAM_THRESHOLD`) is read event by event (`_extract_streamed`).
+
+    No cyclic GC until it returns: the document is a few hundred thousand containers, and
+    the extract breaks its own cycles, so reference counting frees it all (a collection with
+    the document alive costs ms per recording). The collector counts allocations net of
+    frees: ended once all but the result is freed (the sidecar's payloads too), the pause
+    leaves a collection due after one recording in fifteen instead of one in two, and that
+    one walks the result only."""
+    with gc_paused():
+        return _process(task, threshold)
+
+
+def _process(task: Task, threshold: int | None) -> Result:
     rel = task.relpath
     streamed = False
     try:
@@ -312,10 +337,7 @@ def process(task: Task, threshold: int | None = None) -> Result:
     if digest in task.known:
         return Same(rel, after.st_size, after.st_mtime_ns, digest)
     try:
-        # No cyclic GC while building: the document is a few hundred thousand containers, and
-        # extract() breaks its own cycles, so reference counting frees it all before the
-        # collector runs again (a collection with the document alive costs ms per recording).
-        with gc_paused(), sql.computed() as analyzed:
+        with sql.computed() as analyzed:
             if streamed:
                 overhead = _overhead(task.path, None)
                 data, digests = _extract_streamed(task.path, rel)
@@ -384,7 +406,44 @@ def process(task: Task, threshold: int | None = None) -> Result:
     data.class_map = []
     data.canonical = {}
     data.metadata = {}
-    return Indexed(rel, after.st_size, after.st_mtime_ns, digest, data, digests, analyzed, overhead)
+    data.items = _sent_once(data.items, task.run)
+    return Indexed(
+        rel, after.st_size, after.st_mtime_ns, digest, data, digests, encoded(analyzed), overhead
+    )
+
+
+class _Sent(threading.local):
+    """The code objects whose rows this process (thread, in a thread pool) returned in run
+    `run` (`_sent_once`)."""
+
+    run = ""
+
+    def __init__(self) -> None:
+        self.fqids: set[str] = set()
+
+
+_sent = _Sent()
+
+
+def _sent_once(items: dict[str, Any], run: str) -> dict[str, Any]:
+    """`items` with the rows this process returned earlier in `run` replaced by None: the
+    parent keeps every row it received in a run (`tracetool.index.writer.Writer`), most of a
+    recording's code objects are ones an earlier recording touched, and their rows were about
+    half of what a result pickled. Called only as an `Indexed` result is returned: a recording
+    skipped after its extract sent nothing, so marked nothing sent. Results reach the parent in
+    the order each process (or thread) returned them (`tracetool.index.indexer._completed`)."""
+    if not run:
+        return items
+    state = _sent
+    if run != state.run:
+        state.fqids = set()
+        state.run = run
+    once = dict.fromkeys(items)  # (C loops: most rows were sent before)
+    new = items.keys() - state.fqids
+    for fqid in new:
+        once[fqid] = items[fqid]
+    state.fqids.update(new)
+    return once
 
 
 def _overhead(path: str, raw: bytes | None, doc: TraceDocument | None = None) -> str | None:

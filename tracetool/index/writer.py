@@ -3,14 +3,16 @@
 Used only while holding the writer lock. Work is batched: `Writer` opens a transaction on the
 first change and `maybe_commit()` commits every `batch_seconds` (readers see progress; a crash
 loses at most one batch). A recording keeps its row id when it changes, so ids stay stable for
-the daemon's clients. Code-object fqids are interned in `code_objects`; ids are cached here.
+the daemon's clients. Code-object fqids are interned in `code_objects`; ids are cached here, and
+every code object row received in the run is kept: a worker sends each row once per run and
+names it with None after that (`tracetool.index.worker._sent_once`).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
@@ -97,7 +99,7 @@ class _CodeIds(dict[Any, Any]):
 
     def __init__(
         self,
-        ids: Mapping[str, int | None],
+        ids: Iterable[tuple[str, int | None]],
         intern: Callable[[str | None, dict[str, tuple[Any, ...]]], int | None],
         items: dict[str, tuple[Any, ...]],
     ) -> None:
@@ -136,6 +138,9 @@ class Writer:
         # whether savepoints guard each recording instead (after the first undo of a run)
         self._adding: int | None = None
         self._savepoints = False
+        # Every code object row received in this run: a worker sends each row once per run,
+        # later recordings name it with None in `Extract.items` (`worker._sent_once`).
+        self._rows: dict[str, tuple[Any, ...]] = {}
 
     # --- transactions -------------------------------------------------------------------------
 
@@ -186,7 +191,12 @@ class Writer:
             return None
         cid = self._codes.get(fqid)
         if cid is None:
-            attrs = items.get(fqid) or ("function", fqid.split(":", 1)[-1], *(None,) * 9)
+            attrs = items.get(fqid)
+            if attrs is None:
+                if fqid in items:  # a row its worker sent with an earlier recording
+                    attrs = self._rows[fqid]
+                else:
+                    attrs = ("function", fqid.split(":", 1)[-1], *(None,) * 9)
             cur = self.conn.execute(_INSERT_CODE_OBJECT, (fqid, *attrs))
             cid = int(cur.lastrowid or 0)
             self._codes[fqid] = cid
@@ -254,6 +264,10 @@ class Writer:
 
     def _put(self, result: Indexed, replace_id: int | None, fresh: bool) -> int:
         data = result.data
+        rows = self._rows
+        for fqid, row in data.items.items():  # (first: kept even if this recording fails)
+            if row is not None:
+                rows[fqid] = row
         rec: dict[str, Any] = dict(data.recording)
         rec.update(
             path=result.relpath,
@@ -277,18 +291,19 @@ class Writer:
             rid = self._adding = int(conn.execute(_INSERT_RECORDING, values).lastrowid or 0)
         items = data.items
         codes = self._codes
-        for fqid in [f for f in items if f not in codes]:  # (in order: ids are assigned)
-            self._code_id(fqid, items)
+        if not codes.keys() >= items.keys():  # (a C loop: nearly always all interned)
+            for fqid in [f for f in items if f not in codes]:  # (in order: ids are assigned)
+                self._code_id(fqid, items)
         cids = list(map(codes.__getitem__, items))
+        # fqid (or None) -> code object id, by plain subscription: the rows below name code
+        # objects hundreds of thousands of times, nearly always one of `items`.
+        code = _CodeIds(zip(items, cids), self._code_id, items)
+        cids.sort()  # (the table is keyed by code object: in key order, a page after another)
         conn.executemany(
             "INSERT INTO recording_code_objects (code_object_id, recording_id) VALUES (?, ?)",
             zip(cids, repeat(rid)),
         )
         self._touched.update(cids)
-        ids = dict(zip(items, cids))
-        # fqid (or None) -> code object id, by plain subscription: the rows below name code
-        # objects hundreds of thousands of times, nearly always one of `items`.
-        code = _CodeIds(ids, self._code_id, items)
         conn.executemany(
             "INSERT INTO http_requests (recording_id, event_id, method, route, path, status, "
             "duration_ms, sql_count, sql_ms, route_shape) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -302,7 +317,7 @@ class Writer:
         conn.executemany(
             "INSERT INTO function_calls (recording_id, code_object_id, count, total_ms, self_ms, "
             "max_ms) VALUES (?, ?, ?, ?, ?, ?)",
-            [(rid, code[f], *rest) for f, *rest in data.functions],
+            [(rid, code[f], n, total, own, top) for f, n, total, own, top in data.functions],
         )
         conn.executemany(
             "INSERT INTO exceptions (recording_id, event_id, request_event_id, class, message, "
