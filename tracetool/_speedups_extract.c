@@ -50,12 +50,13 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------ names */
 
 static PyObject *s_caller, *s_callee, *s_type, *s_class, *s_package, *s_labels, *s_extend, *s_parent, *s_get, *s_call, *s_ret, *s_children, *s_elapsed, *s_id, *s_http_server_request,
     *s_http_client_request, *s_sql_query, *s_method_id, *s_defined_class, *s_path, *s_lineno,
-    *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_location, *s_function, *s_colon, *s_name;
+    *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_location, *s_function, *s_colon, *s_value, *s_self, *s_cls, *s_ellipsis, *s_name;
 static PyObject *one, *minus_one, *thousand;
 
 static int
@@ -96,6 +97,11 @@ intern_names(void)
     INTERN(s_location, "location")
     INTERN(s_function, "function")
     INTERN(s_colon, ":")
+    INTERN(s_value, "value")
+    INTERN(s_self, "self")
+    INTERN(s_cls, "cls")
+    if ((s_ellipsis = PyUnicode_FromString("\xe2\x80\xa6")) == NULL) /* (UTF-8 of "…") */
+        return -1;
 #undef INTERN
     if ((one = PyLong_FromLong(1)) == NULL || (minus_one = PyLong_FromLong(-1)) == NULL ||
         (thousand = PyFloat_FromDouble(1000.0)) == NULL)
@@ -269,6 +275,37 @@ static Py_ssize_t co_offsets[C_SLOTS];
 
 #define SLOT(obj, i) (*(PyObject **)((char *)(obj) + co_offsets[i]))
 
+/* `f"{a}{sep}{b}"` of two str objects and an ASCII separator (new ref), in one allocation
+ * (PyUnicode_FromFormat parses its format each time). The inputs being canonical, the widest
+ * of their kinds is the result's. */
+static PyObject *
+join3(PyObject *a, const char *sep, PyObject *b)
+{
+    Py_ssize_t la = PyUnicode_GET_LENGTH(a), lb = PyUnicode_GET_LENGTH(b);
+    Py_ssize_t ls = (Py_ssize_t)strlen(sep);
+    if (la > PY_SSIZE_T_MAX - ls - lb)
+        return PyErr_NoMemory();
+    Py_UCS4 max = PyUnicode_MAX_CHAR_VALUE(a);
+    if (PyUnicode_MAX_CHAR_VALUE(b) > max)
+        max = PyUnicode_MAX_CHAR_VALUE(b);
+    PyObject *out = PyUnicode_New(la + ls + lb, max);
+    if (out == NULL)
+        return NULL;
+    int kind = PyUnicode_KIND(out);
+    void *data = PyUnicode_DATA(out);
+    if (PyUnicode_CopyCharacters(out, 0, a, 0, la) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < ls; i++)
+        PyUnicode_WRITE(kind, data, la + i, (Py_UCS4)(unsigned char)sep[i]);
+    if (PyUnicode_CopyCharacters(out, la + ls, b, 0, lb) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* Whether a string is one of `codeobjects._NAMELESS_PARENTS`'s types */
 static int
 nameless(PyObject *type)
@@ -334,7 +371,7 @@ code_id(PyObject *obj)
                     sep = "::";
                 else
                     sep = "/";
-                if ((made = PyUnicode_FromFormat("%U%s%U", parent_id, sep, name)) == NULL)
+                if ((made = join3(parent_id, sep, name)) == NULL)
                     return NULL;
             }
         }
@@ -358,7 +395,7 @@ code_fqid(PyObject *obj)
         Py_DECREF(id);
         return PyObject_GetAttr(obj, s_fqid);
     }
-    PyObject *made = PyUnicode_FromFormat("%U:%U", type, id);
+    PyObject *made = join3(type, ":", id);
     Py_DECREF(id);
     if (made == NULL)
         return NULL;
@@ -469,7 +506,7 @@ typedef struct {
         *log_labels, *log_levels, *by_location,
         *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *query_item, *log,
         *exceptions, *sides, *class_deps, *package_deps, *names, *parameter_values, *classes,
-        *packages, *labels;
+        *packages, *labels, *class_seen, *package_seen, *locations, *logs, *messages;
     /* (code object, parent code object) pairs known to be in `pairs`, by address: the pair
      * is not looked up again in this walk (the code objects outlive it) */
     struct {
@@ -748,12 +785,25 @@ side_of(const Context *c, PyObject *co, PyObject *co_id)
     return side;
 }
 
-/* {"caller": caller, "callee": callee} appended to `values` */
+/* {"caller": caller, "callee": callee} appended to `values` unless `seen`, the set of the
+ * (caller, callee) pairs appended, has the pair (`Canonical._depend`) */
 static int
-append_dependency(PyObject *values, PyObject *caller, PyObject *callee)
+append_dependency(PyObject *values, PyObject *seen, PyObject *caller, PyObject *callee)
 {
+    PyObject *pair = PyTuple_Pack(2, caller, callee);
+    if (pair == NULL)
+        return -1;
+    int known = PySet_Contains(seen, pair);
+    if (known != 0) {
+        Py_DECREF(pair);
+        return known < 0 ? -1 : 0;
+    }
+    int rc = PySet_Add(seen, pair);
+    Py_DECREF(pair);
+    if (rc < 0)
+        return -1;
     PyObject *item = PyDict_New();
-    int rc = -1;
+    rc = -1;
     if (item != NULL && PyDict_SetItem(item, s_caller, caller) == 0 &&
         PyDict_SetItem(item, s_callee, callee) == 0)
         rc = PyList_Append(values, item);
@@ -793,10 +843,12 @@ dependency(const Context *c, PyObject *co, PyObject *co_id, PyObject *parent_co)
         int differ = 0;
         if (cls != Py_None && their_cls != Py_None)
             differ = PyObject_RichCompareBool(cls, their_cls, Py_NE);
-        if (differ >= 0 && (!differ || append_dependency(c->class_deps, their_cls, cls) == 0)) {
+        if (differ >= 0 &&
+            (!differ || append_dependency(c->class_deps, c->class_seen, their_cls, cls) == 0)) {
             differ = PyObject_RichCompareBool(pkg, their_pkg, Py_NE);
             if (differ >= 0 &&
-                (!differ || append_dependency(c->package_deps, their_pkg, pkg) == 0))
+                (!differ ||
+                 append_dependency(c->package_deps, c->package_seen, their_pkg, pkg) == 0))
                 rc = 0;
         }
     }
@@ -914,6 +966,8 @@ is_log_call(const Context *c, PyObject *call, PyObject *co)
     return found;
 }
 
+#define MAX_LOCATIONS 16384 /* (a full `locations` is emptied) */
+
 /* The code object of a function call found by its location, as `ClassMap._function_for` looks
  * first (new ref), or NULL: not found (or an error raised). */
 static PyObject *
@@ -935,12 +989,38 @@ function_at(const Context *c, PyObject *call)
         return NULL;
     PyObject *key = NULL, *found = NULL;
     if (lineno != NULL && lineno != Py_None) { /* f"{path}:{lineno}" */
-        PyObject *left = PyObject_Format(path, NULL), *right = PyObject_Format(lineno, NULL);
-        PyObject *half = left == NULL ? NULL : PyUnicode_Concat(left, s_colon);
-        key = half == NULL || right == NULL ? NULL : PyUnicode_Concat(half, right);
-        Py_XDECREF(left);
-        Py_XDECREF(right);
-        Py_XDECREF(half);
+        /* a str path and an int line, the usual, are kept in `locations` (an int's text is its
+         * value's; a bool or a float equal to it would make another text) */
+        PyObject *place = PyUnicode_CheckExact(path) && PyLong_CheckExact(lineno)
+                              ? PyTuple_Pack(2, path, lineno)
+                              : NULL;
+        if (place == NULL && PyErr_Occurred()) {
+            Py_DECREF(method_id);
+            return NULL;
+        }
+        if (place != NULL) {
+            key = Py_XNewRef(PyDict_GetItemWithError(c->locations, place));
+            if (key == NULL && PyErr_Occurred()) {
+                Py_DECREF(place);
+                Py_DECREF(method_id);
+                return NULL;
+            }
+        }
+        if (key == NULL) {
+            PyObject *left = PyObject_Format(path, NULL), *right = PyObject_Format(lineno, NULL);
+            PyObject *half = left == NULL ? NULL : PyUnicode_Concat(left, s_colon);
+            key = half == NULL || right == NULL ? NULL : PyUnicode_Concat(half, right);
+            Py_XDECREF(left);
+            Py_XDECREF(right);
+            Py_XDECREF(half);
+            if (key != NULL && place != NULL) {
+                if (PyDict_GET_SIZE(c->locations) >= MAX_LOCATIONS)
+                    PyDict_Clear(c->locations);
+                if (PyDict_SetItem(c->locations, place, key) < 0)
+                    Py_CLEAR(key);
+            }
+        }
+        Py_XDECREF(place);
     }
     else
         key = PyObject_Str(path);
@@ -963,6 +1043,24 @@ function_at(const Context *c, PyObject *call)
     return found;
 }
 
+/* A function's aggregate, `[0, 0.0, 0.0, 0.0, 0]` (new ref) */
+static PyObject *
+new_aggregate(void)
+{
+    PyObject *agg = PyList_New(5);
+    if (agg == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < 5; i++) {
+        PyObject *value = i == 0 || i == 4 ? PyLong_FromLong(0) : PyFloat_FromDouble(0.0);
+        if (value == NULL) {
+            Py_DECREF(agg);
+            return NULL;
+        }
+        PyList_SET_ITEM(agg, i, value);
+    }
+    return agg;
+}
+
 /* `Extractor._function(call)` (new ref): the call's code object (`cmap.code_object_for`,
  * marked used), fqid, whether it logs and its aggregate; the function's row (and its class's)
  * made when its fqid is first met. */
@@ -983,7 +1081,7 @@ resolve_function(const Context *c, PyObject *call)
         Py_INCREF(agg);
     else {
         if (PyErr_Occurred() ||
-            (agg = Py_BuildValue("[idddi]", 0, 0.0, 0.0, 0.0, 0)) == NULL ||
+            (agg = new_aggregate()) == NULL ||
             PyDict_SetItem(c->funcs, fqid, agg) < 0 || (cls = nearest(co, s_class)) == NULL ||
             (row = function_row(c, co, call, cls)) == NULL || PyDict_SetItem(c->items, fqid, row) < 0)
             goto done;
@@ -1059,6 +1157,91 @@ learn_keys(Context *c, PyObject *event)
             }
         }
     }
+}
+
+#define MAX_TEXT 2000 /* rows.MAX_TEXT */
+
+/* `Extractor._log(call, event_id, request_id, fqid, caller)` of a call whose `parameters` is a
+ * list or None: its message (`rows.log_message`), row and words; 1 done, 0 left to the Python
+ * `_log` (other parameters, a dict subclass), -1 on an error. */
+static int
+log_call(const Context *c, PyObject *call, PyObject *event_id, PyObject *request_id,
+         PyObject *fqid, PyObject *caller)
+{
+    PyObject *params = get(call, c->keys[EK_PARAMETERS]);
+    if (params == NULL)
+        return -1;
+    if (params == Py_None) { /* (`or ()`) */
+        Py_DECREF(params);
+        return 1;
+    }
+    if (!PyList_CheckExact(params)) {
+        Py_DECREF(params);
+        return 0;
+    }
+    int rc = -1;
+    PyObject *value = NULL, *text = NULL, *message = NULL, *method = NULL, *level = NULL,
+             *row = NULL, *words = NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(params); i++) {
+        PyObject *param = PyList_GET_ITEM(params, i);
+        if (!PyDict_Check(param))
+            continue;
+        if (!PyDict_CheckExact(param)) {
+            rc = 0;
+            goto done;
+        }
+        PyObject *name = PyDict_GetItemWithError(param, s_name);
+        if (name == NULL && PyErr_Occurred())
+            goto done;
+        if (name != NULL) {
+            int is_self = PyObject_RichCompareBool(name, s_self, Py_EQ);
+            int is_cls = is_self != 0 ? is_self : PyObject_RichCompareBool(name, s_cls, Py_EQ);
+            if (is_cls < 0)
+                goto done;
+            if (is_cls)
+                continue;
+        }
+        value = Py_XNewRef(PyDict_GetItemWithError(param, s_value));
+        if (value == NULL && PyErr_Occurred())
+            goto done;
+        break;
+    }
+    if (value == NULL || value == Py_None) { /* no message */
+        rc = 1;
+        goto done;
+    }
+    if ((text = PyObject_Str(value)) == NULL)
+        goto done;
+    if (PyUnicode_GET_LENGTH(text) <= MAX_TEXT)
+        message = Py_NewRef(text);
+    else {
+        PyObject *head = PyUnicode_Substring(text, 0, MAX_TEXT);
+        message = head == NULL ? NULL : PyUnicode_Concat(head, s_ellipsis);
+        Py_XDECREF(head);
+        if (message == NULL)
+            goto done;
+    }
+    if ((method = get(call, c->keys[EK_METHOD_ID])) == NULL)
+        goto done;
+    int truthy = PyObject_IsTrue(method);
+    if (truthy < 0 ||
+        (level = truthy ? PyObject_Str(method) : PyUnicode_FromString("")) == NULL ||
+        (row = PyTuple_Pack(6, event_id, request_id, level, fqid, caller, message)) == NULL ||
+        PyList_Append(c->logs, row) < 0 ||
+        (words = PyUnicode_Substring(message, 0, 200)) == NULL ||
+        PyDict_SetDefault(c->messages, words, Py_None) == NULL)
+        goto done;
+    rc = 1;
+done:
+    Py_DECREF(params);
+    Py_XDECREF(value);
+    Py_XDECREF(text);
+    Py_XDECREF(message);
+    Py_XDECREF(method);
+    Py_XDECREF(level);
+    Py_XDECREF(row);
+    Py_XDECREF(words);
+    return rc;
 }
 
 /* One call of the walk: `_walk`'s loop body for a node. */
@@ -1201,8 +1384,10 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
             goto done;
         if (logs) {
             PyObject *caller = e->caller != NULL ? e->caller : Py_None;
-            if ((r = PyObject_CallFunctionObjArgs(c->log, call, event_id, request_id, fqid, caller,
-                                                  NULL)) == NULL)
+            int logged = log_call(c, call, event_id, request_id, fqid, caller);
+            if (logged < 0 ||
+                (!logged && (r = PyObject_CallFunctionObjArgs(c->log, call, event_id, request_id,
+                                                              fqid, caller, NULL)) == NULL))
                 goto done;
             Py_CLEAR(r);
         }
@@ -1326,7 +1511,7 @@ tt_extract_walk(PyObject *self, PyObject *args)
     Context c;
     PyObject *has_http, *code_object_type;
     if (!PyArg_ParseTuple(context,
-                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!O:extract_walk context",
+                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!OO!O!O!O!O!:extract_walk context",
                           &has_http, &PyDict_Type, &c.fn_info, &PyDict_Type, &c.sql_cache,
                           &PyDict_Type, &c.items, &PyList_Type, &c.queries, &PySet_Type, &c.pairs,
                           &PySet_Type, &c.functions_seen, &PySet_Type, &c.params_seen, &PySet_Type,
@@ -1338,7 +1523,9 @@ tt_extract_walk(PyObject *self, PyObject *args)
                           &c.parameter_values, &PyList_Type, &c.classes, &PyList_Type,
                           &c.packages, &PyList_Type, &c.labels, &PyDict_Type, &c.used,
                           &PyDict_Type, &c.funcs, &c.log_labels, &c.log_levels, &PyDict_Type,
-                          &c.by_location, &code_object_type))
+                          &c.by_location, &code_object_type, &PySet_Type, &c.class_seen,
+                          &PySet_Type, &c.package_seen, &PyDict_Type, &c.locations,
+                          &PyList_Type, &c.logs, &PyDict_Type, &c.messages))
         return NULL;
     if ((c.has_http = PyObject_IsTrue(has_http)) < 0 ||
         learn_slots(code_object_type, co_slot_names, C_SLOTS, co_offsets, &co_type) < 0)

@@ -91,6 +91,16 @@ def _names(params: Any, out: list[str]) -> None:
                     stack.append(props)
 
 
+def _depend(
+    values: list[dict[str, Any]], seen: set[tuple[Any, Any]], caller: Any, callee: Any
+) -> None:
+    """`{caller, callee}` appended to `values` unless `seen` has the pair (then added)."""
+    pair = (caller, callee)
+    if pair not in seen:
+        seen.add(pair)
+        values.append({"caller": caller, "callee": callee})
+
+
 def _request(route: str, message: Any, status: int | None) -> dict[str, Any]:
     names = sorted(str(m.get("name")) for m in message or () if isinstance(m, dict))
     return {"route": route, "parameters": f"({','.join(names)})", "status": status}
@@ -109,6 +119,10 @@ class Canonical:
         self.pairs: set[tuple[int, int]] = set()
         self._params: set[tuple[Any, ...]] = set()
         self._sql: set[tuple[str, tuple[str, ...]]] = set()
+        # the (caller, callee) pairs of the class and package dependencies appended: many
+        # code-object pairs make one dependency (`result` would keep it once anyway)
+        self._class_deps: set[tuple[Any, Any]] = set()
+        self._package_deps: set[tuple[Any, Any]] = set()
 
     def function(self, node: CallNode, co: CodeObject) -> None:
         v = self.values
@@ -146,9 +160,9 @@ class Canonical:
         mine, mine_p = sides.get(pair[0]) or self._side(co)
         theirs, theirs_p = sides.get(pair[1]) or self._side(parent_co)
         if mine is not None and theirs is not None and mine != theirs:
-            self.values["classDependencies"].append({"caller": theirs, "callee": mine})
+            _depend(self.values["classDependencies"], self._class_deps, theirs, mine)
         if mine_p != theirs_p:
-            self.values["packageDependencies"].append({"caller": theirs_p, "callee": mine_p})
+            _depend(self.values["packageDependencies"], self._package_deps, theirs_p, mine_p)
 
     def _side(self, co: CodeObject) -> tuple[str | None, str]:
         """The ids of `co`'s "class" and "package" (`_class_of`, `_package_of`), once each."""

@@ -54,7 +54,7 @@ from tracetool.index.rows import (
 )
 from tracetool.trace import TraceDocument
 from tracetool.trace import events as ev
-from tracetool.trace.codeobjects import DATABASE_ROOT, CodeObject
+from tracetool.trace.codeobjects import DATABASE_ROOT, CodeObject, service_host
 from tracetool.trace.normalize import apply_event_updates
 from tracetool.trace.tree import CallNode
 
@@ -132,6 +132,77 @@ def extract_bound(doc: TraceDocument, source: str = "") -> tuple[Extract, Bound]
 
 
 _IS_REQUEST = operator.methodcaller("__contains__", "http_server_request")
+_STR_OR_NONE = frozenset((str, type(None)))
+
+# What an HTTP request's fields make (its route, the texts of its rows), kept by the fields'
+# values per worker process: a recording and the next repeat the same requests. Bounded: a
+# full cache is emptied.
+_FACTS_MAX = 4096
+_SERVER_FACTS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_CLIENT_FACTS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+def _server_facts(call: dict[str, Any]) -> tuple[Any, ...] | None:
+    """An HTTP server request's method (`ev.request_method`), route template, route id, shape,
+    route (`ev.route`), capped path, route fqid and route item; None when the request is not a
+    non-empty object whose fields are strings (then they are read as ever)."""
+    request = call.get("http_server_request")
+    if type(request) is not dict or not request:
+        return None
+    key = (
+        request.get("request_method"),
+        request.get("normalized_path_info"),
+        request.get("path_info"),
+    )
+    if not _STR_OR_NONE.issuperset(map(type, key)):
+        return None
+    facts = _SERVER_FACTS.get(key)
+    if facts is None:
+        method = ev.request_method(call)
+        template = route_template(call)
+        route_key = route_model.route_id(method, template)
+        facts = (
+            method,
+            template,
+            route_key,
+            route_model.shape(template),
+            ev.route(call),
+            capped(ev.path_info(call)),
+            f"route:{route_key}",
+            plain_row("route", route_key, method),
+        )
+        if len(_SERVER_FACTS) >= _FACTS_MAX:
+            _SERVER_FACTS.clear()
+        _SERVER_FACTS[key] = facts
+    return facts
+
+
+def _client_facts(call: dict[str, Any]) -> tuple[Any, ...] | None:
+    """An HTTP client request's service host (`codeobjects.service_host`), route (`ev.route`)
+    and external-route item; None when the request is not an object whose fields are strings
+    or when the call is an HTTP server request too."""
+    request = call.get("http_client_request")
+    if type(request) is not dict or "http_server_request" in call:
+        return None
+    key = (request.get("url"), request.get("request_method"))
+    if not _STR_OR_NONE.issuperset(map(type, key)):
+        return None
+    facts = _CLIENT_FACTS.get(key)
+    if facts is None:
+        route = ev.route(call)
+        facts = (
+            service_host(str(key[0] or "")),
+            route,
+            plain_row("external-route", route, ev.request_method(call)),
+        )
+        if len(_CLIENT_FACTS) >= _FACTS_MAX:
+            _CLIENT_FACTS.clear()
+        _CLIENT_FACTS[key] = facts
+    return facts
+
+
+# (str path, int line) -> "path:line", per worker process, kept by the C walk (bounded)
+_LOCATIONS: dict[tuple[str, int], str] = {}
 _WALK = accel.function("extract_walk")  # `Extractor._walk` in C (tracetool/_speedups_extract.c)
 
 
@@ -170,6 +241,8 @@ class Extractor:
         self.funcs: dict[str, list[Any]] = {}  # fqid -> [count, total, self, max, open]
         # call key -> co, fqid, is log, aggregate (`_function`)
         self.fn_info: dict[tuple[Any, ...], tuple[CodeObject, str, bool, list[Any]]] = {}
+        # route id, or (service host, route) -> the code object of HTTP server/client requests
+        self.routes: dict[Any, CodeObject] = {}
         self.fts_routes: dict[str, None] = {}
         self.fts_sql: dict[str, None] = {}
         self.messages: dict[str, None] = {}
@@ -229,6 +302,11 @@ class Extractor:
                 LOG_LEVELS,
                 self.cmap.by_location,  # (C looks a function up by its location first)
                 CodeObject,  # (whose slots C reads in place)
+                canonical._class_deps,  # (C appends a dependency once, as `_depend`)
+                canonical._package_deps,
+                _LOCATIONS,
+                self.out.logs,  # (C makes a log call's row, as `_log`, when it can)
+                self.messages,
             )
             self.n_calls += _WALK(roots, CallNode, nodes, codes, in_order, context)
         else:
@@ -377,8 +455,23 @@ class Extractor:
 
     def _code_object(self, call: dict[str, Any]) -> CodeObject:
         """The code object of a call that is neither a function's nor a SQL query's (marked
-        used)."""
-        co = self.cmap.code_object_for(call)
+        used); an HTTP request's by its route, met once per recording."""
+        co = None
+        if "http_server_request" in call:
+            facts = _server_facts(call)
+            if facts is not None:
+                co = self.routes.get(facts[2])
+                if co is None:
+                    co = self.routes[facts[2]] = self.cmap.route(facts[2])
+        elif "http_client_request" in call:
+            facts = _client_facts(call)
+            if facts is not None:
+                key = (facts[0], facts[1])
+                co = self.routes.get(key)
+                if co is None:
+                    co = self.routes[key] = self.cmap.external_route(*key)
+        if co is None:
+            co = self.cmap.code_object_for(call)
         self.used[id(co)] = co
         return co
 
@@ -416,6 +509,17 @@ class Extractor:
         self, node: CallNode, call: dict[str, Any], event_id: Any, ms: Any, counted: bool
     ) -> list[Any]:
         """An HTTP server request's row (the calls inside it count their SQL into it)."""
+        facts = _server_facts(call)
+        if facts is not None:
+            method, template, route_key, shape, route, path, fqid, row = facts
+            status = ev.status_code(node.ret)
+            request = [event_id, method, template, path, status, ms, 0, 0.0, shape]
+            self.out.requests.append(request)
+            self.out.items.setdefault(fqid, row)
+            self.fts_routes.setdefault(route_key, None)
+            if counted:
+                self.canonical.http_server(node, route, status)
+            return request
         method = ev.request_method(call)
         template = route_template(call)
         status = ev.status_code(node.ret)
@@ -441,11 +545,17 @@ class Extractor:
     def _http_client(
         self, node: CallNode, call: dict[str, Any], co: CodeObject, fqid: str, counted: bool
     ) -> None:
-        self.out.items.setdefault(
-            fqid, plain_row("external-route", co.name, ev.request_method(call))
-        )
+        facts = _client_facts(call)
+        if facts is not None:
+            _, route, row = facts
+            self.out.items.setdefault(fqid, row)
+        else:
+            route = ev.route(call)
+            self.out.items.setdefault(
+                fqid, plain_row("external-route", co.name, ev.request_method(call))
+            )
         if counted:
-            self.canonical.http_client(node, ev.route(call), ev.status_code(node.ret))
+            self.canonical.http_client(node, route, ev.status_code(node.ret))
 
     def _exceptions(
         self,
