@@ -10,7 +10,7 @@
  *
  * where context is (has_http, fn_info, sql_cache, items, queries, pairs, functions_seen,
  * params_seen, sql_seen, function_values, canonical_sql, code_object_for, resolve_sql, sql_key,
- * code_object, http_server, http_client, query_item, log, exceptions, sides,
+ * code_object, http_server, http_client, log, exceptions, sides,
  * class_dependencies, package_dependencies, names, parameters, classes, packages, labels, used,
  * funcs, log_labels, log_levels): the Extractor's caches, the Canonical's sets, bound methods
  * and value lists (`Extractor.add` lists them), and the walk's cold paths (`_sql`,
@@ -504,7 +504,7 @@ typedef struct {
     PyObject *fn_info, *sql_cache, *items, *queries, *pairs, *functions_seen, *params_seen,
         *sql_seen, *function_values, *canonical_sql, *code_object_for, *used, *funcs,
         *log_labels, *log_levels, *by_location,
-        *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *query_item, *log,
+        *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *log,
         *exceptions, *sides, *class_deps, *package_deps, *names, *parameter_values, *classes,
         *packages, *labels, *class_seen, *package_seen, *locations, *logs, *messages;
     /* (code object, parent code object) pairs known to be in `pairs`, by address: the pair
@@ -1252,7 +1252,7 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
     int rc = -1;
     PyObject *node = e->node;
     PyObject *call = NULL, *ret = NULL, *ms = NULL, *event_id = NULL, *key = NULL,
-             *resolved = NULL, *co = NULL, *fqid = NULL, *info = NULL, *sql_values = NULL,
+             *resolved = NULL, *co = NULL, *fqid = NULL, *sql_values = NULL,
              *agg = NULL, *node_id = NULL, *co_id = NULL, *request = NULL, *request_id = NULL,
              *children = NULL, *r = NULL, *raised = NULL, *is_log = NULL;
     double d = 0.0;
@@ -1280,12 +1280,11 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
             resolved = Py_NewRef(cached);
         else if (PyErr_Occurred() || (resolved = PyObject_CallOneArg(c->resolve_sql, key)) == NULL)
             goto done;
-        if (unpack(resolved, 4, parts) < 0)
+        if (unpack(resolved, 3, parts) < 0)
             goto done;
         co = Py_NewRef(parts[0]);
         fqid = Py_NewRef(parts[1]);
-        info = Py_NewRef(parts[2]);
-        sql_values = Py_NewRef(parts[3]);
+        sql_values = Py_NewRef(parts[2]);
     }
     else if (kind == K_FUNCTION) {
         PyObject *fields[5] = {c->keys[EK_DEFINED_CLASS], c->keys[EK_METHOD_ID], c->keys[EK_PATH],
@@ -1405,14 +1404,6 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
         Py_XDECREF(row);
         if (failed)
             goto done;
-        int known = PyDict_Contains(c->items, fqid);
-        if (known < 0)
-            goto done;
-        if (!known) {
-            if ((r = PyObject_CallFunctionObjArgs(c->query_item, fqid, info, call, NULL)) == NULL)
-                goto done;
-            Py_CLEAR(r);
-        }
         if (request != NULL) {
             if (item_add_int(request, 6, one) < 0 ||
                 (ms != NULL && item_add_float(request, 7, d, ms, 1) < 0))
@@ -1482,7 +1473,6 @@ done:
     Py_XDECREF(resolved);
     Py_XDECREF(co);
     Py_XDECREF(fqid);
-    Py_XDECREF(info);
     Py_XDECREF(sql_values);
     Py_XDECREF(agg);
     Py_XDECREF(node_id);
@@ -1511,13 +1501,13 @@ tt_extract_walk(PyObject *self, PyObject *args)
     Context c;
     PyObject *has_http, *code_object_type;
     if (!PyArg_ParseTuple(context,
-                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!OO!O!O!O!O!:extract_walk context",
+                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!OO!O!O!O!O!:extract_walk context",
                           &has_http, &PyDict_Type, &c.fn_info, &PyDict_Type, &c.sql_cache,
                           &PyDict_Type, &c.items, &PyList_Type, &c.queries, &PySet_Type, &c.pairs,
                           &PySet_Type, &c.functions_seen, &PySet_Type, &c.params_seen, &PySet_Type,
                           &c.sql_seen, &c.function_values, &c.canonical_sql,
                           &c.code_object_for, &c.resolve_sql, &c.sql_key, &c.code_object,
-                          &c.http_server, &c.http_client, &c.query_item, &c.log, &c.exceptions,
+                          &c.http_server, &c.http_client, &c.log, &c.exceptions,
                           &PyDict_Type, &c.sides, &PyList_Type, &c.class_deps,
                           &PyList_Type, &c.package_deps, &c.names, &PyList_Type,
                           &c.parameter_values, &PyList_Type, &c.classes, &PyList_Type,

@@ -173,3 +173,43 @@ def test_dependencies_appended_once(
             found = X.extract(from_data(orjson.loads(orjson.dumps(data)))).canonical
             assert found == expected
     monkeypatch.setattr(X, "_WALK", walk)
+
+
+SQL_QUERIES: list[Any] = [
+    {"sql": "SELECT * FROM users WHERE id = 1", "database_type": "sqlite"},
+    {"sql": "SELECT * FROM users WHERE id = 1", "database_type": ""},
+    {"sql": "SELECT * FROM users WHERE id = 1", "database_type": None},
+    {"sql": "SELECT * FROM users WHERE id = 1"},
+    {"sql": "SELECT * FROM users WHERE id = 2", "database_type": 5},
+    {"sql": "SELECT * FROM users WHERE id = 2", "database_type": ["postgres"]},
+    {"sql": "SELECT * FROM users WHERE id = 2", "database_type": "postgres"},
+    {"sql": "UPDATE t SET a = 1", "database_type": 0},
+    {"sql": 5, "database_type": "mysql"},
+    {"sql": None},
+    "SELECT 3",
+    None,
+]
+
+
+def test_query_items_read_the_key_database_type() -> None:
+    """A query's item (kept per worker by its SQL key) names the database type of the key,
+    which is what `ev.database_type` reads of every call with that key."""
+    from tracetool.trace import events as ev
+
+    for query in SQL_QUERIES:
+        call = {"sql_query": query}
+        assert X._sql_key(call)[1] == ev.database_type(call)
+
+
+@pytest.mark.skipif(X._WALK is None, reason="tracetool._speedups is not built")
+def test_sql_calls_c_and_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(48)
+    for n in range(30):
+        if n % 3 == 0:
+            monkeypatch.setattr(X, "_FACTS_MAX", 1 + n % 4)
+        events = _events(rng, rng.randint(5, 40))
+        for event in events:
+            if isinstance(event, dict) and event.get("event") == "call" and rng.random() < 0.5:
+                event["sql_query"] = rng.choice(SQL_QUERIES)
+        _same(_document(events), monkeypatch)
+        _same(_document(events), monkeypatch, batches=3)

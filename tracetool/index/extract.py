@@ -54,7 +54,7 @@ from tracetool.index.rows import (
 )
 from tracetool.trace import TraceDocument
 from tracetool.trace import events as ev
-from tracetool.trace.codeobjects import DATABASE_ROOT, CodeObject, service_host
+from tracetool.trace.codeobjects import CodeObject, service_host
 from tracetool.trace.normalize import apply_event_updates
 from tracetool.trace.tree import CallNode
 
@@ -201,6 +201,37 @@ def _client_facts(call: dict[str, Any]) -> tuple[Any, ...] | None:
     return facts
 
 
+# SQL key (`_sql_key`) -> its analysis, the arguments of `Canonical.sql`, its query's item and
+# its tables' (fqid, item): per worker process, bounded as `_SERVER_FACTS`.
+_SQL_FACTS: dict[tuple[Any, Any], tuple[Any, ...]] = {}
+
+
+def _sql_facts(key: tuple[str, str | None]) -> tuple[Any, ...]:
+    """`_SQL_FACTS[key]`, made. The item's database type is the key's: `_sql_key` reads it as
+    `ev.database_type` does."""
+    info = sql.analyze(*key)
+    tables = tuple(info.tables)
+    item = (
+        "query",
+        info.normalized,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        info.operation or None,
+        ",".join(tables),
+        key[1],
+    )
+    table_items = tuple((f"table:{table}", plain_row("table", table)) for table in tables)
+    facts = (info, (info.normalized, tables), item, table_items)
+    if len(_SQL_FACTS) >= _FACTS_MAX:
+        _SQL_FACTS.clear()
+    _SQL_FACTS[key] = facts
+    return facts
+
+
 # (str path, int line) -> "path:line", per worker process, kept by the C walk (bounded)
 _LOCATIONS: dict[tuple[str, int], str] = {}
 _WALK = accel.function("extract_walk")  # `Extractor._walk` in C (tracetool/_speedups_extract.c)
@@ -235,14 +266,17 @@ class Extractor:
         self.out = Extract(recording={})
         self.canonical = Canonical()
         self.has_http = False
-        # SQL text -> query code object, fqid, `sql.analyze` result, `Canonical.sql` arguments
-        self.sql_cache: dict[tuple[str, str | None], tuple[CodeObject, str, Any, Any]] = {}
+        # SQL text -> query code object, fqid, `Canonical.sql` arguments
+        self.sql_cache: dict[tuple[str, str | None], tuple[CodeObject, str, Any]] = {}
         self.used: dict[int, CodeObject] = {}  # id(code object) -> code object with events
         self.funcs: dict[str, list[Any]] = {}  # fqid -> [count, total, self, max, open]
         # call key -> co, fqid, is log, aggregate (`_function`)
         self.fn_info: dict[tuple[Any, ...], tuple[CodeObject, str, bool, list[Any]]] = {}
         # route id, or (service host, route) -> the code object of HTTP server/client requests
         self.routes: dict[Any, CodeObject] = {}
+        # (call, its facts) of the last HTTP call whose code object was resolved: its row
+        # (`_http_server`, `_http_client`) comes next
+        self.facts: tuple[Any, tuple[Any, ...] | None] = (None, None)
         self.fts_routes: dict[str, None] = {}
         self.fts_sql: dict[str, None] = {}
         self.messages: dict[str, None] = {}
@@ -284,7 +318,6 @@ class Extractor:
                 self._code_object,
                 self._http_server,
                 self._http_client,
-                self._query_item,
                 self._log,
                 self._exceptions,
                 # (C makes `dependency`'s and `function`'s values, and sides, into these)
@@ -324,7 +357,6 @@ class Extractor:
         of function calls. `tracetool/_speedups_extract.c` is its twin (the common cases in C,
         the rest through the same helpers)."""
         has_http, canonical, out = self.has_http, self.canonical, self.out
-        items = out.items
         sql_cache, fn_info = self.sql_cache, self.fn_info
         n_calls = 0
         # Entries: (node, parent code object, request row, caller fqid, in_http, parent
@@ -370,7 +402,7 @@ class Extractor:
                 cached = sql_cache.get(sql_key)
                 if cached is None:
                     cached = self._sql(sql_key)
-                co, fqid, info, sql_values = cached
+                co, fqid, sql_values = cached
                 agg = None
             elif kind == FUNCTION:
                 # Resolving a function is a few dict lookups, but recordings repeat the same
@@ -423,8 +455,6 @@ class Extractor:
                 request = self._http_server(node, call, event_id, ms, counted)
             elif kind == SQL:
                 out.queries.append((event_id, request_id, fqid, ms, caller))
-                if fqid not in items:
-                    self._query_item(fqid, info, call)
                 if request is not None:
                     request[6] += 1
                     if ms is not None:
@@ -443,14 +473,24 @@ class Extractor:
 
     # The walk's cold paths, called by `_walk` and by its C twin alike.
 
-    def _sql(self, key: tuple[str, str | None]) -> tuple[CodeObject, str, Any, tuple[Any, ...]]:
+    def _sql(self, key: tuple[str, str | None]) -> tuple[CodeObject, str, tuple[Any, ...]]:
         """A SQL text's entry of `sql_cache`, when first met: its query code object (marked
-        used), fqid, `sql.analyze` result and the arguments of `Canonical.sql`."""
-        info = sql.analyze(*key)
-        database = self.cmap.child(None, "database", DATABASE_ROOT)
-        co = self.cmap.child(database, "query", info.normalized)
+        used), fqid and the arguments of `Canonical.sql`; the query's
+        item (and its tables'), and its search text, when its fqid is new."""
+        facts = _SQL_FACTS.get(key)
+        if facts is None:
+            facts = _sql_facts(key)
+        info, values, item, tables = facts
+        co = self.cmap.query(info.normalized)
         self.used[id(co)] = co
-        cached = self.sql_cache[key] = (co, co.fqid, info, (info.normalized, tuple(info.tables)))
+        fqid = co.fqid
+        items = self.out.items
+        if fqid not in items:
+            items[fqid] = item
+            for table_fqid, row in tables:
+                items.setdefault(table_fqid, row)
+            self.fts_sql.setdefault(info.normalized, None)
+        cached = self.sql_cache[key] = (co, fqid, values)
         return cached
 
     def _code_object(self, call: dict[str, Any]) -> CodeObject:
@@ -459,12 +499,14 @@ class Extractor:
         co = None
         if "http_server_request" in call:
             facts = _server_facts(call)
+            self.facts = (call, facts)
             if facts is not None:
                 co = self.routes.get(facts[2])
                 if co is None:
                     co = self.routes[facts[2]] = self.cmap.route(facts[2])
         elif "http_client_request" in call:
             facts = _client_facts(call)
+            self.facts = (call, facts)
             if facts is not None:
                 key = (facts[0], facts[1])
                 co = self.routes.get(key)
@@ -474,27 +516,6 @@ class Extractor:
             co = self.cmap.code_object_for(call)
         self.used[id(co)] = co
         return co
-
-    def _query_item(self, fqid: str, info: Any, call: dict[str, Any]) -> None:
-        """The item of a query (and of its tables), from its first call."""
-        items = self.out.items
-        tables = tuple(info.tables)
-        items[fqid] = (
-            "query",
-            info.normalized,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            info.operation or None,
-            ",".join(tables),
-            ev.database_type(call),
-        )
-        for table in tables:
-            items.setdefault(f"table:{table}", plain_row("table", table))
-        self.fts_sql.setdefault(info.normalized, None)
 
     def _log(
         self, call: dict[str, Any], event_id: Any, request_id: Any, fqid: str, caller: Any
@@ -509,7 +530,7 @@ class Extractor:
         self, node: CallNode, call: dict[str, Any], event_id: Any, ms: Any, counted: bool
     ) -> list[Any]:
         """An HTTP server request's row (the calls inside it count their SQL into it)."""
-        facts = _server_facts(call)
+        facts = self.facts[1] if self.facts[0] is call else _server_facts(call)
         if facts is not None:
             method, template, route_key, shape, route, path, fqid, row = facts
             status = ev.status_code(node.ret)
@@ -545,7 +566,7 @@ class Extractor:
     def _http_client(
         self, node: CallNode, call: dict[str, Any], co: CodeObject, fqid: str, counted: bool
     ) -> None:
-        facts = _client_facts(call)
+        facts = self.facts[1] if self.facts[0] is call else _client_facts(call)
         if facts is not None:
             _, route, row = facts
             self.out.items.setdefault(fqid, row)
