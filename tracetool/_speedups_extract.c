@@ -506,7 +506,8 @@ typedef struct {
         *log_labels, *log_levels, *by_location,
         *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *log,
         *exceptions, *sides, *class_deps, *package_deps, *names, *parameter_values, *classes,
-        *packages, *labels, *class_seen, *package_seen, *locations, *logs, *messages;
+        *packages, *labels, *class_seen, *package_seen, *locations, *logs, *messages,
+        *last_params;
     /* (code object, parent code object) pairs known to be in `pairs`, by address: the pair
      * is not looked up again in this walk (the code objects outlive it) */
     struct {
@@ -657,6 +658,37 @@ parameter_names(PyObject *params)
     return names;
 }
 
+/* Whether a list of parameters has the names of `last` (a tuple `parameter_names` made, whose
+ * pair with the function is in `params_seen`): every parameter an object whose name is the
+ * same string as last's, or missing where last's is None. 1, 0 (not the same, or names that
+ * are not strings: looked up in `params_seen`) or -1. */
+static int
+same_names(PyObject *last, PyObject *params)
+{
+    Py_ssize_t n = PyList_GET_SIZE(params);
+    if (!PyTuple_CheckExact(last) || PyTuple_GET_SIZE(last) != n)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *param = PyList_GET_ITEM(params, i);
+        if (!PyDict_Check(param))
+            return 0;
+        PyObject *name = PyDict_GetItemWithError(param, s_name);
+        if (name == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            name = Py_None;
+        }
+        PyObject *expected = PyTuple_GET_ITEM(last, i);
+        if (name == expected)
+            continue;
+        if (!PyUnicode_CheckExact(name) || !PyUnicode_CheckExact(expected) ||
+            PyUnicode_GET_LENGTH(name) != PyUnicode_GET_LENGTH(expected) ||
+            PyUnicode_Compare(name, expected) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* `co.nearest(type)` (new ref): the object or its nearest ancestor of that type, or None */
 static PyObject *
 nearest(PyObject *co, PyObject *type)
@@ -709,6 +741,14 @@ canonical_function(const Context *c, PyObject *node, PyObject *call, PyObject *c
         rc = truthy < 0 ? -1 : 0;
         goto done;
     }
+    if (truthy && seen && PyList_CheckExact(params)) {
+        PyObject *last = PyDict_GetItemWithError(c->last_params, co_id);
+        int same = last == NULL ? (PyErr_Occurred() ? -1 : 0) : same_names(last, params);
+        if (same != 0) { /* (the names of the function's last call with parameters again) */
+            rc = same < 0 ? -1 : 0;
+            goto done;
+        }
+    }
     if (truthy) {
         if ((names = parameter_names(params)) == NULL) {
             if (!PyErr_Occurred() &&
@@ -724,6 +764,8 @@ canonical_function(const Context *c, PyObject *node, PyObject *call, PyObject *c
         if (!known && (PySet_Add(c->params_seen, key) < 0 ||
                        (r = PyObject_CallFunctionObjArgs(c->names, params, c->parameter_values,
                                                          NULL)) == NULL))
+            goto done;
+        if (PyDict_SetItem(c->last_params, co_id, names) < 0)
             goto done;
     }
     if (seen) {
@@ -786,22 +828,25 @@ side_of(const Context *c, PyObject *co, PyObject *co_id)
 }
 
 /* {"caller": caller, "callee": callee} appended to `values` unless `seen`, the set of the
- * (caller, callee) pairs appended, has the pair (`Canonical._depend`) */
+ * (caller, callee) pairs of strings appended, has the pair (`Canonical._depend`) */
 static int
 append_dependency(PyObject *values, PyObject *seen, PyObject *caller, PyObject *callee)
 {
-    PyObject *pair = PyTuple_Pack(2, caller, callee);
-    if (pair == NULL)
-        return -1;
-    int known = PySet_Contains(seen, pair);
-    if (known != 0) {
+    int rc;
+    if (PyUnicode_CheckExact(caller) && PyUnicode_CheckExact(callee)) {
+        PyObject *pair = PyTuple_Pack(2, caller, callee);
+        if (pair == NULL)
+            return -1;
+        int known = PySet_Contains(seen, pair);
+        if (known != 0) {
+            Py_DECREF(pair);
+            return known < 0 ? -1 : 0;
+        }
+        rc = PySet_Add(seen, pair);
         Py_DECREF(pair);
-        return known < 0 ? -1 : 0;
+        if (rc < 0)
+            return -1;
     }
-    int rc = PySet_Add(seen, pair);
-    Py_DECREF(pair);
-    if (rc < 0)
-        return -1;
     PyObject *item = PyDict_New();
     rc = -1;
     if (item != NULL && PyDict_SetItem(item, s_caller, caller) == 0 &&
@@ -1501,7 +1546,7 @@ tt_extract_walk(PyObject *self, PyObject *args)
     Context c;
     PyObject *has_http, *code_object_type;
     if (!PyArg_ParseTuple(context,
-                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!OO!O!O!O!O!:extract_walk context",
+                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!OO!O!O!O!O!O!:extract_walk context",
                           &has_http, &PyDict_Type, &c.fn_info, &PyDict_Type, &c.sql_cache,
                           &PyDict_Type, &c.items, &PyList_Type, &c.queries, &PySet_Type, &c.pairs,
                           &PySet_Type, &c.functions_seen, &PySet_Type, &c.params_seen, &PySet_Type,
@@ -1515,7 +1560,8 @@ tt_extract_walk(PyObject *self, PyObject *args)
                           &PyDict_Type, &c.funcs, &c.log_labels, &c.log_levels, &PyDict_Type,
                           &c.by_location, &code_object_type, &PySet_Type, &c.class_seen,
                           &PySet_Type, &c.package_seen, &PyDict_Type, &c.locations,
-                          &PyList_Type, &c.logs, &PyDict_Type, &c.messages))
+                          &PyList_Type, &c.logs, &PyDict_Type, &c.messages, &PyDict_Type,
+                          &c.last_params))
         return NULL;
     if ((c.has_http = PyObject_IsTrue(has_http)) < 0 ||
         learn_slots(code_object_type, co_slot_names, C_SLOTS, co_offsets, &co_type) < 0)

@@ -340,6 +340,7 @@ class Extractor:
                 _LOCATIONS,
                 self.out.logs,  # (C makes a log call's row, as `_log`, when it can)
                 self.messages,
+                canonical._last_params,
             )
             self.n_calls += _WALK(roots, CallNode, nodes, codes, in_order, context)
         else:
