@@ -56,7 +56,7 @@
 
 static PyObject *s_caller, *s_callee, *s_type, *s_class, *s_package, *s_labels, *s_extend, *s_parent, *s_get, *s_call, *s_ret, *s_children, *s_elapsed, *s_id, *s_http_server_request,
     *s_http_client_request, *s_sql_query, *s_method_id, *s_defined_class, *s_path, *s_lineno,
-    *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_location, *s_function, *s_colon, *s_value, *s_self, *s_cls, *s_ellipsis, *s_name;
+    *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_location, *s_function, *s_colon, *s_value, *s_self, *s_cls, *s_ellipsis, *s_properties, *s_name;
 static PyObject *one, *minus_one, *thousand;
 
 static int
@@ -100,6 +100,7 @@ intern_names(void)
     INTERN(s_value, "value")
     INTERN(s_self, "self")
     INTERN(s_cls, "cls")
+    INTERN(s_properties, "properties")
     if ((s_ellipsis = PyUnicode_FromString("\xe2\x80\xa6")) == NULL) /* (UTF-8 of "…") */
         return -1;
 #undef INTERN
@@ -507,7 +508,7 @@ typedef struct {
         *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *log,
         *exceptions, *sides, *class_deps, *package_deps, *names, *parameter_values, *classes,
         *packages, *labels, *class_seen, *package_seen, *locations, *logs, *messages,
-        *last_params;
+        *last_params, *sql_normalized, *sql_tables;
     /* (code object, parent code object) pairs known to be in `pairs`, by address: the pair
      * is not looked up again in this walk (the code objects outlive it) */
     struct {
@@ -658,6 +659,85 @@ parameter_names(PyObject *params)
     return names;
 }
 
+/* `canonical._names(params, parameter_values)`: the names of parameter objects and of their
+ * nested properties, read here when every list met is a list and every object a dict (the
+ * names gathered first, appended at the end), else by the Python function. 0 or -1. */
+static int
+names_of(const Context *c, PyObject *params)
+{
+    PyObject **stack = NULL; /* (borrowed: `params` holds them, and nothing runs to change it) */
+    Py_ssize_t size = 0, capacity = 0;
+    PyObject *found = PyList_New(0);
+    if (found == NULL)
+        return -1;
+    int rc = -1, usual = 1;
+    PyObject *items = params;
+    for (;;) {
+        if (PyList_Check(items)) {
+            if (!PyList_CheckExact(items)) {
+                usual = 0;
+                break;
+            }
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+                PyObject *item = PyList_GET_ITEM(items, i);
+                if (!PyDict_Check(item))
+                    continue;
+                if (!PyDict_CheckExact(item)) {
+                    usual = 0;
+                    break;
+                }
+                PyObject *name = PyDict_GetItemWithError(item, s_name);
+                if (name == NULL && PyErr_Occurred())
+                    goto done;
+                if (name != NULL && name != Py_None) {
+                    PyObject *text = PyObject_Str(name);
+                    int failed = text == NULL || PyList_Append(found, text) < 0;
+                    Py_XDECREF(text);
+                    if (failed)
+                        goto done;
+                }
+                PyObject *props = PyDict_GetItemWithError(item, s_properties);
+                if (props == NULL && PyErr_Occurred())
+                    goto done;
+                int truthy = props == NULL ? 0 : PyObject_IsTrue(props);
+                if (truthy < 0)
+                    goto done;
+                if (truthy) {
+                    if (size == capacity) {
+                        Py_ssize_t more = capacity ? 2 * capacity : 16;
+                        PyObject **grown = realloc(stack, (size_t)more * sizeof(PyObject *));
+                        if (grown == NULL) {
+                            PyErr_NoMemory();
+                            goto done;
+                        }
+                        stack = grown;
+                        capacity = more;
+                    }
+                    stack[size++] = props;
+                }
+            }
+            if (!usual)
+                break;
+        }
+        if (size == 0)
+            break;
+        items = stack[--size];
+    }
+    if (usual) {
+        Py_ssize_t n = PyList_GET_SIZE(c->parameter_values);
+        rc = PyList_SetSlice(c->parameter_values, n, n, found);
+    }
+    else {
+        PyObject *r = PyObject_CallFunctionObjArgs(c->names, params, c->parameter_values, NULL);
+        rc = r == NULL ? -1 : 0;
+        Py_XDECREF(r);
+    }
+done:
+    free(stack);
+    Py_DECREF(found);
+    return rc;
+}
+
 /* Whether a list of parameters has the names of `last` (a tuple `parameter_names` made, whose
  * pair with the function is in `params_seen`): every parameter an object whose name is the
  * same string as last's, or missing where last's is None. 1, 0 (not the same, or names that
@@ -761,9 +841,7 @@ canonical_function(const Context *c, PyObject *node, PyObject *call, PyObject *c
         int known = PySet_Contains(c->params_seen, key);
         if (known < 0)
             goto done;
-        if (!known && (PySet_Add(c->params_seen, key) < 0 ||
-                       (r = PyObject_CallFunctionObjArgs(c->names, params, c->parameter_values,
-                                                         NULL)) == NULL))
+        if (!known && (PySet_Add(c->params_seen, key) < 0 || names_of(c, params) < 0))
             goto done;
         if (PyDict_SetItem(c->last_params, co_id, names) < 0)
             goto done;
@@ -1458,7 +1536,18 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
             int seen = PyTuple_Check(sql_values) ? PySet_Contains(c->sql_seen, sql_values) : 0;
             if (seen < 0)
                 goto done;
-            if (!seen) {
+            if (!seen && PyTuple_CheckExact(sql_values) && PyTuple_GET_SIZE(sql_values) == 2 &&
+                PyTuple_CheckExact(PyTuple_GET_ITEM(sql_values, 1))) {
+                /* `Canonical.sql(normalized, tables)`: the pair kept, its values appended */
+                PyObject *tables = PyTuple_GET_ITEM(sql_values, 1);
+                if (PySet_Add(c->sql_seen, sql_values) < 0 ||
+                    PyList_Append(c->sql_normalized, PyTuple_GET_ITEM(sql_values, 0)) < 0)
+                    goto done;
+                for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tables); i++)
+                    if (PyList_Append(c->sql_tables, PyTuple_GET_ITEM(tables, i)) < 0)
+                        goto done;
+            }
+            else if (!seen) {
                 PyObject *args = PySequence_Tuple(sql_values);
                 if (args == NULL)
                     goto done;
@@ -1546,7 +1635,7 @@ tt_extract_walk(PyObject *self, PyObject *args)
     Context c;
     PyObject *has_http, *code_object_type;
     if (!PyArg_ParseTuple(context,
-                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!OO!O!O!O!O!O!:extract_walk context",
+                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!OO!O!O!O!O!O!O!O!:extract_walk context",
                           &has_http, &PyDict_Type, &c.fn_info, &PyDict_Type, &c.sql_cache,
                           &PyDict_Type, &c.items, &PyList_Type, &c.queries, &PySet_Type, &c.pairs,
                           &PySet_Type, &c.functions_seen, &PySet_Type, &c.params_seen, &PySet_Type,
@@ -1561,7 +1650,8 @@ tt_extract_walk(PyObject *self, PyObject *args)
                           &c.by_location, &code_object_type, &PySet_Type, &c.class_seen,
                           &PySet_Type, &c.package_seen, &PyDict_Type, &c.locations,
                           &PyList_Type, &c.logs, &PyDict_Type, &c.messages, &PyDict_Type,
-                          &c.last_params))
+                          &c.last_params, &PyList_Type, &c.sql_normalized, &PyList_Type,
+                          &c.sql_tables))
         return NULL;
     if ((c.has_http = PyObject_IsTrue(has_http)) < 0 ||
         learn_slots(code_object_type, co_slot_names, C_SLOTS, co_offsets, &co_type) < 0)

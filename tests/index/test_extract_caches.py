@@ -213,3 +213,40 @@ def test_sql_calls_c_and_python(monkeypatch: pytest.MonkeyPatch) -> None:
                 event["sql_query"] = rng.choice(SQL_QUERIES)
         _same(_document(events), monkeypatch)
         _same(_document(events), monkeypatch, batches=3)
+
+
+class _List(list):  # type: ignore[type-arg]
+    """A list of a class of its own (no decoder makes one)."""
+
+
+def _deep(depth: int) -> list[Any]:
+    params: list[Any] = [{"name": "leaf"}]
+    for level in range(depth):
+        params = [{"name": f"n{level % 7}", "properties": params}, {"name": None}]
+    return params
+
+
+NESTED_PARAMETERS: list[Any] = [
+    [{"name": "a", "properties": [{"name": "b", "properties": [{"name": "c"}]}, "x"]}],
+    [{"name": "a", "properties": [{"name": "b"}]}, {"name": "d", "properties": {"name": "e"}}],
+    [{"name": 5, "properties": [{"name": ["l"]}, {"name": 1.5}]}, {"properties": "text"}],
+    [{"name": "a", "properties": [_Dict(name="sub")]}],
+    [{"name": "a", "properties": _List([{"name": "in a list subclass"}])}],
+    [_Dict(name="top")],
+    [{"name": "a", "properties": []}, {"name": "a", "properties": 0}],
+    [{"name": "\u00e9t\u00e9", "properties": [{"name": "\u2603"}]}],
+    _deep(100),  # (the test copies documents with copy.deepcopy, recursively)
+]
+
+
+@pytest.mark.skipif(X._WALK is None, reason="tracetool._speedups is not built")
+def test_nested_parameter_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The canonical `parameters` of functions called with nested parameters of every shape
+    (gathered in C when every list is a list and every object a dict)."""
+    rng = random.Random(49)
+    for _ in range(30):
+        events = _events(rng, rng.randint(5, 30))
+        for event in events:
+            if isinstance(event, dict) and event.get("event") == "call" and rng.random() < 0.6:
+                event["parameters"] = rng.choice(NESTED_PARAMETERS)
+        _same(_document(events), monkeypatch)

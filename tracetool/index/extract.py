@@ -341,6 +341,8 @@ class Extractor:
                 self.out.logs,  # (C makes a log call's row, as `_log`, when it can)
                 self.messages,
                 canonical._last_params,
+                canonical.values["sqlNormalized"],  # (C does `sql` for its usual arguments)
+                canonical.values["sqlTables"],
             )
             self.n_calls += _WALK(roots, CallNode, nodes, codes, in_order, context)
         else:
