@@ -12,9 +12,11 @@
  * params_seen, sql_seen, function_values, canonical_sql, code_object_for, resolve_sql, sql_key,
  * code_object, http_server, http_client, log, exceptions, sides,
  * class_dependencies, package_dependencies, names, parameters, classes, packages, labels, used,
- * funcs, log_labels, log_levels): the Extractor's caches, the Canonical's sets, bound methods
- * and value lists (`Extractor.add` lists them), and the walk's cold paths (`_sql`,
- * `_code_object`, `_http_server`, ...). A function's first call (`Extractor._function`) is
+ * funcs, log_labels, log_levels, by_location, CodeObject, class_dependencies_seen,
+ * package_dependencies_seen, locations, logs, messages, last_params, sql_normalized,
+ * sql_tables): the Extractor's caches, the Canonical's sets, bound methods and value lists
+ * (`Extractor.add` lists them), and the walk's cold paths (`_sql`, `_code_object`,
+ * `_http_server`, ...). A function's first call (`Extractor._function`) is
  * resolved here around the classMap's `code_object_for`: the marking as used, the aggregate,
  * the function's and its class's rows (`rows.function_row`) and the log test
  * (`rows.is_log_call`, with `rows.LOG_LABELS` and `LOG_LEVELS`).
@@ -22,12 +24,14 @@
  * Per call it does in C what `_walk` does inline: the pre-order walk (an explicit stack, any
  * depth), the elapsed time, the kind, a function call's resolution by its key in `fn_info` and
  * its aggregates (count, total, self and slowest time, open frames), a SQL call's entry in
- * `sql_cache` and its query row, the request's SQL count and time; and of the Canonical, what
- * its methods would do for the common shapes: `dependency` (with its `_side`s, kept in its
- * cache), `function` for a parameter list of objects (new names through its `_names`), and the
- * `sql_seen` check before `sql`. Cache misses, HTTP calls, other calls, log calls and
- * exceptions call the same Python helpers `_walk` calls, at the same point of the walk, so
- * rows, items and canonical values come in the same order.
+ * `sql_cache` and its query row, the request's SQL count and time, a log call's row
+ * (`Extractor._log` for a parameter list); and of the Canonical, what its methods would do for
+ * the common shapes: `dependency` (with its `_side`s, kept in its cache, and `_depend`),
+ * `function` for a parameter list of objects (new names as its `_names` reads them; a call
+ * with the names of the function's last call found by comparing them, `last_params`), and
+ * `sql`. Cache misses, HTTP calls, other calls and exceptions call the same Python helpers
+ * `_walk` calls, at the same point of the walk, so rows, items and canonical values come in
+ * the same order.
  *
  * Numbers are Python's: `elapsed * 1000.0` of an int or a float, and the sums and comparisons of
  * the aggregates, are the same IEEE double operations in the same order (a float subclass or an
@@ -41,9 +45,18 @@
  * recordings: 0.60-0.77 s -> 0.41-0.46 s. Then (40 recordings, callgrind, the walk alone): 546 M
  * -> 415 M instructions, by resolving a function's first call here (504 M), reading code
  * objects' slots instead of their Python properties and making their ids here (447 M), and
- * reading event fields by the decoder's own key objects (`Context.keys`; 415 M). What is left
- * in Python: HTTP calls' code objects and rows, SQL texts first met in a recording, query items,
- * logs, and new parameter names.
+ * reading event fields by the decoder's own key objects (`Context.keys`; 415 M). Then (237
+ * recordings of /tmp/s200, callgrind of `Extractor` init, add and finish after the worker's
+ * `warm_up`): 3,488 M -> 2,909 M instructions with the per-process caches warm, the walk
+ * 1,994 M -> 1,587 M; 4,904 M -> 4,387 M for a first pass (1,350 M of it SQL analyses), by
+ * keeping HTTP requests' routes and rows and SQL texts' items by value (extract.py's `_facts`),
+ * log rows, `Canonical.sql` and new parameter names here, a known function's repeated
+ * parameter names found by comparing them with its last call's, `path:line` texts kept per
+ * process, ids joined in one allocation, and dependencies appended once per pair. What is left
+ * in Python: HTTP calls' and new SQL texts' code objects (`ClassMap.child`, ~13,500 calls,
+ * ~270 M) and HTTP rows (~6,300 calls, ~110 M); of the walk in C, a function's first call in a
+ * recording (~30,000, ~260 M) and the key of every function call in `fn_info` (its strings
+ * hashed and compared).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -22,7 +22,10 @@ instead of building it again; `release_bound` frees it. Both are one batch of an
 which the indexer feeds finished call trees a batch at a time when it reads a big recording
 event by event (one implementation, the same rows either way).
 
-Pure: no I/O, so the indexer can run it in worker processes and tests can call it directly.
+Pure: no I/O, so the indexer can run it in worker processes and tests can call it directly. What
+depends only on values is kept per process, bounded, for the next recording: an HTTP request's
+route and row texts by its fields (`_server_facts`, `_client_facts`), a SQL text's analysis and
+items (`_sql_facts`), a function's `path:line` (`_LOCATIONS`, kept by the C walk).
 """
 
 from __future__ import annotations
