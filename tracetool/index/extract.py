@@ -209,10 +209,9 @@ def _client_facts(call: dict[str, Any]) -> tuple[Any, ...] | None:
 _SQL_FACTS: dict[tuple[Any, Any], tuple[Any, ...]] = {}
 
 
-def _sql_facts(key: tuple[str, str | None]) -> tuple[Any, ...]:
-    """`_SQL_FACTS[key]`, made. The item's database type is the key's: `_sql_key` reads it as
-    `ev.database_type` does."""
-    info = sql.analyze(*key)
+def _sql_facts(key: tuple[str, str | None], info: sql.SqlInfo) -> tuple[Any, ...]:
+    """`_SQL_FACTS[key]` made of `info`, the key's analysis. The item's database type is the
+    key's: `_sql_key` reads it as `ev.database_type` does."""
     tables = tuple(info.tables)
     item = (
         "query",
@@ -483,10 +482,12 @@ class Extractor:
         """A SQL text's entry of `sql_cache`, when first met: its query code object (marked
         used), fqid and the arguments of `Canonical.sql`; the query's
         item (and its tables'), and its search text, when its fqid is new."""
+        # (asked each time: `sql.returned` records it for the stats of the recording)
+        info = sql.analyze(*key)
         facts = _SQL_FACTS.get(key)
-        if facts is None:
-            facts = _sql_facts(key)
-        info, values, item, tables = facts
+        if facts is None or facts[0] is not info:
+            facts = _sql_facts(key, info)
+        _, values, item, tables = facts
         co = self.cmap.query(info.normalized)
         self.used[id(co)] = co
         fqid = co.fqid
