@@ -47,8 +47,8 @@
  * objects' slots instead of their Python properties and making their ids here (447 M), and
  * reading event fields by the decoder's own key objects (`Context.keys`; 415 M). Then (237
  * recordings of /tmp/s200, callgrind of `Extractor` init, add and finish after the worker's
- * `warm_up`): 3,488 M -> 2,909 M instructions with the per-process caches warm, the walk
- * 1,994 M -> 1,587 M; 4,904 M -> 4,387 M for a first pass (1,350 M of it SQL analyses), by
+ * `warm_up`): 3,488 M -> 2,933 M instructions with the per-process caches warm, the walk
+ * 1,994 M -> 1,609 M; 4,904 M -> 4,406 M for a first pass (1,355 M of it SQL analyses), by
  * keeping HTTP requests' routes and rows and SQL texts' items by value (extract.py's `_facts`),
  * log rows, `Canonical.sql` and new parameter names here, a known function's repeated
  * parameter names found by comparing them with its last call's, `path:line` texts kept per
