@@ -10,11 +10,13 @@
  *
  * where context is (has_http, fn_info, sql_cache, items, queries, pairs, functions_seen,
  * params_seen, sql_seen, function_values, canonical_sql, code_object_for, resolve_sql, sql_key,
- * code_object, http_server, http_client, query_item, log, exceptions, sides,
+ * code_object, http_server, http_client, log, exceptions, sides,
  * class_dependencies, package_dependencies, names, parameters, classes, packages, labels, used,
- * funcs, log_labels, log_levels): the Extractor's caches, the Canonical's sets, bound methods
- * and value lists (`Extractor.add` lists them), and the walk's cold paths (`_sql`,
- * `_code_object`, `_http_server`, ...). A function's first call (`Extractor._function`) is
+ * funcs, log_labels, log_levels, by_location, CodeObject, class_dependencies_seen,
+ * package_dependencies_seen, locations, logs, messages, last_params, sql_normalized,
+ * sql_tables): the Extractor's caches, the Canonical's sets, bound methods and value lists
+ * (`Extractor.add` lists them), and the walk's cold paths (`_sql`, `_code_object`,
+ * `_http_server`, ...). A function's first call (`Extractor._function`) is
  * resolved here around the classMap's `code_object_for`: the marking as used, the aggregate,
  * the function's and its class's rows (`rows.function_row`) and the log test
  * (`rows.is_log_call`, with `rows.LOG_LABELS` and `LOG_LEVELS`).
@@ -22,12 +24,14 @@
  * Per call it does in C what `_walk` does inline: the pre-order walk (an explicit stack, any
  * depth), the elapsed time, the kind, a function call's resolution by its key in `fn_info` and
  * its aggregates (count, total, self and slowest time, open frames), a SQL call's entry in
- * `sql_cache` and its query row, the request's SQL count and time; and of the Canonical, what
- * its methods would do for the common shapes: `dependency` (with its `_side`s, kept in its
- * cache), `function` for a parameter list of objects (new names through its `_names`), and the
- * `sql_seen` check before `sql`. Cache misses, HTTP calls, other calls, log calls and
- * exceptions call the same Python helpers `_walk` calls, at the same point of the walk, so
- * rows, items and canonical values come in the same order.
+ * `sql_cache` and its query row, the request's SQL count and time, a log call's row
+ * (`Extractor._log` for a parameter list); and of the Canonical, what its methods would do for
+ * the common shapes: `dependency` (with its `_side`s, kept in its cache, and `_depend`),
+ * `function` for a parameter list of objects (new names as its `_names` reads them; a call
+ * with the names of the function's last call found by comparing them, `last_params`), and
+ * `sql`. Cache misses, HTTP calls, other calls and exceptions call the same Python helpers
+ * `_walk` calls, at the same point of the walk, so rows, items and canonical values come in
+ * the same order.
  *
  * Numbers are Python's: `elapsed * 1000.0` of an int or a float, and the sums and comparisons of
  * the aggregates, are the same IEEE double operations in the same order (a float subclass or an
@@ -41,21 +45,31 @@
  * recordings: 0.60-0.77 s -> 0.41-0.46 s. Then (40 recordings, callgrind, the walk alone): 546 M
  * -> 415 M instructions, by resolving a function's first call here (504 M), reading code
  * objects' slots instead of their Python properties and making their ids here (447 M), and
- * reading event fields by the decoder's own key objects (`Context.keys`; 415 M). What is left
- * in Python: HTTP calls' code objects and rows, SQL texts first met in a recording, query items,
- * logs, and new parameter names.
+ * reading event fields by the decoder's own key objects (`Context.keys`; 415 M). Then (237
+ * recordings of /tmp/s200, callgrind of `Extractor` init, add and finish after the worker's
+ * `warm_up`): 3,488 M -> 2,933 M instructions with the per-process caches warm, the walk
+ * 1,994 M -> 1,609 M; 4,904 M -> 4,406 M for a first pass (1,355 M of it SQL analyses), by
+ * keeping HTTP requests' routes and rows and SQL texts' items by value (extract.py's `_facts`),
+ * log rows, `Canonical.sql` and new parameter names here, a known function's repeated
+ * parameter names found by comparing them with its last call's, `path:line` texts kept per
+ * process, ids joined in one allocation, and dependencies appended once per pair. What is left
+ * in Python: HTTP calls' and new SQL texts' code objects (`ClassMap.child`, ~13,500 calls,
+ * ~270 M) and HTTP rows (~6,300 calls, ~110 M); of the walk in C, a function's first call in a
+ * recording (~30,000, ~260 M) and the key of every function call in `fn_info` (its strings
+ * hashed and compared).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------ names */
 
 static PyObject *s_caller, *s_callee, *s_type, *s_class, *s_package, *s_labels, *s_extend, *s_parent, *s_get, *s_call, *s_ret, *s_children, *s_elapsed, *s_id, *s_http_server_request,
     *s_http_client_request, *s_sql_query, *s_method_id, *s_defined_class, *s_path, *s_lineno,
-    *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_location, *s_function, *s_colon, *s_name;
+    *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_location, *s_function, *s_colon, *s_value, *s_self, *s_cls, *s_ellipsis, *s_properties, *s_name;
 static PyObject *one, *minus_one, *thousand;
 
 static int
@@ -96,6 +110,12 @@ intern_names(void)
     INTERN(s_location, "location")
     INTERN(s_function, "function")
     INTERN(s_colon, ":")
+    INTERN(s_value, "value")
+    INTERN(s_self, "self")
+    INTERN(s_cls, "cls")
+    INTERN(s_properties, "properties")
+    if ((s_ellipsis = PyUnicode_FromString("\xe2\x80\xa6")) == NULL) /* (UTF-8 of "…") */
+        return -1;
 #undef INTERN
     if ((one = PyLong_FromLong(1)) == NULL || (minus_one = PyLong_FromLong(-1)) == NULL ||
         (thousand = PyFloat_FromDouble(1000.0)) == NULL)
@@ -269,6 +289,37 @@ static Py_ssize_t co_offsets[C_SLOTS];
 
 #define SLOT(obj, i) (*(PyObject **)((char *)(obj) + co_offsets[i]))
 
+/* `f"{a}{sep}{b}"` of two str objects and an ASCII separator (new ref), in one allocation
+ * (PyUnicode_FromFormat parses its format each time). The inputs being canonical, the widest
+ * of their kinds is the result's. */
+static PyObject *
+join3(PyObject *a, const char *sep, PyObject *b)
+{
+    Py_ssize_t la = PyUnicode_GET_LENGTH(a), lb = PyUnicode_GET_LENGTH(b);
+    Py_ssize_t ls = (Py_ssize_t)strlen(sep);
+    if (la > PY_SSIZE_T_MAX - ls - lb)
+        return PyErr_NoMemory();
+    Py_UCS4 max = PyUnicode_MAX_CHAR_VALUE(a);
+    if (PyUnicode_MAX_CHAR_VALUE(b) > max)
+        max = PyUnicode_MAX_CHAR_VALUE(b);
+    PyObject *out = PyUnicode_New(la + ls + lb, max);
+    if (out == NULL)
+        return NULL;
+    int kind = PyUnicode_KIND(out);
+    void *data = PyUnicode_DATA(out);
+    if (PyUnicode_CopyCharacters(out, 0, a, 0, la) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < ls; i++)
+        PyUnicode_WRITE(kind, data, la + i, (Py_UCS4)(unsigned char)sep[i]);
+    if (PyUnicode_CopyCharacters(out, la + ls, b, 0, lb) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* Whether a string is one of `codeobjects._NAMELESS_PARENTS`'s types */
 static int
 nameless(PyObject *type)
@@ -334,7 +385,7 @@ code_id(PyObject *obj)
                     sep = "::";
                 else
                     sep = "/";
-                if ((made = PyUnicode_FromFormat("%U%s%U", parent_id, sep, name)) == NULL)
+                if ((made = join3(parent_id, sep, name)) == NULL)
                     return NULL;
             }
         }
@@ -358,7 +409,7 @@ code_fqid(PyObject *obj)
         Py_DECREF(id);
         return PyObject_GetAttr(obj, s_fqid);
     }
-    PyObject *made = PyUnicode_FromFormat("%U:%U", type, id);
+    PyObject *made = join3(type, ":", id);
     Py_DECREF(id);
     if (made == NULL)
         return NULL;
@@ -467,9 +518,10 @@ typedef struct {
     PyObject *fn_info, *sql_cache, *items, *queries, *pairs, *functions_seen, *params_seen,
         *sql_seen, *function_values, *canonical_sql, *code_object_for, *used, *funcs,
         *log_labels, *log_levels, *by_location,
-        *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *query_item, *log,
+        *resolve_sql, *sql_key, *code_object, *http_server, *http_client, *log,
         *exceptions, *sides, *class_deps, *package_deps, *names, *parameter_values, *classes,
-        *packages, *labels;
+        *packages, *labels, *class_seen, *package_seen, *locations, *logs, *messages,
+        *last_params, *sql_normalized, *sql_tables;
     /* (code object, parent code object) pairs known to be in `pairs`, by address: the pair
      * is not looked up again in this walk (the code objects outlive it) */
     struct {
@@ -620,6 +672,116 @@ parameter_names(PyObject *params)
     return names;
 }
 
+/* `canonical._names(params, parameter_values)`: the names of parameter objects and of their
+ * nested properties, read here when every list met is a list and every object a dict (the
+ * names gathered first, appended at the end), else by the Python function. 0 or -1. */
+static int
+names_of(const Context *c, PyObject *params)
+{
+    PyObject **stack = NULL; /* (borrowed: `params` holds them, and nothing runs to change it) */
+    Py_ssize_t size = 0, capacity = 0;
+    PyObject *found = PyList_New(0);
+    if (found == NULL)
+        return -1;
+    int rc = -1, usual = 1;
+    PyObject *items = params;
+    for (;;) {
+        if (PyList_Check(items)) {
+            if (!PyList_CheckExact(items)) {
+                usual = 0;
+                break;
+            }
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+                PyObject *item = PyList_GET_ITEM(items, i);
+                if (!PyDict_Check(item))
+                    continue;
+                if (!PyDict_CheckExact(item)) {
+                    usual = 0;
+                    break;
+                }
+                PyObject *name = PyDict_GetItemWithError(item, s_name);
+                if (name == NULL && PyErr_Occurred())
+                    goto done;
+                if (name != NULL && name != Py_None) {
+                    PyObject *text = PyObject_Str(name);
+                    int failed = text == NULL || PyList_Append(found, text) < 0;
+                    Py_XDECREF(text);
+                    if (failed)
+                        goto done;
+                }
+                PyObject *props = PyDict_GetItemWithError(item, s_properties);
+                if (props == NULL && PyErr_Occurred())
+                    goto done;
+                int truthy = props == NULL ? 0 : PyObject_IsTrue(props);
+                if (truthy < 0)
+                    goto done;
+                if (truthy) {
+                    if (size == capacity) {
+                        Py_ssize_t more = capacity ? 2 * capacity : 16;
+                        PyObject **grown = realloc(stack, (size_t)more * sizeof(PyObject *));
+                        if (grown == NULL) {
+                            PyErr_NoMemory();
+                            goto done;
+                        }
+                        stack = grown;
+                        capacity = more;
+                    }
+                    stack[size++] = props;
+                }
+            }
+            if (!usual)
+                break;
+        }
+        if (size == 0)
+            break;
+        items = stack[--size];
+    }
+    if (usual) {
+        Py_ssize_t n = PyList_GET_SIZE(c->parameter_values);
+        rc = PyList_SetSlice(c->parameter_values, n, n, found);
+    }
+    else {
+        PyObject *r = PyObject_CallFunctionObjArgs(c->names, params, c->parameter_values, NULL);
+        rc = r == NULL ? -1 : 0;
+        Py_XDECREF(r);
+    }
+done:
+    free(stack);
+    Py_DECREF(found);
+    return rc;
+}
+
+/* Whether a list of parameters has the names of `last` (a tuple `parameter_names` made, whose
+ * pair with the function is in `params_seen`): every parameter an object whose name is the
+ * same string as last's, or missing where last's is None. 1, 0 (not the same, or names that
+ * are not strings: looked up in `params_seen`) or -1. */
+static int
+same_names(PyObject *last, PyObject *params)
+{
+    Py_ssize_t n = PyList_GET_SIZE(params);
+    if (!PyTuple_CheckExact(last) || PyTuple_GET_SIZE(last) != n)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *param = PyList_GET_ITEM(params, i);
+        if (!PyDict_Check(param))
+            return 0;
+        PyObject *name = PyDict_GetItemWithError(param, s_name);
+        if (name == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            name = Py_None;
+        }
+        PyObject *expected = PyTuple_GET_ITEM(last, i);
+        if (name == expected)
+            continue;
+        if (!PyUnicode_CheckExact(name) || !PyUnicode_CheckExact(expected) ||
+            PyUnicode_GET_LENGTH(name) != PyUnicode_GET_LENGTH(expected) ||
+            PyUnicode_Compare(name, expected) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* `co.nearest(type)` (new ref): the object or its nearest ancestor of that type, or None */
 static PyObject *
 nearest(PyObject *co, PyObject *type)
@@ -672,6 +834,14 @@ canonical_function(const Context *c, PyObject *node, PyObject *call, PyObject *c
         rc = truthy < 0 ? -1 : 0;
         goto done;
     }
+    if (truthy && seen && PyList_CheckExact(params)) {
+        PyObject *last = PyDict_GetItemWithError(c->last_params, co_id);
+        int same = last == NULL ? (PyErr_Occurred() ? -1 : 0) : same_names(last, params);
+        if (same != 0) { /* (the names of the function's last call with parameters again) */
+            rc = same < 0 ? -1 : 0;
+            goto done;
+        }
+    }
     if (truthy) {
         if ((names = parameter_names(params)) == NULL) {
             if (!PyErr_Occurred() &&
@@ -684,9 +854,9 @@ canonical_function(const Context *c, PyObject *node, PyObject *call, PyObject *c
         int known = PySet_Contains(c->params_seen, key);
         if (known < 0)
             goto done;
-        if (!known && (PySet_Add(c->params_seen, key) < 0 ||
-                       (r = PyObject_CallFunctionObjArgs(c->names, params, c->parameter_values,
-                                                         NULL)) == NULL))
+        if (!known && (PySet_Add(c->params_seen, key) < 0 || names_of(c, params) < 0))
+            goto done;
+        if (PyDict_SetItem(c->last_params, co_id, names) < 0)
             goto done;
     }
     if (seen) {
@@ -748,12 +918,28 @@ side_of(const Context *c, PyObject *co, PyObject *co_id)
     return side;
 }
 
-/* {"caller": caller, "callee": callee} appended to `values` */
+/* {"caller": caller, "callee": callee} appended to `values` unless `seen`, the set of the
+ * (caller, callee) pairs of strings appended, has the pair (`Canonical._depend`) */
 static int
-append_dependency(PyObject *values, PyObject *caller, PyObject *callee)
+append_dependency(PyObject *values, PyObject *seen, PyObject *caller, PyObject *callee)
 {
+    int rc;
+    if (PyUnicode_CheckExact(caller) && PyUnicode_CheckExact(callee)) {
+        PyObject *pair = PyTuple_Pack(2, caller, callee);
+        if (pair == NULL)
+            return -1;
+        int known = PySet_Contains(seen, pair);
+        if (known != 0) {
+            Py_DECREF(pair);
+            return known < 0 ? -1 : 0;
+        }
+        rc = PySet_Add(seen, pair);
+        Py_DECREF(pair);
+        if (rc < 0)
+            return -1;
+    }
     PyObject *item = PyDict_New();
-    int rc = -1;
+    rc = -1;
     if (item != NULL && PyDict_SetItem(item, s_caller, caller) == 0 &&
         PyDict_SetItem(item, s_callee, callee) == 0)
         rc = PyList_Append(values, item);
@@ -793,10 +979,12 @@ dependency(const Context *c, PyObject *co, PyObject *co_id, PyObject *parent_co)
         int differ = 0;
         if (cls != Py_None && their_cls != Py_None)
             differ = PyObject_RichCompareBool(cls, their_cls, Py_NE);
-        if (differ >= 0 && (!differ || append_dependency(c->class_deps, their_cls, cls) == 0)) {
+        if (differ >= 0 &&
+            (!differ || append_dependency(c->class_deps, c->class_seen, their_cls, cls) == 0)) {
             differ = PyObject_RichCompareBool(pkg, their_pkg, Py_NE);
             if (differ >= 0 &&
-                (!differ || append_dependency(c->package_deps, their_pkg, pkg) == 0))
+                (!differ ||
+                 append_dependency(c->package_deps, c->package_seen, their_pkg, pkg) == 0))
                 rc = 0;
         }
     }
@@ -914,6 +1102,8 @@ is_log_call(const Context *c, PyObject *call, PyObject *co)
     return found;
 }
 
+#define MAX_LOCATIONS 16384 /* (a full `locations` is emptied) */
+
 /* The code object of a function call found by its location, as `ClassMap._function_for` looks
  * first (new ref), or NULL: not found (or an error raised). */
 static PyObject *
@@ -935,12 +1125,38 @@ function_at(const Context *c, PyObject *call)
         return NULL;
     PyObject *key = NULL, *found = NULL;
     if (lineno != NULL && lineno != Py_None) { /* f"{path}:{lineno}" */
-        PyObject *left = PyObject_Format(path, NULL), *right = PyObject_Format(lineno, NULL);
-        PyObject *half = left == NULL ? NULL : PyUnicode_Concat(left, s_colon);
-        key = half == NULL || right == NULL ? NULL : PyUnicode_Concat(half, right);
-        Py_XDECREF(left);
-        Py_XDECREF(right);
-        Py_XDECREF(half);
+        /* a str path and an int line, the usual, are kept in `locations` (an int's text is its
+         * value's; a bool or a float equal to it would make another text) */
+        PyObject *place = PyUnicode_CheckExact(path) && PyLong_CheckExact(lineno)
+                              ? PyTuple_Pack(2, path, lineno)
+                              : NULL;
+        if (place == NULL && PyErr_Occurred()) {
+            Py_DECREF(method_id);
+            return NULL;
+        }
+        if (place != NULL) {
+            key = Py_XNewRef(PyDict_GetItemWithError(c->locations, place));
+            if (key == NULL && PyErr_Occurred()) {
+                Py_DECREF(place);
+                Py_DECREF(method_id);
+                return NULL;
+            }
+        }
+        if (key == NULL) {
+            PyObject *left = PyObject_Format(path, NULL), *right = PyObject_Format(lineno, NULL);
+            PyObject *half = left == NULL ? NULL : PyUnicode_Concat(left, s_colon);
+            key = half == NULL || right == NULL ? NULL : PyUnicode_Concat(half, right);
+            Py_XDECREF(left);
+            Py_XDECREF(right);
+            Py_XDECREF(half);
+            if (key != NULL && place != NULL) {
+                if (PyDict_GET_SIZE(c->locations) >= MAX_LOCATIONS)
+                    PyDict_Clear(c->locations);
+                if (PyDict_SetItem(c->locations, place, key) < 0)
+                    Py_CLEAR(key);
+            }
+        }
+        Py_XDECREF(place);
     }
     else
         key = PyObject_Str(path);
@@ -963,6 +1179,24 @@ function_at(const Context *c, PyObject *call)
     return found;
 }
 
+/* A function's aggregate, `[0, 0.0, 0.0, 0.0, 0]` (new ref) */
+static PyObject *
+new_aggregate(void)
+{
+    PyObject *agg = PyList_New(5);
+    if (agg == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < 5; i++) {
+        PyObject *value = i == 0 || i == 4 ? PyLong_FromLong(0) : PyFloat_FromDouble(0.0);
+        if (value == NULL) {
+            Py_DECREF(agg);
+            return NULL;
+        }
+        PyList_SET_ITEM(agg, i, value);
+    }
+    return agg;
+}
+
 /* `Extractor._function(call)` (new ref): the call's code object (`cmap.code_object_for`,
  * marked used), fqid, whether it logs and its aggregate; the function's row (and its class's)
  * made when its fqid is first met. */
@@ -983,7 +1217,7 @@ resolve_function(const Context *c, PyObject *call)
         Py_INCREF(agg);
     else {
         if (PyErr_Occurred() ||
-            (agg = Py_BuildValue("[idddi]", 0, 0.0, 0.0, 0.0, 0)) == NULL ||
+            (agg = new_aggregate()) == NULL ||
             PyDict_SetItem(c->funcs, fqid, agg) < 0 || (cls = nearest(co, s_class)) == NULL ||
             (row = function_row(c, co, call, cls)) == NULL || PyDict_SetItem(c->items, fqid, row) < 0)
             goto done;
@@ -1061,6 +1295,91 @@ learn_keys(Context *c, PyObject *event)
     }
 }
 
+#define MAX_TEXT 2000 /* rows.MAX_TEXT */
+
+/* `Extractor._log(call, event_id, request_id, fqid, caller)` of a call whose `parameters` is a
+ * list or None: its message (`rows.log_message`), row and words; 1 done, 0 left to the Python
+ * `_log` (other parameters, a dict subclass), -1 on an error. */
+static int
+log_call(const Context *c, PyObject *call, PyObject *event_id, PyObject *request_id,
+         PyObject *fqid, PyObject *caller)
+{
+    PyObject *params = get(call, c->keys[EK_PARAMETERS]);
+    if (params == NULL)
+        return -1;
+    if (params == Py_None) { /* (`or ()`) */
+        Py_DECREF(params);
+        return 1;
+    }
+    if (!PyList_CheckExact(params)) {
+        Py_DECREF(params);
+        return 0;
+    }
+    int rc = -1;
+    PyObject *value = NULL, *text = NULL, *message = NULL, *method = NULL, *level = NULL,
+             *row = NULL, *words = NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(params); i++) {
+        PyObject *param = PyList_GET_ITEM(params, i);
+        if (!PyDict_Check(param))
+            continue;
+        if (!PyDict_CheckExact(param)) {
+            rc = 0;
+            goto done;
+        }
+        PyObject *name = PyDict_GetItemWithError(param, s_name);
+        if (name == NULL && PyErr_Occurred())
+            goto done;
+        if (name != NULL) {
+            int is_self = PyObject_RichCompareBool(name, s_self, Py_EQ);
+            int is_cls = is_self != 0 ? is_self : PyObject_RichCompareBool(name, s_cls, Py_EQ);
+            if (is_cls < 0)
+                goto done;
+            if (is_cls)
+                continue;
+        }
+        value = Py_XNewRef(PyDict_GetItemWithError(param, s_value));
+        if (value == NULL && PyErr_Occurred())
+            goto done;
+        break;
+    }
+    if (value == NULL || value == Py_None) { /* no message */
+        rc = 1;
+        goto done;
+    }
+    if ((text = PyObject_Str(value)) == NULL)
+        goto done;
+    if (PyUnicode_GET_LENGTH(text) <= MAX_TEXT)
+        message = Py_NewRef(text);
+    else {
+        PyObject *head = PyUnicode_Substring(text, 0, MAX_TEXT);
+        message = head == NULL ? NULL : PyUnicode_Concat(head, s_ellipsis);
+        Py_XDECREF(head);
+        if (message == NULL)
+            goto done;
+    }
+    if ((method = get(call, c->keys[EK_METHOD_ID])) == NULL)
+        goto done;
+    int truthy = PyObject_IsTrue(method);
+    if (truthy < 0 ||
+        (level = truthy ? PyObject_Str(method) : PyUnicode_FromString("")) == NULL ||
+        (row = PyTuple_Pack(6, event_id, request_id, level, fqid, caller, message)) == NULL ||
+        PyList_Append(c->logs, row) < 0 ||
+        (words = PyUnicode_Substring(message, 0, 200)) == NULL ||
+        PyDict_SetDefault(c->messages, words, Py_None) == NULL)
+        goto done;
+    rc = 1;
+done:
+    Py_DECREF(params);
+    Py_XDECREF(value);
+    Py_XDECREF(text);
+    Py_XDECREF(message);
+    Py_XDECREF(method);
+    Py_XDECREF(level);
+    Py_XDECREF(row);
+    Py_XDECREF(words);
+    return rc;
+}
+
 /* One call of the walk: `_walk`'s loop body for a node. */
 static int
 visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
@@ -1069,7 +1388,7 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
     int rc = -1;
     PyObject *node = e->node;
     PyObject *call = NULL, *ret = NULL, *ms = NULL, *event_id = NULL, *key = NULL,
-             *resolved = NULL, *co = NULL, *fqid = NULL, *info = NULL, *sql_values = NULL,
+             *resolved = NULL, *co = NULL, *fqid = NULL, *sql_values = NULL,
              *agg = NULL, *node_id = NULL, *co_id = NULL, *request = NULL, *request_id = NULL,
              *children = NULL, *r = NULL, *raised = NULL, *is_log = NULL;
     double d = 0.0;
@@ -1097,12 +1416,11 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
             resolved = Py_NewRef(cached);
         else if (PyErr_Occurred() || (resolved = PyObject_CallOneArg(c->resolve_sql, key)) == NULL)
             goto done;
-        if (unpack(resolved, 4, parts) < 0)
+        if (unpack(resolved, 3, parts) < 0)
             goto done;
         co = Py_NewRef(parts[0]);
         fqid = Py_NewRef(parts[1]);
-        info = Py_NewRef(parts[2]);
-        sql_values = Py_NewRef(parts[3]);
+        sql_values = Py_NewRef(parts[2]);
     }
     else if (kind == K_FUNCTION) {
         PyObject *fields[5] = {c->keys[EK_DEFINED_CLASS], c->keys[EK_METHOD_ID], c->keys[EK_PATH],
@@ -1201,8 +1519,10 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
             goto done;
         if (logs) {
             PyObject *caller = e->caller != NULL ? e->caller : Py_None;
-            if ((r = PyObject_CallFunctionObjArgs(c->log, call, event_id, request_id, fqid, caller,
-                                                  NULL)) == NULL)
+            int logged = log_call(c, call, event_id, request_id, fqid, caller);
+            if (logged < 0 ||
+                (!logged && (r = PyObject_CallFunctionObjArgs(c->log, call, event_id, request_id,
+                                                              fqid, caller, NULL)) == NULL))
                 goto done;
             Py_CLEAR(r);
         }
@@ -1220,14 +1540,6 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
         Py_XDECREF(row);
         if (failed)
             goto done;
-        int known = PyDict_Contains(c->items, fqid);
-        if (known < 0)
-            goto done;
-        if (!known) {
-            if ((r = PyObject_CallFunctionObjArgs(c->query_item, fqid, info, call, NULL)) == NULL)
-                goto done;
-            Py_CLEAR(r);
-        }
         if (request != NULL) {
             if (item_add_int(request, 6, one) < 0 ||
                 (ms != NULL && item_add_float(request, 7, d, ms, 1) < 0))
@@ -1237,7 +1549,18 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
             int seen = PyTuple_Check(sql_values) ? PySet_Contains(c->sql_seen, sql_values) : 0;
             if (seen < 0)
                 goto done;
-            if (!seen) {
+            if (!seen && PyTuple_CheckExact(sql_values) && PyTuple_GET_SIZE(sql_values) == 2 &&
+                PyTuple_CheckExact(PyTuple_GET_ITEM(sql_values, 1))) {
+                /* `Canonical.sql(normalized, tables)`: the pair kept, its values appended */
+                PyObject *tables = PyTuple_GET_ITEM(sql_values, 1);
+                if (PySet_Add(c->sql_seen, sql_values) < 0 ||
+                    PyList_Append(c->sql_normalized, PyTuple_GET_ITEM(sql_values, 0)) < 0)
+                    goto done;
+                for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tables); i++)
+                    if (PyList_Append(c->sql_tables, PyTuple_GET_ITEM(tables, i)) < 0)
+                        goto done;
+            }
+            else if (!seen) {
                 PyObject *args = PySequence_Tuple(sql_values);
                 if (args == NULL)
                     goto done;
@@ -1297,7 +1620,6 @@ done:
     Py_XDECREF(resolved);
     Py_XDECREF(co);
     Py_XDECREF(fqid);
-    Py_XDECREF(info);
     Py_XDECREF(sql_values);
     Py_XDECREF(agg);
     Py_XDECREF(node_id);
@@ -1326,19 +1648,23 @@ tt_extract_walk(PyObject *self, PyObject *args)
     Context c;
     PyObject *has_http, *code_object_type;
     if (!PyArg_ParseTuple(context,
-                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!O:extract_walk context",
+                          "OO!O!O!O!O!O!O!O!OOOOOOOOOOO!O!O!OO!O!O!O!O!O!OOO!OO!O!O!O!O!O!O!O!:extract_walk context",
                           &has_http, &PyDict_Type, &c.fn_info, &PyDict_Type, &c.sql_cache,
                           &PyDict_Type, &c.items, &PyList_Type, &c.queries, &PySet_Type, &c.pairs,
                           &PySet_Type, &c.functions_seen, &PySet_Type, &c.params_seen, &PySet_Type,
                           &c.sql_seen, &c.function_values, &c.canonical_sql,
                           &c.code_object_for, &c.resolve_sql, &c.sql_key, &c.code_object,
-                          &c.http_server, &c.http_client, &c.query_item, &c.log, &c.exceptions,
+                          &c.http_server, &c.http_client, &c.log, &c.exceptions,
                           &PyDict_Type, &c.sides, &PyList_Type, &c.class_deps,
                           &PyList_Type, &c.package_deps, &c.names, &PyList_Type,
                           &c.parameter_values, &PyList_Type, &c.classes, &PyList_Type,
                           &c.packages, &PyList_Type, &c.labels, &PyDict_Type, &c.used,
                           &PyDict_Type, &c.funcs, &c.log_labels, &c.log_levels, &PyDict_Type,
-                          &c.by_location, &code_object_type))
+                          &c.by_location, &code_object_type, &PySet_Type, &c.class_seen,
+                          &PySet_Type, &c.package_seen, &PyDict_Type, &c.locations,
+                          &PyList_Type, &c.logs, &PyDict_Type, &c.messages, &PyDict_Type,
+                          &c.last_params, &PyList_Type, &c.sql_normalized, &PyList_Type,
+                          &c.sql_tables))
         return NULL;
     if ((c.has_http = PyObject_IsTrue(has_http)) < 0 ||
         learn_slots(code_object_type, co_slot_names, C_SLOTS, co_offsets, &co_type) < 0)

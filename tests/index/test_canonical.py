@@ -294,14 +294,18 @@ def test_dependencies_are_kept_once_each() -> None:
     assert out["packageDependencies"] == [{"caller": "q", "callee": "p"}]
 
 
-def test_distinct_dependencies_pairs_string_ids_only() -> None:
-    """Pairs made distinct before serializing only where equal pairs mean equal JSON."""
-    from tracetool.index.canonical import _distinct_dependencies
+def test_dependencies_pair_string_ids_only() -> None:
+    """A dependency is appended once per pair where equal pairs mean equal JSON."""
+    from tracetool.index.canonical import _depend
 
-    a, b = {"caller": "A", "callee": "B"}, {"caller": "B", "callee": "A"}
-    assert _distinct_dependencies([a, b, dict(a), dict(b), dict(a)]) == [a, b]
-    odd = [{"caller": 1, "callee": "B"}, {"caller": True, "callee": "B"}]
-    assert _distinct_dependencies(odd) is odd  # (1 == True, but their JSON differs)
-    extra = [dict(a, more=1), dict(a)]
-    assert _distinct_dependencies(extra) is extra
-    assert _distinct_dependencies(["x"]) == ["x"]
+    values: list[Any] = []
+    seen: set[Any] = set()
+    for caller, callee in (("A", "B"), ("B", "A"), ("A", "B"), (1, "B"), (True, "B"), (1, "B")):
+        _depend(values, seen, caller, callee)
+    assert values == [
+        {"caller": "A", "callee": "B"},
+        {"caller": "B", "callee": "A"},
+        {"caller": 1, "callee": "B"},
+        {"caller": True, "callee": "B"},  # (1 == True, but their JSON differs)
+        {"caller": 1, "callee": "B"},  # (`result` keeps one)
+    ]

@@ -31,7 +31,6 @@ where AppMap's regexes write `IS ?`.
 from __future__ import annotations
 
 import itertools
-import operator
 from typing import Any
 
 import orjson
@@ -91,6 +90,20 @@ def _names(params: Any, out: list[str]) -> None:
                     stack.append(props)
 
 
+def _depend(
+    values: list[dict[str, Any]], seen: set[tuple[Any, Any]], caller: Any, callee: Any
+) -> None:
+    """`{caller, callee}` appended to `values` unless `seen` has the pair (then added): made
+    distinct here, not serialized once per code-object pair by `result`. Only string ids are
+    paired (equal pairs, equal JSON; `1 == True`, but their JSON differs)."""
+    if caller.__class__ is str and callee.__class__ is str:
+        pair = (caller, callee)
+        if pair in seen:
+            return
+        seen.add(pair)
+    values.append({"caller": caller, "callee": callee})
+
+
 def _request(route: str, message: Any, status: int | None) -> dict[str, Any]:
     names = sorted(str(m.get("name")) for m in message or () if isinstance(m, dict))
     return {"route": route, "parameters": f"({','.join(names)})", "status": status}
@@ -108,7 +121,14 @@ class Canonical:
         self._sides: dict[int, tuple[str | None, str]] = {}
         self.pairs: set[tuple[int, int]] = set()
         self._params: set[tuple[Any, ...]] = set()
+        # id(code object) -> the parameter names of its last call with parameters, a pair in
+        # `_params` (the C walk compares a call's names with them before building its pair)
+        self._last_params: dict[int, tuple[Any, ...]] = {}
         self._sql: set[tuple[str, tuple[str, ...]]] = set()
+        # the (caller, callee) pairs of the class and package dependencies appended: many
+        # code-object pairs make one dependency (`result` would keep it once anyway)
+        self._class_deps: set[tuple[Any, Any]] = set()
+        self._package_deps: set[tuple[Any, Any]] = set()
 
     def function(self, node: CallNode, co: CodeObject) -> None:
         v = self.values
@@ -146,9 +166,9 @@ class Canonical:
         mine, mine_p = sides.get(pair[0]) or self._side(co)
         theirs, theirs_p = sides.get(pair[1]) or self._side(parent_co)
         if mine is not None and theirs is not None and mine != theirs:
-            self.values["classDependencies"].append({"caller": theirs, "callee": mine})
+            _depend(self.values["classDependencies"], self._class_deps, theirs, mine)
         if mine_p != theirs_p:
-            self.values["packageDependencies"].append({"caller": theirs_p, "callee": mine_p})
+            _depend(self.values["packageDependencies"], self._package_deps, theirs_p, mine_p)
 
     def _side(self, co: CodeObject) -> tuple[str | None, str]:
         """The ids of `co`'s "class" and "package" (`_class_of`, `_package_of`), once each."""
@@ -210,32 +230,11 @@ class Canonical:
                 # equal strings, equal JSON texts: made unique first, each serialized once
                 out[name] = sorted(set(values), key=orjson.dumps)
                 continue
-            if name in _DEPENDENCIES:
-                values = _distinct_dependencies(values)
             seen: dict[bytes, Any] = {}
             for value in values:
                 seen.setdefault(orjson.dumps(value), value)
             out[name] = [seen[key] for key in sorted(seen)]
         return out
-
-
-_DEPENDENCIES = frozenset(("classDependencies", "packageDependencies"))
-_CALLER_CALLEE = operator.itemgetter("caller", "callee")
-
-
-def _distinct_dependencies(values: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`{caller, callee}` values (as `dependency` makes them, caller first) with their pairs
-    made distinct: many code-object pairs make one dependency, serialized once then, not once
-    per pair. Only string ids are paired (equal pairs, equal JSON); else `values` as they are."""
-    try:
-        pairs = list(map(_CALLER_CALLEE, values))
-    except (KeyError, TypeError):
-        return values
-    if not _STR_ONLY.issuperset(map(type, itertools.chain.from_iterable(pairs))):
-        return values
-    if not {2}.issuperset(map(len, values)):
-        return values
-    return list(dict(zip(pairs, values)).values())
 
 
 def bound_class_map(cmap: ClassMap, used: dict[int, CodeObject]) -> list[dict[str, Any]]:

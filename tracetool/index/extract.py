@@ -22,7 +22,10 @@ instead of building it again; `release_bound` frees it. Both are one batch of an
 which the indexer feeds finished call trees a batch at a time when it reads a big recording
 event by event (one implementation, the same rows either way).
 
-Pure: no I/O, so the indexer can run it in worker processes and tests can call it directly.
+Pure: no I/O, so the indexer can run it in worker processes and tests can call it directly. What
+depends only on values is kept per process, bounded, for the next recording: an HTTP request's
+route and row texts by its fields (`_server_facts`, `_client_facts`), a SQL text's analysis and
+items (`_sql_facts`), a function's `path:line` (`_LOCATIONS`, kept by the C walk).
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from tracetool.index.rows import (
 )
 from tracetool.trace import TraceDocument
 from tracetool.trace import events as ev
-from tracetool.trace.codeobjects import DATABASE_ROOT, CodeObject
+from tracetool.trace.codeobjects import CodeObject, service_host
 from tracetool.trace.normalize import apply_event_updates
 from tracetool.trace.tree import CallNode
 
@@ -132,6 +135,107 @@ def extract_bound(doc: TraceDocument, source: str = "") -> tuple[Extract, Bound]
 
 
 _IS_REQUEST = operator.methodcaller("__contains__", "http_server_request")
+_STR_OR_NONE = frozenset((str, type(None)))
+
+# What an HTTP request's fields make (its route, the texts of its rows), kept by the fields'
+# values per worker process: a recording and the next repeat the same requests. Bounded: a
+# full cache is emptied.
+_FACTS_MAX = 4096
+_SERVER_FACTS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_CLIENT_FACTS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+def _server_facts(call: dict[str, Any]) -> tuple[Any, ...] | None:
+    """An HTTP server request's method (`ev.request_method`), route template, route id, shape,
+    route (`ev.route`), capped path, route fqid and route item; None when the request is not a
+    non-empty object whose fields are strings (then they are read as ever)."""
+    request = call.get("http_server_request")
+    if type(request) is not dict or not request:
+        return None
+    key = (
+        request.get("request_method"),
+        request.get("normalized_path_info"),
+        request.get("path_info"),
+    )
+    if not _STR_OR_NONE.issuperset(map(type, key)):
+        return None
+    facts = _SERVER_FACTS.get(key)
+    if facts is None:
+        method = ev.request_method(call)
+        template = route_template(call)
+        route_key = route_model.route_id(method, template)
+        facts = (
+            method,
+            template,
+            route_key,
+            route_model.shape(template),
+            ev.route(call),
+            capped(ev.path_info(call)),
+            f"route:{route_key}",
+            plain_row("route", route_key, method),
+        )
+        if len(_SERVER_FACTS) >= _FACTS_MAX:
+            _SERVER_FACTS.clear()
+        _SERVER_FACTS[key] = facts
+    return facts
+
+
+def _client_facts(call: dict[str, Any]) -> tuple[Any, ...] | None:
+    """An HTTP client request's service host (`codeobjects.service_host`), route (`ev.route`)
+    and external-route item; None when the request is not an object whose fields are strings
+    or when the call is an HTTP server request too."""
+    request = call.get("http_client_request")
+    if type(request) is not dict or "http_server_request" in call:
+        return None
+    key = (request.get("url"), request.get("request_method"))
+    if not _STR_OR_NONE.issuperset(map(type, key)):
+        return None
+    facts = _CLIENT_FACTS.get(key)
+    if facts is None:
+        route = ev.route(call)
+        facts = (
+            service_host(str(key[0] or "")),
+            route,
+            plain_row("external-route", route, ev.request_method(call)),
+        )
+        if len(_CLIENT_FACTS) >= _FACTS_MAX:
+            _CLIENT_FACTS.clear()
+        _CLIENT_FACTS[key] = facts
+    return facts
+
+
+# SQL key (`_sql_key`) -> its analysis, the arguments of `Canonical.sql`, its query's item and
+# its tables' (fqid, item): per worker process, bounded as `_SERVER_FACTS`.
+_SQL_FACTS: dict[tuple[Any, Any], tuple[Any, ...]] = {}
+
+
+def _sql_facts(key: tuple[str, str | None], info: sql.SqlInfo) -> tuple[Any, ...]:
+    """`_SQL_FACTS[key]` made of `info`, the key's analysis. The item's database type is the
+    key's: `_sql_key` reads it as `ev.database_type` does."""
+    tables = tuple(info.tables)
+    item = (
+        "query",
+        info.normalized,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        info.operation or None,
+        ",".join(tables),
+        key[1],
+    )
+    table_items = tuple((f"table:{table}", plain_row("table", table)) for table in tables)
+    facts = (info, (info.normalized, tables), item, table_items)
+    if len(_SQL_FACTS) >= _FACTS_MAX:
+        _SQL_FACTS.clear()
+    _SQL_FACTS[key] = facts
+    return facts
+
+
+# (str path, int line) -> "path:line", per worker process, kept by the C walk (bounded)
+_LOCATIONS: dict[tuple[str, int], str] = {}
 _WALK = accel.function("extract_walk")  # `Extractor._walk` in C (tracetool/_speedups_extract.c)
 
 
@@ -164,12 +268,17 @@ class Extractor:
         self.out = Extract(recording={})
         self.canonical = Canonical()
         self.has_http = False
-        # SQL text -> query code object, fqid, `sql.analyze` result, `Canonical.sql` arguments
-        self.sql_cache: dict[tuple[str, str | None], tuple[CodeObject, str, Any, Any]] = {}
+        # SQL text -> query code object, fqid, `Canonical.sql` arguments
+        self.sql_cache: dict[tuple[str, str | None], tuple[CodeObject, str, Any]] = {}
         self.used: dict[int, CodeObject] = {}  # id(code object) -> code object with events
         self.funcs: dict[str, list[Any]] = {}  # fqid -> [count, total, self, max, open]
         # call key -> co, fqid, is log, aggregate (`_function`)
         self.fn_info: dict[tuple[Any, ...], tuple[CodeObject, str, bool, list[Any]]] = {}
+        # route id, or (service host, route) -> the code object of HTTP server/client requests
+        self.routes: dict[Any, CodeObject] = {}
+        # (call, its facts) of the last HTTP call whose code object was resolved: its row
+        # (`_http_server`, `_http_client`) comes next
+        self.facts: tuple[Any, tuple[Any, ...] | None] = (None, None)
         self.fts_routes: dict[str, None] = {}
         self.fts_sql: dict[str, None] = {}
         self.messages: dict[str, None] = {}
@@ -211,7 +320,6 @@ class Extractor:
                 self._code_object,
                 self._http_server,
                 self._http_client,
-                self._query_item,
                 self._log,
                 self._exceptions,
                 # (C makes `dependency`'s and `function`'s values, and sides, into these)
@@ -229,6 +337,14 @@ class Extractor:
                 LOG_LEVELS,
                 self.cmap.by_location,  # (C looks a function up by its location first)
                 CodeObject,  # (whose slots C reads in place)
+                canonical._class_deps,  # (C appends a dependency once, as `_depend`)
+                canonical._package_deps,
+                _LOCATIONS,
+                self.out.logs,  # (C makes a log call's row, as `_log`, when it can)
+                self.messages,
+                canonical._last_params,
+                canonical.values["sqlNormalized"],  # (C does `sql` for its usual arguments)
+                canonical.values["sqlTables"],
             )
             self.n_calls += _WALK(roots, CallNode, nodes, codes, in_order, context)
         else:
@@ -246,7 +362,6 @@ class Extractor:
         of function calls. `tracetool/_speedups_extract.c` is its twin (the common cases in C,
         the rest through the same helpers)."""
         has_http, canonical, out = self.has_http, self.canonical, self.out
-        items = out.items
         sql_cache, fn_info = self.sql_cache, self.fn_info
         n_calls = 0
         # Entries: (node, parent code object, request row, caller fqid, in_http, parent
@@ -292,7 +407,7 @@ class Extractor:
                 cached = sql_cache.get(sql_key)
                 if cached is None:
                     cached = self._sql(sql_key)
-                co, fqid, info, sql_values = cached
+                co, fqid, sql_values = cached
                 agg = None
             elif kind == FUNCTION:
                 # Resolving a function is a few dict lookups, but recordings repeat the same
@@ -345,8 +460,6 @@ class Extractor:
                 request = self._http_server(node, call, event_id, ms, counted)
             elif kind == SQL:
                 out.queries.append((event_id, request_id, fqid, ms, caller))
-                if fqid not in items:
-                    self._query_item(fqid, info, call)
                 if request is not None:
                     request[6] += 1
                     if ms is not None:
@@ -365,43 +478,51 @@ class Extractor:
 
     # The walk's cold paths, called by `_walk` and by its C twin alike.
 
-    def _sql(self, key: tuple[str, str | None]) -> tuple[CodeObject, str, Any, tuple[Any, ...]]:
+    def _sql(self, key: tuple[str, str | None]) -> tuple[CodeObject, str, tuple[Any, ...]]:
         """A SQL text's entry of `sql_cache`, when first met: its query code object (marked
-        used), fqid, `sql.analyze` result and the arguments of `Canonical.sql`."""
+        used), fqid and the arguments of `Canonical.sql`; the query's
+        item (and its tables'), and its search text, when its fqid is new."""
+        # (asked each time: `sql.returned` records it for the stats of the recording)
         info = sql.analyze(*key)
-        database = self.cmap.child(None, "database", DATABASE_ROOT)
-        co = self.cmap.child(database, "query", info.normalized)
+        facts = _SQL_FACTS.get(key)
+        if facts is None or facts[0] is not info:
+            facts = _sql_facts(key, info)
+        _, values, item, tables = facts
+        co = self.cmap.query(info.normalized)
         self.used[id(co)] = co
-        cached = self.sql_cache[key] = (co, co.fqid, info, (info.normalized, tuple(info.tables)))
+        fqid = co.fqid
+        items = self.out.items
+        if fqid not in items:
+            items[fqid] = item
+            for table_fqid, row in tables:
+                items.setdefault(table_fqid, row)
+            self.fts_sql.setdefault(info.normalized, None)
+        cached = self.sql_cache[key] = (co, fqid, values)
         return cached
 
     def _code_object(self, call: dict[str, Any]) -> CodeObject:
         """The code object of a call that is neither a function's nor a SQL query's (marked
-        used)."""
-        co = self.cmap.code_object_for(call)
+        used); an HTTP request's by its route, met once per recording."""
+        co = None
+        if "http_server_request" in call:
+            facts = _server_facts(call)
+            self.facts = (call, facts)
+            if facts is not None:
+                co = self.routes.get(facts[2])
+                if co is None:
+                    co = self.routes[facts[2]] = self.cmap.route(facts[2])
+        elif "http_client_request" in call:
+            facts = _client_facts(call)
+            self.facts = (call, facts)
+            if facts is not None:
+                key = (facts[0], facts[1])
+                co = self.routes.get(key)
+                if co is None:
+                    co = self.routes[key] = self.cmap.external_route(*key)
+        if co is None:
+            co = self.cmap.code_object_for(call)
         self.used[id(co)] = co
         return co
-
-    def _query_item(self, fqid: str, info: Any, call: dict[str, Any]) -> None:
-        """The item of a query (and of its tables), from its first call."""
-        items = self.out.items
-        tables = tuple(info.tables)
-        items[fqid] = (
-            "query",
-            info.normalized,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            info.operation or None,
-            ",".join(tables),
-            ev.database_type(call),
-        )
-        for table in tables:
-            items.setdefault(f"table:{table}", plain_row("table", table))
-        self.fts_sql.setdefault(info.normalized, None)
 
     def _log(
         self, call: dict[str, Any], event_id: Any, request_id: Any, fqid: str, caller: Any
@@ -416,6 +537,17 @@ class Extractor:
         self, node: CallNode, call: dict[str, Any], event_id: Any, ms: Any, counted: bool
     ) -> list[Any]:
         """An HTTP server request's row (the calls inside it count their SQL into it)."""
+        facts = self.facts[1] if self.facts[0] is call else _server_facts(call)
+        if facts is not None:
+            method, template, route_key, shape, route, path, fqid, row = facts
+            status = ev.status_code(node.ret)
+            request = [event_id, method, template, path, status, ms, 0, 0.0, shape]
+            self.out.requests.append(request)
+            self.out.items.setdefault(fqid, row)
+            self.fts_routes.setdefault(route_key, None)
+            if counted:
+                self.canonical.http_server(node, route, status)
+            return request
         method = ev.request_method(call)
         template = route_template(call)
         status = ev.status_code(node.ret)
@@ -441,11 +573,17 @@ class Extractor:
     def _http_client(
         self, node: CallNode, call: dict[str, Any], co: CodeObject, fqid: str, counted: bool
     ) -> None:
-        self.out.items.setdefault(
-            fqid, plain_row("external-route", co.name, ev.request_method(call))
-        )
+        facts = self.facts[1] if self.facts[0] is call else _client_facts(call)
+        if facts is not None:
+            _, route, row = facts
+            self.out.items.setdefault(fqid, row)
+        else:
+            route = ev.route(call)
+            self.out.items.setdefault(
+                fqid, plain_row("external-route", co.name, ev.request_method(call))
+            )
         if counted:
-            self.canonical.http_client(node, ev.route(call), ev.status_code(node.ret))
+            self.canonical.http_client(node, route, ev.status_code(node.ret))
 
     def _exceptions(
         self,

@@ -255,21 +255,24 @@ class ClassMap:
         if kind == ev.HTTP_SERVER:
             from tracetool import route_model
 
-            http = self.child(None, "http", HTTP_ROOT)
             # the one route model: `GET /book/{pk}`, as index, query, openapi name it
-            return self.child(http, "route", route_model.route_id(*route_model.server_route(call)))
+            return self.route(route_model.route_id(*route_model.server_route(call)))
         if kind == ev.HTTP_CLIENT:
             url = str(ev.part(call, "http_client_request").get("url") or "")
-            parts = urlsplit(url)
-            # the service is named by scheme and host[:port]; credentials are data, not schema
-            netloc = parts.netloc.rsplit("@", 1)[-1]
-            host = f"{parts.scheme}://{netloc}" if netloc else url
-            service = self.child(None, "external-service", host)
-            return self.child(service, "external-route", ev.route(call))
+            return self.external_route(service_host(url), ev.route(call))
         if kind == ev.SQL:
             return self.query(query_name(call))
         name = str(call.get("method_id") or call.get("defined_class") or "event")
         return self.child(None, "function", name)
+
+    def route(self, route_id: str) -> CodeObject:
+        """The `route` code object of HTTP server requests whose route is `route_id`."""
+        return self.child(self.child(None, "http", HTTP_ROOT), "route", route_id)
+
+    def external_route(self, host: str, route: str) -> CodeObject:
+        """The `external-route` code object of HTTP client requests to `route` (`ev.route`) of
+        the service `host` (`service_host`)."""
+        return self.child(self.child(None, "external-service", host), "external-route", route)
 
     def query(self, normalized: str) -> CodeObject:
         """The `query` code object of a SQL call whose normalized SQL is `normalized`."""
@@ -295,6 +298,14 @@ class ClassMap:
         cls = self.child(None, "class", class_name)
         location = f"{path}:{lineno}" if path is not None and lineno is not None else None
         return self.child(cls, "function", method_id, static=static, location=location)
+
+
+def service_host(url: str) -> str:
+    """The name of the `external-service` an HTTP client request to `url` goes to: scheme and
+    host[:port] (credentials are data, not schema), or the url when it has no host."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return f"{parts.scheme}://{netloc}" if netloc else url
 
 
 def function_call_key(call: Event) -> tuple[Any, ...]:
