@@ -174,3 +174,19 @@ def test_a_big_text_that_msgspec_refuses_reports_the_number_first(tmp_path: Path
     with pytest.raises(TraceFormatError) as info:
         slim.load_slim(path)
     assert str(info.value) == f"{path}: {unchecked_defect(raw)}"
+
+
+@needs_c
+def test_unchecked_defect_scans_bytes_in_c_with_the_same_verdicts() -> None:
+    """`unchecked_defect` (the block reader's, small slim reads') asks the C scan of a bytes
+    and the Python prefilter of anything else: the same verdicts either way."""
+    from tracetool.trace import checks
+
+    assert checks.huge_number_scan() is _speedups.huge_number_risk
+    rng = random.Random(7)
+    for text in [*_texts(rng, 3000), b'{"a":1e999}', b"[" + b"1" * 400 + b"]", b"[1e300]"]:
+        expected = checks.utf8_defect(text) or (
+            checks.bytes_defect(text) if maybe_huge_number(text) else None
+        )
+        assert unchecked_defect(text) == expected
+        assert unchecked_defect(bytearray(text)) == expected
