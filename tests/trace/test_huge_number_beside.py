@@ -74,6 +74,34 @@ def test_the_scan_flags_what_the_python_prefilter_flags() -> None:
 
 
 @needs_c
+def test_the_scan_agrees_wherever_a_number_falls_in_its_windows() -> None:
+    """The scan skips 16 bytes at a time and reads exactly only near a suspicious window: a
+    candidate at every offset from the start, behind runs of every class, and many candidates
+    in one longer text (windows that hold several, or a number across two) get the same
+    answer as the Python prefilter."""
+    rng = random.Random(18)
+    fragments = _texts(rng, 4000)
+    fills = (b"x", b"1", b" ", b"-", b".", b"e", b"+", b'"', b"1+", b"9e", b":1")
+    for text in fragments[:400]:
+        for fill in fills:
+            for pad in range(0, 40, 3):
+                for case in (fill * pad + text, text + fill * pad, fill * pad + text + b"x" * 20):
+                    assert _speedups.huge_number_risk(case) is maybe_huge_number(case), case
+    for _ in range(3000):
+        pieces = rng.sample(fragments, rng.randint(2, 40))
+        glue = rng.choice((b"", b",", b'"', b"x", b" ", b"+"))
+        case = glue.join(pieces)
+        assert _speedups.huge_number_risk(case) is maybe_huge_number(case), case
+    for digits in (307, 308, 309, 330):
+        for pad in range(0, 34):
+            for before in (b"x", b":", b"1+", b"+"):
+                case = b"x" * pad + before + b"5" * (digits - 1) + b"+" + b"5" + b",x"
+                assert _speedups.huge_number_risk(case) is maybe_huge_number(case), case
+                case = b"x" * pad + before + b"5" * digits + b"x" * 40
+                assert _speedups.huge_number_risk(case) is maybe_huge_number(case), case
+
+
+@needs_c
 def test_the_scan_of_a_big_text_misses_nothing_the_pieces_see() -> None:
     """Over 8 MB the Python function reads 1 MB pieces (whose edges only add alarms): whatever
     it flags that the whole-text rule also flags, the scan flags."""
@@ -146,3 +174,19 @@ def test_a_big_text_that_msgspec_refuses_reports_the_number_first(tmp_path: Path
     with pytest.raises(TraceFormatError) as info:
         slim.load_slim(path)
     assert str(info.value) == f"{path}: {unchecked_defect(raw)}"
+
+
+@needs_c
+def test_unchecked_defect_scans_bytes_in_c_with_the_same_verdicts() -> None:
+    """`unchecked_defect` (the block reader's, small slim reads') asks the C scan of a bytes
+    and the Python prefilter of anything else: the same verdicts either way."""
+    from tracetool.trace import checks
+
+    assert checks.huge_number_scan() is _speedups.huge_number_risk
+    rng = random.Random(7)
+    for text in [*_texts(rng, 3000), b'{"a":1e999}', b"[" + b"1" * 400 + b"]", b"[1e300]"]:
+        expected = checks.utf8_defect(text) or (
+            checks.bytes_defect(text) if maybe_huge_number(text) else None
+        )
+        assert unchecked_defect(text) == expected
+        assert unchecked_defect(bytearray(text)) == expected

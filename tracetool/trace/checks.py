@@ -8,10 +8,11 @@ one message on every path:
 
 - **Bytes.** A recording is UTF-8 (`utf8_defect`), nested at most `MAX_DEPTH` levels
   (`depth_exceeded`, `DepthScan` for a stream of chunks) and holds no number beyond what a double
-  can hold (`maybe_huge_number`, a cheap pre-filter). The strictest parser, orjson, is the
-  referee: any path whose own parser fails (or that skips content unchecked) asks
-  `bytes_defect(raw)` for the message, which checks UTF-8 first and then parses with orjson, so
-  the same defect reads the same whatever parser met it first.
+  can hold (`maybe_huge_number`, a cheap pre-filter, made in C by `huge_number_scan` where the
+  tool's accelerator is built). The strictest parser, orjson, is the referee: any path whose own
+  parser fails (or that skips content unchecked) asks `bytes_defect(raw)` for the message, which
+  checks UTF-8 first and then parses with orjson, so the same defect reads the same whatever
+  parser met it first.
 - **Document.** `document_defect(kinds)` is the top-level check (an object with `events`,
   `classMap` or `metadata`; `events`/`classMap` arrays, `metadata` an object, null meaning
   absent), given each top-level key's kind so that a path holding only raw bytes (`kind_of_raw`)
@@ -23,17 +24,19 @@ one message on every path:
   from the event, with one warning per file); `type_defect(data)` finds the first such defect
   in a parsed document, for the one-line error of a command that failed on it.
 
-Stdlib only (the agent may import `tracetool.trace`); orjson is imported where it referees.
+Stdlib only (the agent may import `tracetool.trace`); orjson is imported where it referees, the
+tool's accelerator (`tracetool.accel`) where it is there.
 """
 
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 import sys
 import threading
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from itertools import accumulate
 from typing import Any, Optional
@@ -256,11 +259,26 @@ def bytes_defect(raw: Any) -> Optional[str]:
 def unchecked_defect(raw: Any) -> Optional[str]:
     """`bytes_defect` for a parser that skips content without checking it (msgspec leaves
     UTF-8 and number ranges of skipped values unchecked): cheap on a good file (an ASCII test
-    and one regex search), a full verdict only when something is suspicious."""
+    and one scan), a full verdict only when something is suspicious."""
     defect = utf8_defect(raw)
-    if defect is None and maybe_huge_number(raw):
+    scan = huge_number_scan() if raw.__class__ is bytes else maybe_huge_number
+    if defect is None and scan(raw):
         defect = bytes_defect(raw)
     return defect
+
+
+@functools.cache
+def huge_number_scan() -> Callable[[Any], bool]:
+    """`maybe_huge_number` of a `bytes`, made in C where the tool's accelerator is built
+    (`huge_number_risk`: a seventh of the time, the GIL released): the same answer on texts up
+    to 8 MB, and over that a whole-text read whose alarms are among the pieces' (an alarm only
+    asks the referee, `bytes_defect`). The agent's distribution has no accelerator."""
+    try:
+        from tracetool.accel import function
+    except ImportError:  # pragma: no cover - the agent's distribution
+        return maybe_huge_number
+    scan: Optional[Callable[[Any], bool]] = function("huge_number_risk")
+    return maybe_huge_number if scan is None else scan
 
 
 _ROOM = threading.Lock()
