@@ -992,6 +992,9 @@ rpc_fields(const Context *c, PyObject **items, int *at, PyObject *event, PyObjec
             return 0;
         items[(*at)++] = item;
     }
+    /* (a server request's path_info is not read after a non-empty normalized_path_info) */
+    if (n == 3 && PyUnicode_CheckExact(items[*at - 2]) && PyUnicode_GET_LENGTH(items[*at - 2]))
+        items[*at - 1] = Py_None;
     return 1;
 }
 

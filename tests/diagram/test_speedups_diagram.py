@@ -665,6 +665,22 @@ def test_http_digests_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert spared > 50  # (the C path is taken)
 
 
+def test_rpc_key_leaves_out_an_unread_path_info() -> None:
+    """Server requests of one non-empty normalized_path_info share a key whatever their
+    path_info (`appmap_route` does not read it), and so one digest, route and status."""
+
+    def key(normalized: Any, path: Any) -> Any:
+        request = {"request_method": "GET", "normalized_path_info": normalized, "path_info": path}
+        call = {"http_server_request": request}
+        return builder._rpc_key(4, call, {"http_server_response": {"status": 200}}, False)
+
+    assert key("/u/{id}", "/u/1") == key("/u/{id}", "/u/2") == key("/u/{id}", None)
+    assert key("", "/u/1") != key("", "/u/2")
+    assert key(None, "/u/1") != key(None, "/u/2")
+    assert key(7, "/u/1") != key(7, "/u/2")  # (not a string: kept, as before)
+    assert key("/u/{id}", [1]) is None
+
+
 @needs_c
 def test_rpc_context_checked() -> None:
     context = _context(builder.Action)
