@@ -965,17 +965,19 @@ intern_rpc_names(void)
     return 0;
 }
 
-/* The fields of one event's object `name` put in `items` at `*at` (`_rpc_key`'s loop body,
- * borrowed references: exact dicts read with str keys run no Python code): 1, 0 when
- * `_rpc_key` gives up (an odd value), -1 with an error. */
+/* The fields of one event's object `name` (read through the getter, as `event.get(name)`; a
+ * new reference in `*held`) put in `items` at `*at` (`_rpc_key`'s loop body, borrowed from
+ * it: exact dicts read with str keys run no Python code): 1, 0 when `_rpc_key` gives up (an
+ * odd value), -1 with an error. */
 static int
 rpc_fields(const Context *c, PyObject **items, int *at, PyObject *event, PyObject *name,
-           PyObject *const *fields, int n)
+           PyObject *const *fields, int n, PyObject **held)
 {
-    PyObject *value = PyDict_GetItemWithError(event, name);
-    if (value == NULL && PyErr_Occurred())
+    PyObject *value = get_field(&c->get, event, name); /* (`event.get(name)`) */
+    if (value == NULL)
         return -1;
-    if (value == NULL || !PyDict_Check(value)) { /* (read as no object) */
+    *held = value; /* (the caller's reference, released once the key holds its items) */
+    if (!PyDict_Check(value)) { /* (read as no object) */
         items[(*at)++] = c->no_object;
         return 1;
     }
@@ -1013,47 +1015,65 @@ rpc_key(const Context *c, PyObject *kind, PyObject *call, PyObject *ret, int ser
     items[at++] = kind;
     items[at++] = c->client_routes;
     items[at++] = server ? Py_True : Py_False;
-    int rc = rpc_fields(c, items, &at, call, s_http_server_request, server_fields, 3);
+    PyObject *held[4] = {NULL, NULL, NULL, NULL};
+    int rc = rpc_fields(c, items, &at, call, s_http_server_request, server_fields, 3, &held[0]);
     if (rc > 0) {
         items[at++] = client ? Py_True : Py_False;
-        rc = rpc_fields(c, items, &at, call, s_http_client_request, client_fields, 2);
+        rc = rpc_fields(c, items, &at, call, s_http_client_request, client_fields, 2, &held[1]);
     }
     if (rc > 0)
-        rc = rpc_fields(c, items, &at, ret, s_http_server_response, response_fields, 2);
+        rc = rpc_fields(c, items, &at, ret, s_http_server_response, response_fields, 2,
+                        &held[2]);
     if (rc > 0)
-        rc = rpc_fields(c, items, &at, ret, s_http_client_response, response_fields, 2);
-    if (rc < 0)
-        return NULL;
+        rc = rpc_fields(c, items, &at, ret, s_http_client_response, response_fields, 2,
+                        &held[3]);
+    PyObject *key = NULL;
     if (rc == 0)
-        return Py_NewRef(Py_None);
-    PyObject *key = PyTuple_New(at);
-    if (key == NULL)
-        return NULL;
-    for (int i = 0; i < at; i++)
-        PyTuple_SET_ITEM(key, i, Py_NewRef(items[i]));
+        key = Py_NewRef(Py_None);
+    else if (rc > 0 && (key = PyTuple_New(at)) != NULL)
+        for (int i = 0; i < at; i++)
+            PyTuple_SET_ITEM(key, i, Py_NewRef(items[i]));
+    for (int i = 0; i < 4; i++)
+        Py_XDECREF(held[i]);
     return key;
 }
 
-/* `ActionFactory.digest_action`'s bare action of an HTTP request with its response (events as
- * dicts), when `rpcs` holds its `_rpc_key`: new ref; Py_None (a new reference) otherwise (the
- * caller then calls `special_call`, which makes and remembers it). */
-static PyObject *
-rpc_action(const Context *c, PyObject *node, PyObject *call)
+/* `name in event`: 1, 0, or -1 with an error (an exact dict's keys, else the event's `in`). */
+static int
+event_has(PyObject *event, PyObject *name)
 {
-    if (c->rpcs == NULL || !PyDict_CheckExact(call))
+    return PyDict_CheckExact(event) ? PyDict_Contains(event, name)
+                                    : PySequence_Contains(event, name);
+}
+
+/* The action of an HTTP request with its response when `rpcs` holds its `_rpc_key`, as
+ * `ActionFactory.special_call` makes it (new ref): `digest_action`'s bare action when the walk
+ * makes digests only, else `action`'s (`_special`'s server or client request, its caller only
+ * for a client one, the callee `actor`, its elapsed time and event id); Py_None (a new
+ * reference) otherwise (the caller then calls `special_call`, which makes and remembers it).
+ * Events are exact dicts, or slim structs read with getattr (their `in` asked of them). */
+static PyObject *
+rpc_action(const Context *c, PyObject *node, PyObject *call, PyObject *actor, PyObject *caller)
+{
+    if (c->rpcs == NULL || !(PyDict_CheckExact(call) || (!PyDict_Check(call) && c->get.mode == 1)))
         return Py_NewRef(Py_None);
-    int sql = PyDict_Contains(call, s_sql_query);
-    int server = sql != 0 ? sql : PyDict_Contains(call, s_http_server_request);
-    int client = server < 0 || sql != 0 ? 0 : PyDict_Contains(call, s_http_client_request);
-    if (sql < 0 || server < 0 || client < 0)
-        return NULL;
+    int sql = event_has(call, s_sql_query);
+    int server = sql != 0 ? sql : event_has(call, s_http_server_request);
+    int client = server < 0 || sql != 0 ? 0 : event_has(call, s_http_client_request);
+    if (sql < 0 || server < 0 || client < 0) {
+        if (PyDict_CheckExact(call) || !PyErr_ExceptionMatches(PyExc_TypeError))
+            return NULL;
+        PyErr_Clear(); /* (an event without `in`: Python's to read) */
+        return Py_NewRef(Py_None);
+    }
     if (sql || (!server && !client))
         return Py_NewRef(Py_None);
     PyObject *ret = node_get(node, N_RET, s_ret);
     if (ret == NULL)
         return NULL;
-    PyObject *kind = NULL, *key = NULL, *action = NULL;
-    if (!PyDict_CheckExact(ret)) { /* (None: `_special` makes it) */
+    PyObject *kind = NULL, *key = NULL, *action = NULL, *elapsed = NULL, *event_id = NULL;
+    if (ret == Py_None || PyDict_Check(ret) != PyDict_Check(call) ||
+        (PyDict_Check(ret) && !PyDict_CheckExact(ret))) { /* (`_special` makes it) */
         action = Py_NewRef(Py_None);
         goto done;
     }
@@ -1061,11 +1081,12 @@ rpc_action(const Context *c, PyObject *node, PyObject *call)
     for (int side = 0; side < 2 && kind == NULL; side++) {
         if (!(side == 0 ? server : client))
             continue;
-        PyObject *resp = PyDict_GetItemWithError(
-            ret, side == 0 ? s_http_server_response : s_http_client_response);
-        if (resp == NULL && PyErr_Occurred())
+        PyObject *resp =
+            get_field(&c->get, ret, side == 0 ? s_http_server_response : s_http_client_response);
+        if (resp == NULL)
             goto done;
-        int truth = resp == NULL ? 0 : PyObject_IsTrue(resp);
+        int truth = PyObject_IsTrue(resp);
+        Py_DECREF(resp);
         if (truth < 0)
             goto done;
         if (truth)
@@ -1080,13 +1101,44 @@ rpc_action(const Context *c, PyObject *node, PyObject *call)
     PyObject *found = key == Py_None ? NULL : PyDict_GetItemWithError(c->rpcs, key);
     if (found == NULL && PyErr_Occurred())
         goto done;
-    if (found == NULL || !PyTuple_Check(found) || PyTuple_GET_SIZE(found) < 1)
+    if (found == NULL || !PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) != 3) {
         action = Py_NewRef(Py_None);
-    else
+        goto done;
+    }
+    if (c->digests_only == Py_True) {
         action = bare_or_digest(c, PyTuple_GET_ITEM(found, 0));
+        goto done;
+    }
+    int is_server = kind == c->server_rpc;
+    if ((action = new_action(is_server ? 4 : 5, PyTuple_GET_ITEM(found, 0))) == NULL)
+        goto done;
+    if (!is_server)
+        set_slot(action, S_CALLER, caller);
+    set_slot(action, S_ROUTE, PyTuple_GET_ITEM(found, 1));
+    set_slot(action, S_STATUS, PyTuple_GET_ITEM(found, 2));
+    set_slot(action, S_CALLEE, actor);
+    if ((elapsed = get_field(&c->get, ret, s_elapsed)) == NULL)
+        goto failed;
+    if (PyLong_Check(elapsed) || PyFloat_Check(elapsed))
+        set_slot(action, S_ELAPSED, elapsed);
+    if ((event_id = get_field(&c->get, call, s_id)) == NULL)
+        goto failed;
+    if (event_id != Py_None) {
+        PyObject *ids = PyList_New(1);
+        if (ids == NULL)
+            goto failed;
+        PyList_SET_ITEM(ids, 0, Py_NewRef(event_id));
+        set_slot(action, S_EVENT_IDS, ids);
+        Py_DECREF(ids);
+    }
+    goto done;
+failed:
+    Py_CLEAR(action);
 done:
     Py_DECREF(ret);
     Py_XDECREF(key);
+    Py_XDECREF(elapsed);
+    Py_XDECREF(event_id);
     return action;
 }
 
@@ -1173,7 +1225,7 @@ action_of(Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject 
         action = sql_action(c, node, call, actor, caller);
         if (action == Py_None) { /* an HTTP request whose digest `_rpc` remembers */
             Py_DECREF(action);
-            action = rpc_action(c, node, call);
+            action = rpc_action(c, node, call, actor, caller);
         }
         if (action == Py_None) {
             Py_DECREF(action);
@@ -1194,6 +1246,10 @@ action_of(Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject 
             goto done;
         if (special) {
             action = sql_action(c, node, call, actor, caller);
+            if (action == Py_None) { /* an HTTP request whose action `_rpc` remembers */
+                Py_DECREF(action);
+                action = rpc_action(c, node, call, actor, caller);
+            }
             if (action == Py_None) {
                 Py_DECREF(action);
                 action = PyObject_CallFunctionObjArgs(c->special, node, co, actor, caller,

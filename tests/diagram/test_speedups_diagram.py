@@ -665,6 +665,46 @@ def test_http_digests_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert spared > 50  # (the C path is taken)
 
 
+@needs_c
+def test_http_actions_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The diagram walk's HTTP requests whose key `_rpc` remembers are made in C, of events as
+    structs and as dicts: the diagrams of the Python code (odd fields included), and fewer
+    calls to `special_call`."""
+    rng = random.Random(31)
+    spared = 0
+    for n in range(30):
+        events = _http_events(rng, rng.randint(1, 30))
+        for event in events:
+            if event["event"] == "return" and rng.random() < 0.5:
+                event["elapsed"] = rng.choice([0, 0.25, 3, True, "x", None])
+        path = _write(tmp_path / f"a{n}.appmap.json", events)
+        _same(path, monkeypatch)
+        calls = []
+        for fast in (True, False):
+            count = [0]
+            special = builder.ActionFactory.special_call
+
+            def spy(*args: Any, count: list[int] = count, special: Any = special) -> Any:
+                count[0] += 1
+                return special(*args)
+
+            with monkeypatch.context() as m:
+                _fresh_caches(m)
+                m.setattr(builder.ActionFactory, "special_call", spy)
+                if not fast:
+                    m.setattr(builder, "_WALK", None)
+                for structs in (True, False):
+                    doc = load_slim(path, extras=False, structs=structs)
+                    try:
+                        build_diagram(doc, DiagramOptions())
+                    except TypeError:  # (an object as a status: not hashable)
+                        pass
+            calls.append(count[0])
+        assert calls[0] <= calls[1]
+        spared += calls[1] - calls[0]
+    assert spared > 50  # (the C path is taken)
+
+
 def test_rpc_key_leaves_out_an_unread_path_info() -> None:
     """Server requests of one non-empty normalized_path_info share a key whatever their
     path_info (`appmap_route` does not read it), and so one digest, route and status."""
