@@ -965,17 +965,19 @@ intern_rpc_names(void)
     return 0;
 }
 
-/* The fields of one event's object `name` put in `items` at `*at` (`_rpc_key`'s loop body,
- * borrowed references: exact dicts read with str keys run no Python code): 1, 0 when
- * `_rpc_key` gives up (an odd value), -1 with an error. */
+/* The fields of one event's object `name` (read through the getter, as `event.get(name)`; a
+ * new reference in `*held`) put in `items` at `*at` (`_rpc_key`'s loop body, borrowed from
+ * it: exact dicts read with str keys run no Python code): 1, 0 when `_rpc_key` gives up (an
+ * odd value), -1 with an error. */
 static int
 rpc_fields(const Context *c, PyObject **items, int *at, PyObject *event, PyObject *name,
-           PyObject *const *fields, int n)
+           PyObject *const *fields, int n, PyObject **held)
 {
-    PyObject *value = PyDict_GetItemWithError(event, name);
-    if (value == NULL && PyErr_Occurred())
+    PyObject *value = get_field(&c->get, event, name); /* (`event.get(name)`) */
+    if (value == NULL)
         return -1;
-    if (value == NULL || !PyDict_Check(value)) { /* (read as no object) */
+    *held = value; /* (the caller's reference, released once the key holds its items) */
+    if (!PyDict_Check(value)) { /* (read as no object) */
         items[(*at)++] = c->no_object;
         return 1;
     }
@@ -992,6 +994,9 @@ rpc_fields(const Context *c, PyObject **items, int *at, PyObject *event, PyObjec
             return 0;
         items[(*at)++] = item;
     }
+    /* (a server request's path_info is not read after a non-empty normalized_path_info) */
+    if (n == 3 && PyUnicode_CheckExact(items[*at - 2]) && PyUnicode_GET_LENGTH(items[*at - 2]))
+        items[*at - 1] = Py_None;
     return 1;
 }
 
@@ -1010,47 +1015,65 @@ rpc_key(const Context *c, PyObject *kind, PyObject *call, PyObject *ret, int ser
     items[at++] = kind;
     items[at++] = c->client_routes;
     items[at++] = server ? Py_True : Py_False;
-    int rc = rpc_fields(c, items, &at, call, s_http_server_request, server_fields, 3);
+    PyObject *held[4] = {NULL, NULL, NULL, NULL};
+    int rc = rpc_fields(c, items, &at, call, s_http_server_request, server_fields, 3, &held[0]);
     if (rc > 0) {
         items[at++] = client ? Py_True : Py_False;
-        rc = rpc_fields(c, items, &at, call, s_http_client_request, client_fields, 2);
+        rc = rpc_fields(c, items, &at, call, s_http_client_request, client_fields, 2, &held[1]);
     }
     if (rc > 0)
-        rc = rpc_fields(c, items, &at, ret, s_http_server_response, response_fields, 2);
+        rc = rpc_fields(c, items, &at, ret, s_http_server_response, response_fields, 2,
+                        &held[2]);
     if (rc > 0)
-        rc = rpc_fields(c, items, &at, ret, s_http_client_response, response_fields, 2);
-    if (rc < 0)
-        return NULL;
+        rc = rpc_fields(c, items, &at, ret, s_http_client_response, response_fields, 2,
+                        &held[3]);
+    PyObject *key = NULL;
     if (rc == 0)
-        return Py_NewRef(Py_None);
-    PyObject *key = PyTuple_New(at);
-    if (key == NULL)
-        return NULL;
-    for (int i = 0; i < at; i++)
-        PyTuple_SET_ITEM(key, i, Py_NewRef(items[i]));
+        key = Py_NewRef(Py_None);
+    else if (rc > 0 && (key = PyTuple_New(at)) != NULL)
+        for (int i = 0; i < at; i++)
+            PyTuple_SET_ITEM(key, i, Py_NewRef(items[i]));
+    for (int i = 0; i < 4; i++)
+        Py_XDECREF(held[i]);
     return key;
 }
 
-/* `ActionFactory.digest_action`'s bare action of an HTTP request with its response (events as
- * dicts), when `rpcs` holds its `_rpc_key`: new ref; Py_None (a new reference) otherwise (the
- * caller then calls `special_call`, which makes and remembers it). */
-static PyObject *
-rpc_action(const Context *c, PyObject *node, PyObject *call)
+/* `name in event`: 1, 0, or -1 with an error (an exact dict's keys, else the event's `in`). */
+static int
+event_has(PyObject *event, PyObject *name)
 {
-    if (c->rpcs == NULL || !PyDict_CheckExact(call))
+    return PyDict_CheckExact(event) ? PyDict_Contains(event, name)
+                                    : PySequence_Contains(event, name);
+}
+
+/* The action of an HTTP request with its response when `rpcs` holds its `_rpc_key`, as
+ * `ActionFactory.special_call` makes it (new ref): `digest_action`'s bare action when the walk
+ * makes digests only, else `action`'s (`_special`'s server or client request, its caller only
+ * for a client one, the callee `actor`, its elapsed time and event id); Py_None (a new
+ * reference) otherwise (the caller then calls `special_call`, which makes and remembers it).
+ * Events are exact dicts, or slim structs read with getattr (their `in` asked of them). */
+static PyObject *
+rpc_action(const Context *c, PyObject *node, PyObject *call, PyObject *actor, PyObject *caller)
+{
+    if (c->rpcs == NULL || !(PyDict_CheckExact(call) || (!PyDict_Check(call) && c->get.mode == 1)))
         return Py_NewRef(Py_None);
-    int sql = PyDict_Contains(call, s_sql_query);
-    int server = sql != 0 ? sql : PyDict_Contains(call, s_http_server_request);
-    int client = server < 0 || sql != 0 ? 0 : PyDict_Contains(call, s_http_client_request);
-    if (sql < 0 || server < 0 || client < 0)
-        return NULL;
+    int sql = event_has(call, s_sql_query);
+    int server = sql != 0 ? sql : event_has(call, s_http_server_request);
+    int client = server < 0 || sql != 0 ? 0 : event_has(call, s_http_client_request);
+    if (sql < 0 || server < 0 || client < 0) {
+        if (PyDict_CheckExact(call) || !PyErr_ExceptionMatches(PyExc_TypeError))
+            return NULL;
+        PyErr_Clear(); /* (an event without `in`: Python's to read) */
+        return Py_NewRef(Py_None);
+    }
     if (sql || (!server && !client))
         return Py_NewRef(Py_None);
     PyObject *ret = node_get(node, N_RET, s_ret);
     if (ret == NULL)
         return NULL;
-    PyObject *kind = NULL, *key = NULL, *action = NULL;
-    if (!PyDict_CheckExact(ret)) { /* (None: `_special` makes it) */
+    PyObject *kind = NULL, *key = NULL, *action = NULL, *elapsed = NULL, *event_id = NULL;
+    if (ret == Py_None || PyDict_Check(ret) != PyDict_Check(call) ||
+        (PyDict_Check(ret) && !PyDict_CheckExact(ret))) { /* (`_special` makes it) */
         action = Py_NewRef(Py_None);
         goto done;
     }
@@ -1058,11 +1081,12 @@ rpc_action(const Context *c, PyObject *node, PyObject *call)
     for (int side = 0; side < 2 && kind == NULL; side++) {
         if (!(side == 0 ? server : client))
             continue;
-        PyObject *resp = PyDict_GetItemWithError(
-            ret, side == 0 ? s_http_server_response : s_http_client_response);
-        if (resp == NULL && PyErr_Occurred())
+        PyObject *resp =
+            get_field(&c->get, ret, side == 0 ? s_http_server_response : s_http_client_response);
+        if (resp == NULL)
             goto done;
-        int truth = resp == NULL ? 0 : PyObject_IsTrue(resp);
+        int truth = PyObject_IsTrue(resp);
+        Py_DECREF(resp);
         if (truth < 0)
             goto done;
         if (truth)
@@ -1077,13 +1101,44 @@ rpc_action(const Context *c, PyObject *node, PyObject *call)
     PyObject *found = key == Py_None ? NULL : PyDict_GetItemWithError(c->rpcs, key);
     if (found == NULL && PyErr_Occurred())
         goto done;
-    if (found == NULL || !PyTuple_Check(found) || PyTuple_GET_SIZE(found) < 1)
+    if (found == NULL || !PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) != 3) {
         action = Py_NewRef(Py_None);
-    else
+        goto done;
+    }
+    if (c->digests_only == Py_True) {
         action = bare_or_digest(c, PyTuple_GET_ITEM(found, 0));
+        goto done;
+    }
+    int is_server = kind == c->server_rpc;
+    if ((action = new_action(is_server ? 4 : 5, PyTuple_GET_ITEM(found, 0))) == NULL)
+        goto done;
+    if (!is_server)
+        set_slot(action, S_CALLER, caller);
+    set_slot(action, S_ROUTE, PyTuple_GET_ITEM(found, 1));
+    set_slot(action, S_STATUS, PyTuple_GET_ITEM(found, 2));
+    set_slot(action, S_CALLEE, actor);
+    if ((elapsed = get_field(&c->get, ret, s_elapsed)) == NULL)
+        goto failed;
+    if (PyLong_Check(elapsed) || PyFloat_Check(elapsed))
+        set_slot(action, S_ELAPSED, elapsed);
+    if ((event_id = get_field(&c->get, call, s_id)) == NULL)
+        goto failed;
+    if (event_id != Py_None) {
+        PyObject *ids = PyList_New(1);
+        if (ids == NULL)
+            goto failed;
+        PyList_SET_ITEM(ids, 0, Py_NewRef(event_id));
+        set_slot(action, S_EVENT_IDS, ids);
+        Py_DECREF(ids);
+    }
+    goto done;
+failed:
+    Py_CLEAR(action);
 done:
     Py_DECREF(ret);
     Py_XDECREF(key);
+    Py_XDECREF(elapsed);
+    Py_XDECREF(event_id);
     return action;
 }
 
@@ -1170,7 +1225,7 @@ action_of(Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject 
         action = sql_action(c, node, call, actor, caller);
         if (action == Py_None) { /* an HTTP request whose digest `_rpc` remembers */
             Py_DECREF(action);
-            action = rpc_action(c, node, call);
+            action = rpc_action(c, node, call, actor, caller);
         }
         if (action == Py_None) {
             Py_DECREF(action);
@@ -1191,6 +1246,10 @@ action_of(Context *c, PyObject *node, PyObject *parent, PyObject *cos, PyObject 
             goto done;
         if (special) {
             action = sql_action(c, node, call, actor, caller);
+            if (action == Py_None) { /* an HTTP request whose action `_rpc` remembers */
+                Py_DECREF(action);
+                action = rpc_action(c, node, call, actor, caller);
+            }
             if (action == Py_None) {
                 Py_DECREF(action);
                 action = PyObject_CallFunctionObjArgs(c->special, node, co, actor, caller,
@@ -1796,13 +1855,53 @@ push_children(PyObject *stack, PyObject *children, PyObject *depth, PyObject *in
  * already, and whose name needs no note, emits its lines, pushes its closing lines and its
  * children; an elapsed time's text not memoized yet is `elapsed_text(elapsed)` (which memoizes it).
  * A query action (no diff marks) whose alias, label and note texts are memoized is written
- * likewise. memo is (heads, labels, elapsed, elapsed_text, responses, markup, notes,
- * note_limit, indents, aliases, notes memo). */
+ * likewise, so are an HTTP action (no diff marks, no note) whose head lines, label and result
+ * label (`results`) are memoized and a loop without diff marks. An elapsed text not memoized
+ * by value yet is found by its 3 digits in `shown` (as `elapsed_text` does) before calling it.
+ * memo is (heads, labels, elapsed, elapsed_text, responses, markup, notes, note_limit,
+ * indents, aliases, notes memo, results, shown). */
+
+/* The memoized text after the label of an action that took `elapsed` seconds (new reference,
+ * NULL with an exception set): `elapsed[elapsed]`, else, for a float, the text memoized by the
+ * milliseconds' 3 digits (`shown[f"{elapsed * 1000:.3g}"]`, then memoized in `elapsed` as
+ * `_Texts.elapsed_text` does), else `elapsed_text(elapsed)` (which formats and memoizes it). */
+static PyObject *
+uml_elapsed(PyObject *elapsed_texts, PyObject *shown_memo, PyObject *elapsed_text,
+            PyObject *elapsed)
+{
+    PyObject *shown = PyDict_GetItemWithError(elapsed_texts, elapsed);
+    if (shown != NULL)
+        return Py_NewRef(shown);
+    if (PyErr_Occurred())
+        return NULL;
+    if (PyFloat_CheckExact(elapsed)) {
+        /* `format(x, ".3g")` is PyOS_double_to_string(x, 'g', 3, 0) */
+        char *digits = PyOS_double_to_string(PyFloat_AS_DOUBLE(elapsed) * 1000.0, 'g', 3, 0,
+                                             NULL);
+        if (digits == NULL)
+            return NULL;
+        PyObject *key = PyUnicode_FromString(digits);
+        PyMem_Free(digits);
+        if (key == NULL)
+            return NULL;
+        shown = PyDict_GetItemWithError(shown_memo, key);
+        Py_DECREF(key);
+        if (shown != NULL) {
+            Py_INCREF(shown);
+            if (PyDict_SetItem(elapsed_texts, elapsed, shown) < 0)
+                Py_CLEAR(shown);
+            return shown;
+        }
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    return PyObject_CallOneArg(elapsed_text, elapsed);
+}
 
 static int
 uml_function(PyObject *stack, PyObject *lines, PyObject *item, PyObject *heads, PyObject *labels,
-             PyObject *elapsed_texts, PyObject *elapsed_text, PyObject *responses, int markup,
-             int notes, Py_ssize_t note_limit)
+             PyObject *elapsed_texts, PyObject *shown_memo, PyObject *elapsed_text,
+             PyObject *responses, int markup, int notes, Py_ssize_t note_limit)
 {
     /* 1: done, 0: needs Python (nothing emitted), -1: error */
     PyObject *action = PyTuple_GET_ITEM(item, 0), *depth = PyTuple_GET_ITEM(item, 1);
@@ -1886,10 +1985,8 @@ uml_function(PyObject *stack, PyObject *lines, PyObject *item, PyObject *heads, 
     PyObject *head = PyTuple_GET_ITEM(lines_of, 0), *activation = PyTuple_GET_ITEM(lines_of, 1);
     label = Py_NewRef(memo_label);
     if (has_elapsed) { /* its text memoized, or made (and memoized) by `elapsed_text` */
-        PyObject *shown = PyDict_GetItemWithError(elapsed_texts, elapsed);
-        if (shown != NULL)
-            Py_INCREF(shown);
-        else if (PyErr_Occurred() || (shown = PyObject_CallOneArg(elapsed_text, elapsed)) == NULL)
+        PyObject *shown = uml_elapsed(elapsed_texts, shown_memo, elapsed_text, elapsed);
+        if (shown == NULL)
             goto done;
         PyObject *joined = PyUnicode_Concat(label, shown);
         Py_DECREF(shown);
@@ -1930,7 +2027,8 @@ static PyObject *s_name, *s_note_right, *s_end_note, *s_colon, *s_arrow_both, *s
  * general branch of `_batch_lines` for it): 1 done, 0 needs Python (nothing emitted), -1. */
 static int
 uml_query(PyObject *stack, PyObject *lines, PyObject *item, PyObject *labels,
-          PyObject *elapsed_texts, PyObject *elapsed_text, int notes, Py_ssize_t note_limit,
+          PyObject *elapsed_texts, PyObject *shown_memo, PyObject *elapsed_text, int notes,
+          Py_ssize_t note_limit,
           PyObject *indents, PyObject *aliases, PyObject *notes_memo)
 {
     PyObject *action = PyTuple_GET_ITEM(item, 0), *depth = PyTuple_GET_ITEM(item, 1);
@@ -2002,10 +2100,8 @@ uml_query(PyObject *stack, PyObject *lines, PyObject *item, PyObject *labels,
         goto done;
     label = Py_NewRef(memo_label);
     if (has_elapsed) {
-        PyObject *shown = PyDict_GetItemWithError(elapsed_texts, elapsed);
-        if (shown != NULL)
-            Py_INCREF(shown);
-        else if (PyErr_Occurred() || (shown = PyObject_CallOneArg(elapsed_text, elapsed)) == NULL)
+        PyObject *shown = uml_elapsed(elapsed_texts, shown_memo, elapsed_text, elapsed);
+        if (shown == NULL)
             goto done;
         PyObject *joined = PyUnicode_Concat(label, shown);
         Py_DECREF(shown);
@@ -2048,6 +2144,173 @@ done:
     return rc;
 }
 
+static PyObject *s_end;
+
+/* A server (kind 4) or client (5) HTTP action without diff marks whose head lines (`heads`),
+ * label, result label and elapsed text are memoized and whose route needs no note (the plain
+ * HTTP branch of `_batch_lines`): 1 done, 0 needs Python (nothing emitted), -1 error. */
+static int
+uml_rpc(PyObject *stack, PyObject *lines, PyObject *item, long kind, PyObject *heads,
+        PyObject *labels, PyObject *elapsed_texts, PyObject *shown_memo, PyObject *elapsed_text,
+        PyObject *results, int markup, int notes, Py_ssize_t note_limit)
+{
+    PyObject *action = PyTuple_GET_ITEM(item, 0), *depth = PyTuple_GET_ITEM(item, 1);
+    PyObject *in_loop = PyTuple_GET_ITEM(item, 2);
+    PyObject *caller = SLOT(action, S_CALLER), *callee = SLOT(action, S_CALLEE);
+    PyObject *route = SLOT(action, S_ROUTE), *status = SLOT(action, S_STATUS);
+    PyObject *elapsed = SLOT(action, S_ELAPSED), *children = SLOT(action, S_CHILDREN);
+    if (caller == NULL || callee == NULL || route == NULL || status == NULL || elapsed == NULL ||
+        children == NULL || SLOT(action, S_DIFF_MODE) != Py_None ||
+        SLOT(action, S_FORMER_NAME) != Py_None || SLOT(action, S_FORMER_RESULT) != Py_None ||
+        !PyList_CheckExact(children) || (status != Py_None && !PyLong_CheckExact(status)))
+        return 0;
+    if (kind == 4 /* SERVER_RPC: no caller */)
+        caller = Py_None;
+    int truth = PyObject_IsTrue(route);
+    if (truth < 0)
+        return -1;
+    PyObject *name = truth ? route : empty_str; /* `display_name` */
+    if (!PyUnicode_Check(name) || (notes && PyUnicode_GET_LENGTH(name) > note_limit))
+        return 0; /* (a note: Python writes it) */
+    int rc = -1;
+    PyObject *caller_id = NULL, *callee_id = NULL, *key = NULL, *lines_of = NULL, *label = NULL,
+             *result = NULL, *text = NULL;
+    if ((caller_id = PyLong_FromVoidPtr(caller)) == NULL ||
+        (callee_id = PyLong_FromVoidPtr(callee)) == NULL ||
+        (key = PyTuple_Pack(3, depth, caller_id, callee_id)) == NULL)
+        goto done;
+    lines_of = PyDict_GetItemWithError(heads, key);
+    if (lines_of == NULL || !PyTuple_CheckExact(lines_of) || PyTuple_GET_SIZE(lines_of) != 4) {
+        lines_of = NULL;
+        rc = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    Py_INCREF(lines_of);
+    Py_SETREF(key, PyTuple_Pack(2, name, Py_False));
+    if (key == NULL)
+        goto done;
+    label = PyDict_GetItemWithError(labels, key);
+    if (label == NULL) {
+        rc = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    Py_INCREF(label);
+    if (status != Py_None) { /* `_Texts.response_label`: str(status), in italics from 400 */
+        int overflow;
+        long code = PyLong_AsLongAndOverflow(status, &overflow);
+        if (code == -1 && PyErr_Occurred())
+            goto done;
+        if (overflow) {
+            rc = 0;
+            goto done;
+        }
+        PyObject *shown_status = PyObject_Str(status);
+        if (shown_status == NULL)
+            goto done;
+        Py_SETREF(key, PyTuple_Pack(2, shown_status, code >= 400 && markup ? Py_True : Py_False));
+        Py_DECREF(shown_status);
+        if (key == NULL)
+            goto done;
+        result = PyDict_GetItemWithError(results, key);
+        if (result == NULL) {
+            rc = PyErr_Occurred() ? -1 : 0;
+            goto done;
+        }
+        Py_INCREF(result);
+    }
+    int has_elapsed = PyObject_IsTrue(elapsed);
+    if (has_elapsed < 0)
+        goto done;
+    if (has_elapsed) {
+        PyObject *shown = uml_elapsed(elapsed_texts, shown_memo, elapsed_text, elapsed);
+        if (shown == NULL)
+            goto done;
+        PyObject *joined = PyUnicode_Concat(label, shown);
+        Py_DECREF(shown);
+        Py_SETREF(label, joined);
+        if (label == NULL)
+            goto done;
+    }
+    /* everything is memoized: the lines */
+    PyObject *activation = PyTuple_GET_ITEM(lines_of, 1);
+    if ((text = PyUnicode_Concat(PyTuple_GET_ITEM(lines_of, 0), label)) == NULL ||
+        PyList_Append(lines, text) < 0)
+        goto done;
+    int active = PyObject_IsTrue(activation);
+    if (active < 0)
+        goto done;
+    if (active && (PyList_Append(lines, activation) < 0 ||
+                   PyList_Append(stack, PyTuple_GET_ITEM(lines_of, 2)) < 0))
+        goto done;
+    PyObject *response = PyTuple_GET_ITEM(lines_of, 3);
+    int with_result = result == NULL ? 0 : PyObject_IsTrue(result);
+    if (with_result < 0)
+        goto done;
+    if (with_result)
+        Py_SETREF(text, PyUnicode_FromFormat("%S: %S", response, result));
+    else
+        Py_SETREF(text, Py_NewRef(response));
+    if (text == NULL || PyList_Append(stack, text) < 0 ||
+        push_children(stack, children, depth, in_loop) < 0)
+        goto done;
+    rc = 1;
+done:
+    Py_XDECREF(caller_id);
+    Py_XDECREF(callee_id);
+    Py_XDECREF(key);
+    Py_XDECREF(lines_of);
+    Py_XDECREF(label);
+    Py_XDECREF(result);
+    Py_XDECREF(text);
+    return rc;
+}
+
+/* A loop without diff marks (`Loop N times`, `~N` inside another loop, then its elapsed text;
+ * `End` after its children): 1 done, 0 needs Python (nothing emitted), -1 error. */
+static int
+uml_loop(PyObject *stack, PyObject *lines, PyObject *item, PyObject *elapsed_texts,
+         PyObject *shown_memo, PyObject *elapsed_text, PyObject *indents)
+{
+    PyObject *action = PyTuple_GET_ITEM(item, 0), *depth = PyTuple_GET_ITEM(item, 1);
+    PyObject *in_loop = PyTuple_GET_ITEM(item, 2);
+    PyObject *count = SLOT(action, S_COUNT), *elapsed = SLOT(action, S_ELAPSED);
+    PyObject *children = SLOT(action, S_CHILDREN);
+    if (count == NULL || elapsed == NULL || children == NULL ||
+        SLOT(action, S_DIFF_MODE) != Py_None || !PyLong_CheckExact(count) ||
+        !PyList_CheckExact(children) || !PyLong_CheckExact(depth))
+        return 0;
+    Py_ssize_t level = PyLong_AsSsize_t(depth);
+    if (level == -1 && PyErr_Occurred())
+        return -1;
+    if (level < 0 || PyList_GET_SIZE(indents) <= level + 1)
+        return 0; /* (Python grows `indents`) */
+    PyObject *indent = PyList_GET_ITEM(indents, level);
+    if (!PyUnicode_CheckExact(indent))
+        return 0;
+    int nested = PyObject_IsTrue(in_loop), has_elapsed = PyObject_IsTrue(elapsed);
+    if (nested < 0 || has_elapsed < 0)
+        return -1;
+    Py_INCREF(indent);
+    int rc = -1;
+    PyObject *shown = NULL, *text = NULL, *end = NULL;
+    if (has_elapsed &&
+        (shown = uml_elapsed(elapsed_texts, shown_memo, elapsed_text, elapsed)) == NULL)
+        goto done;
+    text = PyUnicode_FromFormat("%SLoop %s%S times%S", indent, nested ? "~" : "", count,
+                                shown != NULL ? shown : empty_str);
+    if (text == NULL || PyList_Append(lines, text) < 0 ||
+        (end = PyUnicode_Concat(indent, s_end)) == NULL || PyList_Append(stack, end) < 0 ||
+        push_children(stack, children, depth, Py_True) < 0)
+        goto done;
+    rc = 1;
+done:
+    Py_DECREF(indent);
+    Py_XDECREF(shown);
+    Py_XDECREF(text);
+    Py_XDECREF(end);
+    return rc;
+}
+
 PyObject *
 tt_uml_lines(PyObject *self, PyObject *args)
 {
@@ -2057,24 +2320,26 @@ tt_uml_lines(PyObject *self, PyObject *args)
                           &PyTuple_Type, &memo, &limit, &type))
         return NULL;
     PyObject *heads, *labels, *elapsed_texts, *elapsed_text, *responses, *indents, *aliases,
-        *notes_memo;
+        *notes_memo, *results, *shown_memo;
     int markup, notes;
     Py_ssize_t note_limit;
-    if (!PyArg_ParseTuple(memo, "O!O!O!OO!ppnO!O!O!:uml_lines memo", &PyDict_Type, &heads,
+    if (!PyArg_ParseTuple(memo, "O!O!O!OO!ppnO!O!O!O!O!:uml_lines memo", &PyDict_Type, &heads,
                           &PyDict_Type, &labels, &PyDict_Type, &elapsed_texts, &elapsed_text,
                           &PyDict_Type, &responses, &markup, &notes, &note_limit, &PyList_Type,
-                          &indents, &PyDict_Type, &aliases, &PyDict_Type, &notes_memo))
+                          &indents, &PyDict_Type, &aliases, &PyDict_Type, &notes_memo,
+                          &PyDict_Type, &results, &PyDict_Type, &shown_memo))
         return NULL;
     if (intern_names() < 0)
         return NULL;
-    if (s_arrow_in == NULL) {
+    if (s_end == NULL) {
         if ((s_name = PyUnicode_InternFromString("name")) == NULL ||
             (s_note_right = PyUnicode_InternFromString("Note right")) == NULL ||
             (s_end_note = PyUnicode_InternFromString("End note")) == NULL ||
             (s_colon = PyUnicode_InternFromString(": ")) == NULL ||
             (s_arrow_both = PyUnicode_InternFromString("->")) == NULL ||
             (s_arrow_out = PyUnicode_InternFromString("->]")) == NULL ||
-            (s_arrow_in = PyUnicode_InternFromString("[->")) == NULL)
+            (s_arrow_in = PyUnicode_InternFromString("[->")) == NULL ||
+            (s_end = PyUnicode_InternFromString("End")) == NULL)
             return NULL;
     }
     int learned = learn_action_type(type);
@@ -2103,11 +2368,18 @@ tt_uml_lines(PyObject *self, PyObject *args)
                 if (overflow)
                     type = 0;
                 if (type == 6 /* QUERY */)
-                    rc = uml_query(stack, lines, item, labels, elapsed_texts, elapsed_text, notes,
-                                   note_limit, indents, aliases, notes_memo);
+                    rc = uml_query(stack, lines, item, labels, elapsed_texts, shown_memo,
+                                   elapsed_text, notes, note_limit, indents, aliases, notes_memo);
+                else if (type == 4 || type == 5 /* SERVER_RPC, CLIENT_RPC */)
+                    rc = uml_rpc(stack, lines, item, type, heads, labels, elapsed_texts,
+                                 shown_memo, elapsed_text, results, markup, notes, note_limit);
+                else if (type == 1 /* LOOP */)
+                    rc = uml_loop(stack, lines, item, elapsed_texts, shown_memo, elapsed_text,
+                                  indents);
                 else
                     rc = uml_function(stack, lines, item, heads, labels, elapsed_texts,
-                                      elapsed_text, responses, markup, notes, note_limit);
+                                      shown_memo, elapsed_text, responses, markup, notes,
+                                      note_limit);
                 if (rc == 0 && PyList_Append(stack, item) < 0) /* (back, for Python) */
                     rc = -1;
             }

@@ -495,6 +495,93 @@ def test_plantuml_options_and_small_chunks(monkeypatch: pytest.MonkeyPatch) -> N
     assert fast == rendered()
 
 
+@needs_c
+def test_plantuml_http_and_loops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP requests (odd fields, long routes, statuses from 400, with and without a caller)
+    and loops (nested, timed) in PlantUML: the Python lines, in every option and chunk size;
+    and once their texts are memoized, the C writes them all."""
+    rng = random.Random(41)
+    diagram = None
+    seen: set[int] = set()
+    for n in range(12):
+        events = _http_events(rng, rng.randint(2, 40))
+        if n % 2:  # all under one call: its repeated children are loops
+            top = {"id": 10**6, "event": "call", "thread_id": 1, **SAVE}
+            end = {"id": 10**6 + 1, "event": "return", "thread_id": 1, "parent_id": 10**6}
+            events = [top, *events, end]
+        for event in events:
+            request = event.get("http_server_request") or event.get("http_client_request")
+            if isinstance(request, dict) and rng.random() < 0.2:
+                request["url" if "url" in request else "path_info"] = "/" + "p" * 60
+            if event["event"] == "return" and rng.random() < 0.7:
+                event["elapsed"] = rng.choice([0, 0.5, 1.25e-4, 3, 0.001234, 2.5e-9])
+        data = {"version": "1.12", "metadata": {}, "classMap": CLASS_MAP, "events": events}
+        path = _write(tmp_path / f"u{n}.appmap.json", events)
+        try:
+            diagrams = [build_diagram(from_data(data, "<uml>"), DiagramOptions())]
+            doc = load_slim(path, extras=False, structs=True)
+            diagrams.append(build_diagram(doc, DiagramOptions(client_routes=True)))
+        except (TypeError, TraceToolError):  # (an object as a status: not hashable)
+            continue
+        kinds = {a.node_type for root in diagrams[0].root_actions for a, _ in root.walk()}
+        seen |= kinds
+        if {4, 5} & kinds:
+            diagram = diagrams[0]
+
+        def rendered(diagrams: list[Any] = diagrams) -> list[str]:
+            return [
+                "\x00".join(plantuml.chunks(d, markup=markup, notes=notes, lines_per_chunk=size))
+                for d in diagrams
+                for markup in (True, False)
+                for notes in (True, False)
+                for size in (2, 8192)
+            ]
+
+        fast = rendered()
+        with monkeypatch.context() as m:
+            m.setattr(plantuml, "_UML_LINES", None)
+            assert fast == rendered(), n
+    assert diagram is not None and {1, 4, 5} <= seen  # (loops, HTTP server and client)
+    # memoized texts: the C alone writes the lines of a diagram's second rendering
+    events = [{"id": 1, "event": "call", "thread_id": 1, **SAVE}]
+    for i in range(2, 240, 2):
+        j = i // 6  # (shapes in threes: loops)
+        request: dict[str, Any] = (
+            {"http_server_request": {"request_method": "GET", "path_info": f"/u/{j % 3}"}}
+            if j % 4
+            else {"http_client_request": {"request_method": "PUT", "url": "http://x/" + "y" * j}}
+        )
+        response = "http_server_response" if j % 4 else "http_client_response"
+        status = {"status": [200, 404, 500][j % 5 % 3]} if j % 7 else {}
+        events.append({"id": i, "event": "call", "thread_id": 1, **request})
+        events.append({"id": i + 1, "event": "return", "thread_id": 1, "parent_id": i,
+                       "elapsed": i / 1000, response: status})  # fmt: skip
+    events.append({"id": 999, "event": "return", "thread_id": 1, "parent_id": 1, "elapsed": 1.5})
+    data = {"version": "1.12", "metadata": {}, "classMap": CLASS_MAP, "events": events}
+    diagram = build_diagram(from_data(data, "<uml>"), DiagramOptions())
+    kinds = {a.node_type for root in diagram.root_actions for a, _ in root.walk()}
+    assert {1, 4, 5} <= kinds
+    texts = plantuml._Texts(plantuml._Writer(True, True))
+    indents: list[str] = []
+    first: list[str] = []
+    stack: list[Any] = [(a, 1, False) for a in reversed(diagram.root_actions)]
+    for _ in plantuml._batch_lines(stack, first, texts.w, texts, indents, True, 10**9):
+        pass
+    again: list[str] = []
+    stack = [(a, 1, False) for a in reversed(diagram.root_actions)]
+    memo = plantuml._memo(texts, False, indents)  # (notes are Python's)
+    plantuml._UML_LINES(stack, again, memo, 10**9, builder.Action)
+    assert stack == []
+    texts.w.notes = False
+    fresh: list[str] = []
+    stack = [(a, 1, False) for a in reversed(diagram.root_actions)]
+    with monkeypatch.context() as m:
+        m.setattr(plantuml, "_UML_LINES", None)
+        for _ in plantuml._batch_lines(stack, fresh, texts.w, texts, indents, False, 10**9):
+            pass
+    assert again == fresh
+
+
 # ---------------------------------------------------------------- HTTP digests (`rpc_action`)
 
 _ODD_HTTP: list[Any] = [None, "", "GET", "/a/{id}", 200, 0, -1, 2**63 - 1, True, 1.5, [1], {"x": 1}]
@@ -576,6 +663,62 @@ def test_http_digests_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         assert calls[0] <= calls[1]
         spared += calls[1] - calls[0]
     assert spared > 50  # (the C path is taken)
+
+
+@needs_c
+def test_http_actions_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The diagram walk's HTTP requests whose key `_rpc` remembers are made in C, of events as
+    structs and as dicts: the diagrams of the Python code (odd fields included), and fewer
+    calls to `special_call`."""
+    rng = random.Random(31)
+    spared = 0
+    for n in range(30):
+        events = _http_events(rng, rng.randint(1, 30))
+        for event in events:
+            if event["event"] == "return" and rng.random() < 0.5:
+                event["elapsed"] = rng.choice([0, 0.25, 3, True, "x", None])
+        path = _write(tmp_path / f"a{n}.appmap.json", events)
+        _same(path, monkeypatch)
+        calls = []
+        for fast in (True, False):
+            count = [0]
+            special = builder.ActionFactory.special_call
+
+            def spy(*args: Any, count: list[int] = count, special: Any = special) -> Any:
+                count[0] += 1
+                return special(*args)
+
+            with monkeypatch.context() as m:
+                _fresh_caches(m)
+                m.setattr(builder.ActionFactory, "special_call", spy)
+                if not fast:
+                    m.setattr(builder, "_WALK", None)
+                for structs in (True, False):
+                    doc = load_slim(path, extras=False, structs=structs)
+                    try:
+                        build_diagram(doc, DiagramOptions())
+                    except TypeError:  # (an object as a status: not hashable)
+                        pass
+            calls.append(count[0])
+        assert calls[0] <= calls[1]
+        spared += calls[1] - calls[0]
+    assert spared > 50  # (the C path is taken)
+
+
+def test_rpc_key_leaves_out_an_unread_path_info() -> None:
+    """Server requests of one non-empty normalized_path_info share a key whatever their
+    path_info (`appmap_route` does not read it), and so one digest, route and status."""
+
+    def key(normalized: Any, path: Any) -> Any:
+        request = {"request_method": "GET", "normalized_path_info": normalized, "path_info": path}
+        call = {"http_server_request": request}
+        return builder._rpc_key(4, call, {"http_server_response": {"status": 200}}, False)
+
+    assert key("/u/{id}", "/u/1") == key("/u/{id}", "/u/2") == key("/u/{id}", None)
+    assert key("", "/u/1") != key("", "/u/2")
+    assert key(None, "/u/1") != key(None, "/u/2")
+    assert key(7, "/u/1") != key(7, "/u/2")  # (not a string: kept, as before)
+    assert key("/u/{id}", [1]) is None
 
 
 @needs_c

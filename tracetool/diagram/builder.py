@@ -829,7 +829,7 @@ def _rpc_key(
 ) -> tuple[Any, ...] | None:
     """The key of `ActionFactory._rpc`'s cache: every field `digests.stable_properties`,
     `appmap_route`, `response_status` and `_http_props` read of these events, and whether each
-    request is there (`in`); None when one is not a string, an integer or null (a list path,
+    request is there (`in`) (path_info as None where it is not read); None when one is not a string, an integer or null (a list path,
     `true` as a status...: not cached, since `1 == True` would share an entry)."""
     key: list[Any] = [kind, client_routes]
     for on_call, name, fields in _RPC_FIELDS:
@@ -844,6 +844,10 @@ def _rpc_key(
                 if item is not None and item.__class__ is not str and item.__class__ is not int:
                     return None
                 key.append(item)
+            if on_call and len(fields) == 3 and key[-2].__class__ is str and key[-2]:
+                # a server request's path_info is not read when its normalized_path_info is
+                # a non-empty string (`appmap_route`): its requests of one route share an entry
+                key[-1] = None
         elif isinstance(value, dict):
             return None
         else:  # (read as no object)

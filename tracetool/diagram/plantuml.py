@@ -193,19 +193,7 @@ def _batch_lines(
     heads = texts.heads
     markup = w.markup
     fast = _UML_LINES
-    memo = (
-        heads,
-        labels,
-        elapsed_texts,
-        texts.elapsed_text,
-        responses,
-        markup,
-        notes,
-        LIMIT,
-        indents,
-        texts.aliases,
-        texts.notes,
-    )
+    memo = _memo(texts, notes, indents)
     while stack:
         if len(lines) >= lines_per_chunk:
             yield "\n" + "\n".join(lines)
@@ -226,10 +214,10 @@ def _batch_lines(
             and action.former_name is None
             and action.former_result is None
         ):
-            # the bulk of every diagram, its texts memoized (`_Texts.function_lines`, inline)
+            # the bulk of every diagram, its texts memoized (`_Texts.head_lines`, inline)
             lines_of = heads.get((depth, id(action.caller), id(action.callee)))
             if lines_of is None:
-                lines_of = texts.function_lines(action, depth)
+                lines_of = texts.head_lines(action.caller, action.callee, depth)
             head, activation, deactivation, response = lines_of
             name = action.name or ""
             key = (name, bool(action.static and markup))
@@ -261,6 +249,33 @@ def _batch_lines(
             if children:  # (most function actions have none)
                 for child in reversed(children):
                     push((child, depth + 1, in_loop))
+            continue
+        if (
+            node_type in (SERVER_RPC, CLIENT_RPC)
+            and action.diff_mode is None
+            and action.former_name is None
+            and action.former_result is None
+        ):
+            # an HTTP request without diff marks: the function actions' memoized head lines
+            # (the general branch's texts below, by actors and depth)
+            caller = action.caller if node_type == CLIENT_RPC else None
+            head, activation, deactivation, response = texts.head_lines(
+                caller, action.callee, depth
+            )
+            emit(head + texts.request_label(action))
+            name = action.route or ""
+            if notes and len(name) > LIMIT:
+                indent = head[: depth * 2]
+                emit(indent + "Note right")
+                emit(texts.note(name))
+                emit(indent + "End note")
+            if activation:
+                emit(activation)
+                push(deactivation)
+            result = texts.response_label(action)
+            push(f"{response}: {result}" if result else response)
+            for child in reversed(action.children):
+                push((child, depth + 1, in_loop))
             continue
         while len(indents) <= depth + 1:
             indents.append("  " * len(indents))
@@ -332,6 +347,25 @@ def _batch_lines(
 _UML_LINES = accel.function("uml_lines")
 
 
+def _memo(texts: _Texts, notes: bool, indents: list[str]) -> tuple[Any, ...]:
+    """What `_UML_LINES` reads and memoizes (its `memo` argument)."""
+    return (
+        texts.heads,
+        texts.labels,
+        texts.elapsed,
+        texts.elapsed_text,
+        texts.responses,
+        texts.w.markup,
+        notes,
+        LIMIT,
+        indents,
+        texts.aliases,
+        texts.notes,
+        texts.results,
+        texts.shown,
+    )
+
+
 class _Texts:
     """Memoized texts of actions without diff marks (the same as the general helpers give)."""
 
@@ -348,10 +382,12 @@ class _Texts:
         # id(return value) -> (it, its result label, response line by its start)
         self.responses: dict[int, tuple[dict[str, Any], str | None, dict[str, str]]] = {}
 
-    def function_lines(self, action: Action, depth: int) -> tuple[str, str, str, str]:
-        """A plain function action's request line up to its label, its activate and
-        deactivate lines, and its response line up to the result, by depth and actors."""
-        caller, callee = action.caller, action.callee
+    def head_lines(
+        self, caller: Actor | None, callee: Actor | None, depth: int
+    ) -> tuple[str, str, str, str]:
+        """A plain function (or HTTP) action's request line up to its label, its activate
+        (empty without a callee) and deactivate lines, and its response line up to the result,
+        by depth and actors."""
         key = (depth, id(caller), id(callee))
         found = self.heads.get(key)
         if found is None:
