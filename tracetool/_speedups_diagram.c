@@ -699,6 +699,37 @@ new_action(long type, PyObject *digest)
     return a;
 }
 
+/* A SQL or HTTP action's `elapsed` (the return's, when a number; no return: None) and
+ * `event_ids` ([the call's id], when it has one), as `ActionFactory` sets them: 0, or -1 with
+ * an error. */
+static int
+set_timing(const Context *c, PyObject *action, PyObject *call, PyObject *ret)
+{
+    if (ret != Py_None) {
+        PyObject *elapsed = get_field(&c->get, ret, s_elapsed);
+        if (elapsed == NULL)
+            return -1;
+        if (PyLong_Check(elapsed) || PyFloat_Check(elapsed))
+            set_slot(action, S_ELAPSED, elapsed);
+        Py_DECREF(elapsed);
+    }
+    PyObject *event_id = get_field(&c->get, call, s_id);
+    if (event_id == NULL)
+        return -1;
+    if (event_id != Py_None) {
+        PyObject *ids = PyList_New(1);
+        if (ids == NULL) {
+            Py_DECREF(event_id);
+            return -1;
+        }
+        PyList_SET_ITEM(ids, 0, Py_NewRef(event_id));
+        set_slot(action, S_EVENT_IDS, ids);
+        Py_DECREF(ids);
+    }
+    Py_DECREF(event_id);
+    return 0;
+}
+
 /* `ActionFactory.special_call`'s SQL call made inline (new ref), or Py_None (a new reference)
  * when the call is not that case (the caller then calls `special_call`). */
 static PyObject *
@@ -708,7 +739,7 @@ sql_action(const Context *c, PyObject *node, PyObject *call, PyObject *actor, Py
     if (query == NULL)
         return NULL;
     PyObject *sql = NULL, *db = NULL, *skey = NULL, *digest = NULL, *action = NULL,
-             *ret = NULL, *elapsed = NULL, *event_id = NULL;
+             *ret = NULL;
     if (!PyDict_CheckExact(query)) {
         action = Py_NewRef(Py_None);
         goto done;
@@ -756,24 +787,8 @@ sql_action(const Context *c, PyObject *node, PyObject *call, PyObject *actor, Py
     set_slot(action, S_CALLER, caller);
     set_slot(action, S_CALLEE, actor);
     set_slot(action, S_QUERY, sql);
-    if ((ret = node_get(node, N_RET, s_ret)) == NULL)
+    if ((ret = node_get(node, N_RET, s_ret)) == NULL || set_timing(c, action, call, ret) < 0)
         goto failed;
-    if (ret != Py_None) {
-        if ((elapsed = get_field(&c->get, ret, s_elapsed)) == NULL)
-            goto failed;
-        if (PyLong_Check(elapsed) || PyFloat_Check(elapsed))
-            set_slot(action, S_ELAPSED, elapsed);
-    }
-    if ((event_id = get_field(&c->get, call, s_id)) == NULL)
-        goto failed;
-    if (event_id != Py_None) {
-        PyObject *ids = PyList_New(1);
-        if (ids == NULL)
-            goto failed;
-        PyList_SET_ITEM(ids, 0, Py_NewRef(event_id));
-        set_slot(action, S_EVENT_IDS, ids);
-        Py_DECREF(ids);
-    }
     goto done;
 failed:
     Py_CLEAR(action);
@@ -784,8 +799,6 @@ done:
     Py_XDECREF(skey);
     Py_XDECREF(digest);
     Py_XDECREF(ret);
-    Py_XDECREF(elapsed);
-    Py_XDECREF(event_id);
     return action;
 }
 
@@ -1071,7 +1084,7 @@ rpc_action(const Context *c, PyObject *node, PyObject *call, PyObject *actor, Py
     PyObject *ret = node_get(node, N_RET, s_ret);
     if (ret == NULL)
         return NULL;
-    PyObject *kind = NULL, *key = NULL, *action = NULL, *elapsed = NULL, *event_id = NULL;
+    PyObject *kind = NULL, *key = NULL, *action = NULL;
     if (ret == Py_None || PyDict_Check(ret) != PyDict_Check(call) ||
         (PyDict_Check(ret) && !PyDict_CheckExact(ret))) { /* (`_special` makes it) */
         action = Py_NewRef(Py_None);
@@ -1117,28 +1130,14 @@ rpc_action(const Context *c, PyObject *node, PyObject *call, PyObject *actor, Py
     set_slot(action, S_ROUTE, PyTuple_GET_ITEM(found, 1));
     set_slot(action, S_STATUS, PyTuple_GET_ITEM(found, 2));
     set_slot(action, S_CALLEE, actor);
-    if ((elapsed = get_field(&c->get, ret, s_elapsed)) == NULL)
+    if (set_timing(c, action, call, ret) < 0)
         goto failed;
-    if (PyLong_Check(elapsed) || PyFloat_Check(elapsed))
-        set_slot(action, S_ELAPSED, elapsed);
-    if ((event_id = get_field(&c->get, call, s_id)) == NULL)
-        goto failed;
-    if (event_id != Py_None) {
-        PyObject *ids = PyList_New(1);
-        if (ids == NULL)
-            goto failed;
-        PyList_SET_ITEM(ids, 0, Py_NewRef(event_id));
-        set_slot(action, S_EVENT_IDS, ids);
-        Py_DECREF(ids);
-    }
     goto done;
 failed:
     Py_CLEAR(action);
 done:
     Py_DECREF(ret);
     Py_XDECREF(key);
-    Py_XDECREF(elapsed);
-    Py_XDECREF(event_id);
     return action;
 }
 
