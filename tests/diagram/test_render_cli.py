@@ -92,6 +92,36 @@ def test_cli_formats_output_dir_and_names(tmp_path: Path) -> None:
     assert (tmp_path / "revoke_api_key.sequence.uml").read_text().startswith("@startuml")
 
 
+def test_cli_draws_an_http_status_given_as_an_object(tmp_path: Path) -> None:
+    """A status that is an object (not hashable, so no cache key) is drawn, not a skipped file."""
+    call = {"defined_class": "A", "method_id": "f", "path": "app/a.py", "lineno": 1}
+    events = [
+        {"id": 1, "event": "call", "thread_id": 1,
+         "http_server_request": {"request_method": "GET", "path_info": "/x"}},
+        {"id": 2, "event": "call", "thread_id": 1, "static": False, **call},
+        {"id": 3, "event": "return", "thread_id": 1, "parent_id": 2, "elapsed": 0.25},
+        {"id": 4, "event": "return", "thread_id": 1, "parent_id": 1, "elapsed": 0.5,
+         "http_server_response": {"status": {"x": 1}}},
+    ]  # fmt: skip
+    path = tmp_path / "odd.appmap.json"
+    function = {"type": "function", "name": "f", "location": "app/a.py:1", "static": False}
+    class_map = [{"type": "package", "name": "app", "children": [
+        {"type": "class", "name": "A", "children": [function]}]}]  # fmt: skip
+    path.write_bytes(
+        orjson.dumps({"version": "1.12", "metadata": {}, "classMap": class_map, "events": events})
+    )
+    for fmt in ("json", "plantuml"):
+        result = CliRunner().invoke(
+            cli, ["sequence-diagram", str(path), "-f", fmt, "--output-dir", str(tmp_path)]
+        )
+        assert result.exit_code == 0, result.output
+    data = orjson.loads((tmp_path / "odd.sequence.json").read_bytes())
+    (request,) = data["rootActions"]
+    assert request["route"] == "GET /x" and request["status"] == {"x": 1}
+    assert len(request["digest"]) == 64 and len(request["children"]) == 1
+    assert "GET /x" in (tmp_path / "odd.sequence.uml").read_text()
+
+
 def test_cli_filter_loops_expand_exclude(tmp_path: Path) -> None:
     runner = CliRunner()
     args = ["sequence-diagram", str(REVOKE), "-f", "json", "--output-dir", str(tmp_path)]

@@ -168,7 +168,10 @@ def _cached_hash(algorithm: str, items: tuple[tuple[str, Any], ...]) -> str:
 
 
 def digest(props: dict[str, Any]) -> str:
-    return _cached_hash(STABLE_ALGORITHM, tuple(sorted(props.items())))
+    try:
+        return _cached_hash(STABLE_ALGORITHM, tuple(sorted(props.items())))
+    except TypeError:  # a value that cannot be a cache key (an HTTP status given as an object)
+        return build_hash(STABLE_ALGORITHM, props)
 
 
 @lru_cache(maxsize=8192)  # a worker indexes many recordings of the same application
