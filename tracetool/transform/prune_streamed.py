@@ -21,6 +21,14 @@ Contract:
   the text of each event whose code object is kept, in document order, found by those
   lengths (a block with more than a comma between two events is decoded again instead). The
   file's size and modification time must not change between the passes.
+- With the C accelerator (`_speedups.c`, section prune), pass 1 decodes no `MinimalEvent`: it
+  takes the block reader's texts alone (`_text_blocks`) and `prune_scan` reads from each what
+  the decode, `CallPairing` and binding read, pairing and summing as `_Plan.add` does; a call
+  is bound in Python (`_Plan.resolve`, in document order) once per distinct text of the fields
+  binding reads, and any event it does not read plainly is decoded there whole. Whatever the
+  Python pass would hand to the fallback reader makes it return None (pruned whole), so both
+  give the same result, bytes and errors (tests/transform/test_prune_scan.py). Pass 2 copies
+  the kept texts in C (`prune_join`). `TRACETOOL_NO_SPEEDUPS=1` runs the Python loops.
 """
 
 from __future__ import annotations
