@@ -3954,6 +3954,8 @@ typedef struct {
     Buf totals;   /* PrTotal[] by mark */
     Buf key;      /* (pr_key) */
     Buf scratch;  /* (decoded strings) */
+    PyObject *last_thread; /* (pr_thread) the last thread id looked up (strong), or NULL */
+    Py_ssize_t last_index;  /* and its index */
 } PrState;
 
 #define PR_REC(st, r) (((PrRec *)(void *)(st)->recs.p) + (r))
@@ -3968,6 +3970,7 @@ pr_free(PrState *st)
     Py_XDECREF(st->threads);
     Py_XDECREF(st->calls);
     Py_XDECREF(st->unreturned);
+    Py_XDECREF(st->last_thread);
     size_t recs = st->recs.len / sizeof(PrRec);
     for (size_t r = 0; r < recs; r++) {
         Py_XDECREF(PR_REC(st, r)->id);
@@ -4020,9 +4023,28 @@ prune_new(PyObject *module, PyObject *noargs)
 static Py_ssize_t
 pr_thread(PrState *st, PyObject *thread, int add)
 {
+    PyObject *last = st->last_thread;
+    if (thread == last) {
+        return st->last_index;
+    }
+    /* an equal int or str is the same key (the ids read plainly are made fresh each time) */
+    if (last != NULL && Py_TYPE(thread) == Py_TYPE(last) &&
+        (PyLong_CheckExact(thread) || PyUnicode_CheckExact(thread))) {
+        int same = PyObject_RichCompareBool(thread, last, Py_EQ);
+        if (same < 0) {
+            return -2;
+        }
+        if (same) {
+            return st->last_index;
+        }
+    }
     PyObject *found = PyDict_GetItemWithError(st->threads, thread); /* borrowed */
     if (found != NULL) {
-        return PyLong_AsSsize_t(found);
+        Py_ssize_t t = PyLong_AsSsize_t(found);
+        Py_INCREF(thread);
+        Py_XSETREF(st->last_thread, thread);
+        st->last_index = t;
+        return t;
     }
     if (PyErr_Occurred()) {
         return -2;
