@@ -3792,6 +3792,12 @@ done:
     return result;
 }
 
+/* (prune: its section is at the end of the file) */
+static PyObject *prune_new(PyObject *module, PyObject *noargs);
+static PyObject *prune_scan(PyObject *module, PyObject *args);
+static PyObject *prune_totals(PyObject *module, PyObject *capsule);
+static PyObject *prune_join(PyObject *module, PyObject *args);
+
 static PyMethodDef methods[] = {
     {"diagram_actions", tt_diagram_actions, METH_VARARGS,
      "diagram_actions(call_roots, cos, kept, order, digests_only, context) -> root actions\n"
@@ -3836,6 +3842,16 @@ static PyMethodDef methods[] = {
     {"actions_json", tt_actions_json, METH_VARARGS,
      "actions_json(actions, Action) -> their sequence.json text, or None\n"
      "(tracetool/_speedups_json.c)."},
+    {"prune_new", prune_new, METH_NOARGS,
+     "prune_new() -> the state of one recording's prune_scan (section prune)."},
+    {"prune_scan", prune_scan, METH_VARARGS,
+     "prune_scan(state, texts, resolve) -> (marks, lengths) as array('I') bytes, or None\n"
+     "(section prune)."},
+    {"prune_totals", prune_totals, METH_O,
+     "prune_totals(state) -> (late, [(calls, bytes, events) by mark]) (section prune)."},
+    {"prune_join", prune_join, METH_VARARGS,
+     "prune_join(view, lengths, marks, start, count, keep) -> the kept texts, or None\n"
+     "(section prune)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {
@@ -3847,4 +3863,1163 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     return PyModule_Create(&module_def);
+}
+
+/* ================================================================== prune (two passes, C)
+ *
+ * For `tracetool.transform.prune_streamed` (its module doc has the contract; the Python path
+ * there stays the reference): the first pass over a big recording's events, given each event's
+ * exact JSON text (the block reader's `msgspec.Raw` items, already checked as JSON), and the
+ * second pass's copy of the kept texts. The first pass reads from each text only what the
+ * `MinimalEvent` decode, `CallPairing.add_values`, `bind_calls` and `_Plan._mark` read:
+ *
+ * - `prune_new()`: a capsule holding one recording's pairing state.
+ * - `prune_scan(state, texts, resolve)`: per event, the mark of its call (a call: its own; a
+ *   return: the call it pairs with as `CallPairing.add_values` pairs it; else 0) and the length
+ *   of its text, as two `array('I')` byte strings; per mark, its calls, their events and
+ *   bytes (+1 each) are summed in the state (`prune_totals`). A call's mark comes from
+ *   `resolve(text)` -> (event, id, thread_id, parent_id, mark), which decodes and binds it in
+ *   Python, once per distinct text of the fields binding reads (the presence of the SQL, HTTP
+ *   and message fields and the texts of defined_class, method_id, path, lineno and static):
+ *   equal texts bind alike, and binding runs in document order, as the Python path runs it.
+ *   An event this scan does not read plainly (a duplicate field, an id that is a float or a
+ *   container or an int beyond 64 bits, an escaped `event`) takes all five from `resolve`.
+ *   None when the Python path's block decode would fail (an event that is not an object, a
+ *   request or SQL field that is neither an object nor null) or `resolve` says so (None): the
+ *   recording is then pruned whole.
+ * - `prune_totals(state)`: (late, [(calls, bytes, events) by mark]); `late` as
+ *   `CallPairing.late`.
+ * - `prune_join(view, lengths, marks, start, count, keep)`: `_kept_texts`' copy of one block:
+ *   the texts of events start..start+count (found by their lengths, a comma between two) whose
+ *   mark is kept (`keep`, a byte per mark), comma-separated; None when the lengths do not add
+ *   up to the block (the caller decodes it instead).
+ *
+ * Ids are compared as Python compares them (dicts and a set of the Python values), so ids
+ * pair exactly as in `CallPairing`; its records are kept in C, freed when their tree finishes.
+ */
+
+#define PR_CAPSULE "tracetool._speedups.prune"
+#define PR_MAX_DEPTH (1L << 40) /* (the block reader's parser has bounded the depth) */
+
+enum {
+    P_ID,
+    P_EVENT,
+    P_THREAD,
+    P_PARENT,
+    P_CLASS,
+    P_METHOD,
+    P_PATH,
+    P_LINENO,
+    P_STATIC,
+    P_SQL,
+    P_SERVER,
+    P_CLIENT,
+    P_MESSAGE,
+    P_COUNT
+};
+
+static const char *const PR_NAMES[P_COUNT] = {
+    "id", "event", "thread_id", "parent_id", "defined_class", "method_id", "path", "lineno",
+    "static", "sql_query", "http_server_request", "http_client_request", "message"};
+
+/* the fields a call's binding reads the text of (`pr_mark`) */
+static const int PR_IDENTITY[5] = {P_CLASS, P_METHOD, P_PATH, P_LINENO, P_STATIC};
+
+typedef struct {
+    PyObject *id; /* the call's id (strong), NULL while the record is free */
+    Py_ssize_t mark;
+    Py_ssize_t thread; /* its thread (index in PrState.thr) */
+    Py_ssize_t next;   /* the next free record, while free */
+    char returned, open;
+} PrRec;
+
+typedef struct {
+    Buf stack;   /* Py_ssize_t: the records of its open calls, innermost last */
+    Buf members; /* Py_ssize_t: the records of the calls of its unfinished tree */
+} PrThread;
+
+typedef struct {
+    long long calls, bytes, events;
+} PrTotal;
+
+typedef struct {
+    PyObject *threads;    /* thread id -> its index in thr (an int) */
+    PyObject *calls;      /* call id -> the record of the last call of that id (an int) */
+    PyObject *unreturned; /* ids of calls of finished trees that had no return */
+    int late;
+    Buf recs; /* PrRec[] */
+    Py_ssize_t free_rec;
+    Buf thr;      /* PrThread[] */
+    Table marks;  /* a call's identity text (pr_key) -> its mark */
+    Buf totals;   /* PrTotal[] by mark */
+    Buf key;      /* (pr_key) */
+    Buf scratch;  /* (decoded strings) */
+    PyObject *last_thread; /* (pr_thread) the last thread id looked up (strong), or NULL */
+    Py_ssize_t last_index;  /* and its index */
+} PrState;
+
+#define PR_REC(st, r) (((PrRec *)(void *)(st)->recs.p) + (r))
+#define PR_THR(st, t) (((PrThread *)(void *)(st)->thr.p) + (t))
+
+static void
+pr_free(PrState *st)
+{
+    if (st == NULL) {
+        return;
+    }
+    Py_XDECREF(st->threads);
+    Py_XDECREF(st->calls);
+    Py_XDECREF(st->unreturned);
+    Py_XDECREF(st->last_thread);
+    size_t recs = st->recs.len / sizeof(PrRec);
+    for (size_t r = 0; r < recs; r++) {
+        Py_XDECREF(PR_REC(st, r)->id);
+    }
+    size_t threads = st->thr.len / sizeof(PrThread);
+    for (size_t t = 0; t < threads; t++) {
+        PyMem_Free(PR_THR(st, t)->stack.p);
+        PyMem_Free(PR_THR(st, t)->members.p);
+    }
+    PyMem_Free(st->recs.p);
+    PyMem_Free(st->thr.p);
+    table_free(&st->marks);
+    PyMem_Free(st->totals.p);
+    PyMem_Free(st->key.p);
+    PyMem_Free(st->scratch.p);
+    PyMem_Free(st);
+}
+
+static void
+pr_capsule_free(PyObject *capsule)
+{
+    pr_free((PrState *)PyCapsule_GetPointer(capsule, PR_CAPSULE));
+}
+
+static PyObject *
+prune_new(PyObject *module, PyObject *noargs)
+{
+    (void)module;
+    (void)noargs;
+    PrState *st = (PrState *)PyMem_Calloc(1, sizeof(PrState));
+    if (st == NULL) {
+        return PyErr_NoMemory();
+    }
+    st->free_rec = -1;
+    st->threads = PyDict_New();
+    st->calls = PyDict_New();
+    st->unreturned = PySet_New(NULL);
+    if (st->threads == NULL || st->calls == NULL || st->unreturned == NULL) {
+        pr_free(st);
+        return NULL;
+    }
+    PyObject *capsule = PyCapsule_New(st, PR_CAPSULE, pr_capsule_free);
+    if (capsule == NULL) {
+        pr_free(st);
+    }
+    return capsule;
+}
+
+/* The index of a thread's state (added when `add`), -1 when absent, -2 on an error. */
+static Py_ssize_t
+pr_thread(PrState *st, PyObject *thread, int add)
+{
+    PyObject *last = st->last_thread;
+    if (thread == last) {
+        return st->last_index;
+    }
+    /* an equal int or str is the same key (the ids read plainly are made fresh each time) */
+    if (last != NULL && Py_TYPE(thread) == Py_TYPE(last) &&
+        (PyLong_CheckExact(thread) || PyUnicode_CheckExact(thread))) {
+        int same = PyObject_RichCompareBool(thread, last, Py_EQ);
+        if (same < 0) {
+            return -2;
+        }
+        if (same) {
+            return st->last_index;
+        }
+    }
+    PyObject *found = PyDict_GetItemWithError(st->threads, thread); /* borrowed */
+    if (found != NULL) {
+        Py_ssize_t t = PyLong_AsSsize_t(found);
+        Py_INCREF(thread);
+        Py_XSETREF(st->last_thread, thread);
+        st->last_index = t;
+        return t;
+    }
+    if (PyErr_Occurred()) {
+        return -2;
+    }
+    if (!add) {
+        return -1;
+    }
+    Py_ssize_t t = (Py_ssize_t)(st->thr.len / sizeof(PrThread));
+    if (buf_reserve(&st->thr, sizeof(PrThread)) < 0) {
+        PyErr_NoMemory();
+        return -2;
+    }
+    memset(st->thr.p + st->thr.len, 0, sizeof(PrThread));
+    st->thr.len += sizeof(PrThread);
+    PyObject *index = PyLong_FromSsize_t(t);
+    if (index == NULL) {
+        return -2;
+    }
+    int rc = PyDict_SetItem(st->threads, thread, index);
+    Py_DECREF(index);
+    return rc < 0 ? -2 : t;
+}
+
+static int
+pr_push(Buf *b, Py_ssize_t r)
+{
+    if (buf_put(b, &r, sizeof(r)) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* A call: `CallPairing.add_values`' call branch. */
+static int
+pr_call(PrState *st, PyObject *id, PyObject *thread, Py_ssize_t mark)
+{
+    Py_ssize_t t = pr_thread(st, thread, 1);
+    if (t < 0) {
+        return -1;
+    }
+    Py_ssize_t r = st->free_rec;
+    if (r >= 0) {
+        st->free_rec = PR_REC(st, r)->next;
+    }
+    else {
+        if (buf_reserve(&st->recs, sizeof(PrRec)) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        r = (Py_ssize_t)(st->recs.len / sizeof(PrRec));
+        st->recs.len += sizeof(PrRec);
+    }
+    PrRec *rec = PR_REC(st, r);
+    Py_INCREF(id);
+    rec->id = id;
+    rec->mark = mark;
+    rec->thread = t;
+    rec->next = -1;
+    rec->returned = 0;
+    rec->open = 1;
+    PrThread *th = PR_THR(st, t);
+    if (th->stack.len == 0) {
+        th->members.len = 0; /* a new tree (the last one finished when its stack emptied) */
+    }
+    if (pr_push(&th->stack, r) < 0 || pr_push(&th->members, r) < 0) {
+        return -1;
+    }
+    PyObject *index = PyLong_FromSsize_t(r);
+    if (index == NULL) {
+        return -1;
+    }
+    int rc = PyDict_SetItem(st->calls, id, index);
+    Py_DECREF(index);
+    return rc;
+}
+
+/* `CallPairing._finish`: forget the calls of a thread's finished tree, freeing their records. */
+static int
+pr_finish(PrState *st, Py_ssize_t t)
+{
+    PrThread *th = PR_THR(st, t);
+    size_t count = th->members.len / sizeof(Py_ssize_t);
+    int rc = 0;
+    for (size_t i = 0; i < count; i++) {
+        Py_ssize_t r;
+        memcpy(&r, th->members.p + i * sizeof(r), sizeof(r));
+        PrRec *rec = PR_REC(st, r);
+        if (rc == 0) {
+            PyObject *found = PyDict_GetItemWithError(st->calls, rec->id); /* borrowed */
+            if (found != NULL) {
+                if (PyLong_AsSsize_t(found) == r) {
+                    if (PyDict_DelItem(st->calls, rec->id) < 0 ||
+                        (!rec->returned && PySet_Add(st->unreturned, rec->id) < 0)) {
+                        rc = -1;
+                    }
+                }
+            }
+            else if (PyErr_Occurred()) {
+                rc = -1;
+            }
+        }
+        Py_CLEAR(rec->id);
+        rec->next = st->free_rec;
+        st->free_rec = r;
+    }
+    th->members.len = 0;
+    return rc;
+}
+
+/* A return: `CallPairing.add_values`' return branch; *out is the mark it takes (0: none). */
+static int
+pr_return(PrState *st, PyObject *parent, PyObject *thread, Py_ssize_t *out)
+{
+    Py_ssize_t r, t;
+    *out = 0;
+    if (parent == Py_None) {
+        t = pr_thread(st, thread, 0);
+        if (t == -2) {
+            return -1;
+        }
+        if (t < 0 || PR_THR(st, t)->stack.len == 0) {
+            return 0;
+        }
+        PrThread *th = PR_THR(st, t);
+        memcpy(&r, th->stack.p + th->stack.len - sizeof(r), sizeof(r));
+    }
+    else {
+        PyObject *found = PyDict_GetItemWithError(st->calls, parent); /* borrowed */
+        if (found == NULL) {
+            if (PyErr_Occurred()) {
+                return -1;
+            }
+            int in = PySet_Contains(st->unreturned, parent);
+            if (in < 0) {
+                return -1;
+            }
+            if (in) {
+                st->late = 1;
+            }
+            return 0;
+        }
+        r = PyLong_AsSsize_t(found);
+        t = PR_REC(st, r)->thread;
+    }
+    PrRec *rec = PR_REC(st, r);
+    if (!rec->returned) {
+        rec->returned = 1;
+        *out = rec->mark;
+    }
+    if (rec->open) {
+        PrThread *th = PR_THR(st, t);
+        while (th->stack.len > 0) {
+            Py_ssize_t popped;
+            th->stack.len -= sizeof(popped);
+            memcpy(&popped, th->stack.p + th->stack.len, sizeof(popped));
+            PR_REC(st, popped)->open = 0;
+            if (popped == r) {
+                break;
+            }
+        }
+        if (th->stack.len == 0) {
+            return pr_finish(st, t);
+        }
+    }
+    return 0;
+}
+
+/* The PrTotal of a mark, the table grown to hold it; NULL on NOMEM (set). */
+static PrTotal *
+pr_total(PrState *st, Py_ssize_t mark)
+{
+    size_t need = ((size_t)mark + 1) * sizeof(PrTotal);
+    if (st->totals.len < need) {
+        if (buf_reserve(&st->totals, need - st->totals.len) < 0) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        memset(st->totals.p + st->totals.len, 0, need - st->totals.len);
+        st->totals.len = need;
+    }
+    return ((PrTotal *)(void *)st->totals.p) + mark;
+}
+
+/* A mark from Python: an int that fits an `array('I')` item. */
+static int
+pr_mark_value(PyObject *value, Py_ssize_t *mark)
+{
+    Py_ssize_t v = PyLong_AsSsize_t(value);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (v < 0 || (unsigned long long)v > 0xFFFFFFFEULL) {
+        PyErr_SetString(PyExc_OverflowError, "prune_scan: a mark out of range");
+        return -1;
+    }
+    *mark = v;
+    return 0;
+}
+
+/* resolve(text), checked: a 5-tuple, or Py_None (to bail); NULL on an error. */
+static PyObject *
+pr_resolve(PyObject *resolve, PyObject *text)
+{
+    PyObject *res = PyObject_CallOneArg(resolve, text);
+    if (res != NULL && res != Py_None && (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 5)) {
+        Py_DECREF(res);
+        PyErr_SetString(PyExc_TypeError, "prune_scan: resolve must return a 5-tuple or None");
+        return NULL;
+    }
+    return res;
+}
+
+/* An event read by Python (`resolve`): 0, 1 to bail, -1 on an error. */
+static int
+pr_fallback(PrState *st, PyObject *text, PyObject *resolve, Py_ssize_t *mark_out, int *is_call)
+{
+    static PyObject *s_call, *s_return;
+    if (s_call == NULL) {
+        s_call = PyUnicode_InternFromString("call");
+        s_return = PyUnicode_InternFromString("return");
+        if (s_call == NULL || s_return == NULL) {
+            Py_CLEAR(s_call);
+            return -1;
+        }
+    }
+    PyObject *res = pr_resolve(resolve, text);
+    if (res == NULL) {
+        return -1;
+    }
+    if (res == Py_None) {
+        Py_DECREF(res);
+        return 1;
+    }
+    PyObject *event = PyTuple_GET_ITEM(res, 0);
+    int rc = 0;
+    int call = PyObject_RichCompareBool(event, s_call, Py_EQ);
+    if (call < 0) {
+        rc = -1;
+    }
+    else if (call) {
+        Py_ssize_t mark;
+        rc = pr_mark_value(PyTuple_GET_ITEM(res, 4), &mark);
+        if (rc == 0) {
+            rc = pr_call(st, PyTuple_GET_ITEM(res, 1), PyTuple_GET_ITEM(res, 2), mark);
+        }
+        if (rc == 0) {
+            *mark_out = mark;
+            *is_call = 1;
+        }
+    }
+    else {
+        int ret = PyObject_RichCompareBool(event, s_return, Py_EQ);
+        if (ret < 0) {
+            rc = -1;
+        }
+        else if (ret) {
+            rc = pr_return(st, PyTuple_GET_ITEM(res, 3), PyTuple_GET_ITEM(res, 2), mark_out);
+        }
+    }
+    Py_DECREF(res);
+    return rc;
+}
+
+static inline int
+pr_present(const Tok *tok)
+{
+    return tok->type != 0 && tok->type != 'n';
+}
+
+/* The mark of a call read plainly: by the text of what binding reads, else from `resolve`. */
+static int
+pr_mark(PrState *st, const Src *src, const Tok *toks, PyObject *text, PyObject *resolve,
+        Py_ssize_t *mark)
+{
+    Buf *key = &st->key;
+    key->len = 0;
+    unsigned char flags =
+        (unsigned char)(pr_present(&toks[P_SQL]) | pr_present(&toks[P_SERVER]) << 1 |
+                        pr_present(&toks[P_CLIENT]) << 2 | pr_present(&toks[P_MESSAGE]) << 3);
+    if (buf_put(key, &flags, 1) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < 5; i++) {
+        const Tok *tok = &toks[PR_IDENTITY[i]];
+        unsigned char type = (unsigned char)tok->type;
+        uint64_t len = type ? (uint64_t)(tok->end - tok->start) : 0;
+        if (buf_put(key, &type, 1) < 0 || buf_put(key, &len, sizeof(len)) < 0 ||
+            (len && buf_put(key, src->s + tok->start, (size_t)len) < 0)) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    int rc;
+    Slot *slot = table_get(&st->marks, key->p, key->len, 0, 0, &rc);
+    if (rc < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (slot != NULL) {
+        *mark = slot->value;
+        return 0;
+    }
+    PyObject *res = pr_resolve(resolve, text);
+    if (res == NULL) {
+        return -1;
+    }
+    if (res == Py_None) {
+        Py_DECREF(res);
+        return 1;
+    }
+    rc = pr_mark_value(PyTuple_GET_ITEM(res, 4), mark);
+    Py_DECREF(res);
+    if (rc < 0) {
+        return -1;
+    }
+    table_get(&st->marks, key->p, key->len, 1, *mark, &rc);
+    if (rc < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* A token's Python value as a `MinimalEvent` field reads it (missing: None); NULL with *bail
+ * set when this scan does not read it (the caller asks `resolve`), or on an error. */
+static PyObject *
+pr_value(PrState *st, const Src *src, const Tok *tok, int *bail)
+{
+    int rc;
+    PyObject *value = value_of(src, tok, Py_None, &st->scratch, &rc);
+    if (value == NULL) {
+        if (rc == BAIL) {
+            *bail = 1;
+        }
+        else if (rc == NOMEM) {
+            PyErr_NoMemory();
+        }
+    }
+    return value;
+}
+
+/* The prefix XOR of a word: bit i is the parity of bits 0..i (a quote mask -> the bytes from
+ * each opening quote up to, not including, its closing one). */
+static inline uint64_t
+pr_prefix_xor(uint64_t x)
+{
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    return x;
+}
+
+static inline int
+pr_popcount(uint64_t x)
+{
+    /* (no popcnt instruction in the baseline x86-64 build: a libgcc call otherwise) */
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return (int)((x * 0x0101010101010101ULL) >> 56);
+}
+
+/* A 64-byte block's quotes, backslashes, opening and closing brackets, a bit each. */
+static inline void
+pr_masks(const unsigned char *p, uint64_t *quote, uint64_t *slash, uint64_t *open,
+         uint64_t *close)
+{
+    uint64_t q = 0, b = 0, o = 0, c = 0;
+#if defined(__SSE2__)
+    for (int i = 0; i < 4; i++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+        /* ('[' | 0x20 is '{', ']' | 0x20 is '}', and no other byte is) */
+        __m128i lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
+        int shift = 16 * i;
+        q |= (uint64_t)(unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')))
+             << shift;
+        b |= (uint64_t)(unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')))
+             << shift;
+        o |= (uint64_t)(unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(lower, _mm_set1_epi8('{')))
+             << shift;
+        c |= (uint64_t)(unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(lower, _mm_set1_epi8('}')))
+             << shift;
+    }
+#else
+    for (int i = 0; i < 64; i++) {
+        unsigned char ch = p[i];
+        q |= (uint64_t)(ch == '"') << i;
+        b |= (uint64_t)(ch == '\\') << i;
+        o |= (uint64_t)(ch == '{' || ch == '[') << i;
+        c |= (uint64_t)(ch == '}' || ch == ']') << i;
+    }
+#endif
+    *quote = q;
+    *slash = b;
+    *open = o;
+    *close = c;
+}
+
+/* Skip the object or array at s[pos] (its opening byte) of a text already checked as JSON: the
+ * position after it, or BAIL (unclosed). Read 64 bytes at a time (the last block padded with
+ * spaces): a block without a backslash by its masks alone (its strings by the prefix XOR of
+ * its quotes; its brackets walked one by one only where the depth may reach 0), a block with
+ * one a structural byte at a time (`skip_container`'s way). */
+static Py_ssize_t
+pr_skip_container(const unsigned char *s, Py_ssize_t n, Py_ssize_t pos)
+{
+    long depth = 0;
+    int in_string = 0;
+    Py_ssize_t escaped = -1; /* the byte a backslash in a string escapes */
+    unsigned char pad[64];
+    for (Py_ssize_t at = pos; at < n; at += 64) {
+        const unsigned char *p = s + at;
+        if (n - at < 64) {
+            memset(pad, ' ', sizeof(pad));
+            memcpy(pad, p, (size_t)(n - at));
+            p = pad;
+        }
+        uint64_t quote, slash, open, close;
+        pr_masks(p, &quote, &slash, &open, &close);
+        if (slash == 0 && escaped != at) {
+            uint64_t strings = pr_prefix_xor(quote) ^ (in_string ? ~0ULL : 0);
+            in_string = (int)(strings >> 63);
+            open &= ~strings;
+            close &= ~strings;
+            long closes = (long)pr_popcount(close);
+            if (depth - closes > 0) {
+                depth += (long)pr_popcount(open) - closes;
+                continue;
+            }
+            uint64_t both = open | close;
+            while (both != 0) {
+                int i = __builtin_ctzll(both);
+                both &= both - 1;
+                if ((open >> i) & 1) {
+                    depth++;
+                }
+                else if (--depth == 0) {
+                    return at + i + 1;
+                }
+            }
+            continue;
+        }
+        uint64_t mask = quote | slash | open | close;
+        while (mask != 0) {
+            int j = __builtin_ctzll(mask);
+            mask &= mask - 1;
+            Py_ssize_t i = at + j;
+            unsigned char c = p[j];
+            if (in_string) {
+                if (i == escaped) {
+                    continue;
+                }
+                if (c == '\\') {
+                    escaped = i + 1;
+                }
+                else if (c == '"') {
+                    in_string = 0;
+                }
+            }
+            else if (c == '"') {
+                in_string = 1;
+            }
+            else if (c == '{' || c == '[') {
+                depth++;
+            }
+            else if (c == '}' || c == ']') {
+                if (--depth == 0) {
+                    return i + 1;
+                }
+            }
+        }
+    }
+    return BAIL;
+}
+
+/* Whitespace (a byte above ' ' never is). */
+static inline Py_ssize_t
+pr_ws(const unsigned char *s, Py_ssize_t n, Py_ssize_t pos)
+{
+    while (pos < n && s[pos] <= ' ' &&
+           (s[pos] == ' ' || s[pos] == '\n' || s[pos] == '\r' || s[pos] == '\t')) {
+        pos++;
+    }
+    return pos;
+}
+
+/* s[pos] is a quote: the position after the closing one (*esc set when a backslash is met),
+ * or BAIL. 16 bytes at a time (the last ones padded). */
+static inline Py_ssize_t
+pr_string(const unsigned char *s, Py_ssize_t n, Py_ssize_t pos, char *esc)
+{
+    pos++;
+    while (pos < n) {
+#if defined(__SSE2__)
+        unsigned char pad[16];
+        const unsigned char *p = s + pos;
+        if (n - pos < 16) {
+            memset(pad, 'a', sizeof(pad));
+            memcpy(pad, p, (size_t)(n - pos));
+            p = pad;
+        }
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                               _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+        if (m == 0) {
+            pos += 16;
+            continue;
+        }
+        pos += __builtin_ctz((unsigned int)m);
+#else
+        if (s[pos] != '"' && s[pos] != '\\') {
+            pos++;
+            continue;
+        }
+#endif
+        if (pos >= n) {
+            break;
+        }
+        if (s[pos] == '"') {
+            return pos + 1;
+        }
+        *esc = 1;
+        pos += 2; /* (whatever follows is escaped) */
+    }
+    return BAIL;
+}
+
+/* The field of PR_NAMES a key names, or -1. */
+static int
+pr_field(const unsigned char *name, size_t len)
+{
+#define PR_IS(f) (memcmp(name, PR_NAMES[f], len) == 0 ? (f) : -1)
+    switch (len) {
+    case 2:
+        return PR_IS(P_ID);
+    case 4:
+        return PR_IS(P_PATH);
+    case 5:
+        return PR_IS(P_EVENT);
+    case 6:
+        return name[0] == 'l' ? PR_IS(P_LINENO) : PR_IS(P_STATIC);
+    case 7:
+        return PR_IS(P_MESSAGE);
+    case 9:
+        switch (name[0]) {
+        case 't':
+            return PR_IS(P_THREAD);
+        case 'p':
+            return PR_IS(P_PARENT);
+        case 'm':
+            return PR_IS(P_METHOD);
+        case 's':
+            return PR_IS(P_SQL);
+        default:
+            return -1;
+        }
+    case 13:
+        return PR_IS(P_CLASS);
+    case 19:
+        return name[5] == 's' ? PR_IS(P_SERVER) : PR_IS(P_CLIENT);
+    default:
+        return -1;
+    }
+#undef PR_IS
+}
+
+/* `scan_object` for an event's text (already checked as JSON): the tokens of the PR_NAMES
+ * fields (a duplicate is BAIL); the position after the object, or BAIL. Containers are
+ * skipped by `pr_skip_container`, strings 16 bytes at a time. */
+static Py_ssize_t
+pr_scan_event(const Src *src, Tok *toks, Buf *scratch, int *rc)
+{
+    const unsigned char *s = src->s;
+    Py_ssize_t n = src->n;
+    *rc = 0;
+    for (int i = 0; i < P_COUNT; i++) {
+        toks[i].type = 0;
+    }
+    if (n == 0 || s[0] != '{') {
+        return BAIL;
+    }
+    Py_ssize_t pos = pr_ws(s, n, 1);
+    if (pos < n && s[pos] == '}') {
+        return pos + 1;
+    }
+    for (;;) {
+        if (pos >= n || s[pos] != '"') {
+            return BAIL;
+        }
+        Tok key;
+        key.start = pos;
+        key.type = 's';
+        key.esc = 0;
+        key.end = pr_string(s, n, pos, &key.esc);
+        if (key.end < 0) {
+            return BAIL;
+        }
+        const unsigned char *name = s + key.start + 1;
+        size_t len = (size_t)(key.end - key.start - 2);
+        if (key.esc) {
+            scratch->len = 0;
+            if ((*rc = decode_string(src, &key, scratch)) < 0) {
+                return BAIL;
+            }
+            name = scratch->p;
+            len = scratch->len;
+        }
+        int field = len > 0 ? pr_field(name, len) : -1;
+        pos = pr_ws(s, n, key.end);
+        if (pos >= n || s[pos] != ':') {
+            return BAIL;
+        }
+        pos = pr_ws(s, n, pos + 1);
+        if (pos >= n) {
+            return BAIL;
+        }
+        Tok value;
+        value.start = pos;
+        value.esc = 0;
+        unsigned char c = s[pos];
+        if (c == '"') {
+            value.type = 's';
+            pos = pr_string(s, n, pos, &value.esc);
+        }
+        else if (c == '{' || c == '[') {
+            value.type = (char)c;
+            pos = pr_skip_container(s, n, pos);
+        }
+        else if (c == 't' || c == 'f' || c == 'n') {
+            const char *word = c == 't' ? "true" : c == 'f' ? "false" : "null";
+            Py_ssize_t wlen = c == 'f' ? 5 : 4;
+            if (n - pos < wlen || memcmp(s + pos, word, (size_t)wlen) != 0) {
+                return BAIL;
+            }
+            value.type = (char)c;
+            pos += wlen;
+        }
+        else if (c == '-' || (c >= '0' && c <= '9')) {
+            value.type = '0';
+            while (pos < n && is_number_byte(s[pos])) {
+                pos++;
+            }
+        }
+        else {
+            return BAIL;
+        }
+        if (pos < 0) {
+            return BAIL;
+        }
+        value.end = pos;
+        if (field >= 0) {
+            if (toks[field].type != 0) {
+                return BAIL; /* a duplicate key: which one a decoder keeps is its own rule */
+            }
+            toks[field] = value;
+        }
+        if (pos < n && s[pos] == ',') { /* (compact JSON: no whitespace to skip) */
+            pos++;
+            if (pos < n && s[pos] == '"') {
+                continue;
+            }
+            pos = pr_ws(s, n, pos);
+            continue;
+        }
+        pos = pr_ws(s, n, pos);
+        if (pos >= n) {
+            return BAIL;
+        }
+        if (s[pos] == '}') {
+            return pos + 1;
+        }
+        if (s[pos] != ',') {
+            return BAIL;
+        }
+        pos = pr_ws(s, n, pos + 1);
+    }
+}
+
+/* One event: 0 (its mark in *mark_out, *is_call for a call), 1 to bail, -1 on an error. */
+static int
+pr_event(PrState *st, PyObject *text, const Src *src, PyObject *resolve, Py_ssize_t *mark_out,
+         int *is_call)
+{
+    Tok toks[P_COUNT];
+    int rc = 0;
+    *mark_out = 0;
+    *is_call = 0;
+    if (src->n == 0 || src->s[0] != '{') {
+        return 1; /* not an object: the block decode fails */
+    }
+    Py_ssize_t end = pr_scan_event(src, toks, &st->scratch, &rc);
+    if (rc == NOMEM) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (end < 0) {
+        return pr_fallback(st, text, resolve, mark_out, is_call);
+    }
+    for (int f = P_SQL; f <= P_CLIENT; f++) {
+        char type = toks[f].type;
+        if (type != 0 && type != 'n' && type != '{') {
+            return 1; /* `Optional[_Marker]`: the block decode fails */
+        }
+    }
+    const Tok *event = &toks[P_EVENT];
+    int kind = 0;
+    if (event->type == 's') {
+        if (event->esc) {
+            return pr_fallback(st, text, resolve, mark_out, is_call);
+        }
+        Py_ssize_t len = event->end - event->start - 2;
+        const unsigned char *name = src->s + event->start + 1;
+        if (len == 4 && memcmp(name, "call", 4) == 0) {
+            kind = 1;
+        }
+        else if (len == 6 && memcmp(name, "return", 6) == 0) {
+            kind = 2;
+        }
+    }
+    if (kind == 0) {
+        return 0;
+    }
+    int bail = 0;
+    if (kind == 1) {
+        PyObject *id = pr_value(st, src, &toks[P_ID], &bail);
+        PyObject *thread = id == NULL ? NULL : pr_value(st, src, &toks[P_THREAD], &bail);
+        if (thread == NULL) {
+            Py_XDECREF(id);
+            return bail ? pr_fallback(st, text, resolve, mark_out, is_call) : -1;
+        }
+        Py_ssize_t mark = 0;
+        rc = pr_mark(st, src, toks, text, resolve, &mark);
+        if (rc == 0) {
+            rc = pr_call(st, id, thread, mark);
+        }
+        Py_DECREF(id);
+        Py_DECREF(thread);
+        if (rc == 0) {
+            *mark_out = mark;
+            *is_call = 1;
+        }
+        return rc;
+    }
+    PyObject *parent = pr_value(st, src, &toks[P_PARENT], &bail);
+    if (parent == NULL) {
+        return bail ? pr_fallback(st, text, resolve, mark_out, is_call) : -1;
+    }
+    PyObject *thread = NULL;
+    if (parent == Py_None) {
+        thread = pr_value(st, src, &toks[P_THREAD], &bail);
+        if (thread == NULL) {
+            Py_DECREF(parent);
+            return bail ? pr_fallback(st, text, resolve, mark_out, is_call) : -1;
+        }
+    }
+    rc = pr_return(st, parent, thread, mark_out);
+    Py_DECREF(parent);
+    Py_XDECREF(thread);
+    return rc;
+}
+
+static PyObject *
+prune_scan(PyObject *module, PyObject *args)
+{
+    PyObject *capsule, *texts, *resolve;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "OO!O:prune_scan", &capsule, &PyList_Type, &texts, &resolve)) {
+        return NULL;
+    }
+    PrState *st = (PrState *)PyCapsule_GetPointer(capsule, PR_CAPSULE);
+    if (st == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(texts);
+    if (n > PY_SSIZE_T_MAX / 4) {
+        return PyErr_NoMemory();
+    }
+    PyObject *marks = PyBytes_FromStringAndSize(NULL, n * 4);
+    PyObject *lengths = PyBytes_FromStringAndSize(NULL, n * 4);
+    if (marks == NULL || lengths == NULL) {
+        Py_XDECREF(marks);
+        Py_XDECREF(lengths);
+        return NULL;
+    }
+    char *mark_at = PyBytes_AS_STRING(marks);
+    char *length_at = PyBytes_AS_STRING(lengths);
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+        if (i >= PyList_GET_SIZE(texts)) { /* (`resolve` is Python: trust nothing) */
+            PyErr_SetString(PyExc_RuntimeError, "prune_scan: the list changed");
+            rc = -1;
+            break;
+        }
+        PyObject *text = PyList_GET_ITEM(texts, i);
+        Py_INCREF(text);
+        Py_buffer view;
+        if (PyObject_GetBuffer(text, &view, PyBUF_SIMPLE) < 0) {
+            Py_DECREF(text);
+            rc = -1;
+            break;
+        }
+        if ((unsigned long long)view.len > 0xFFFFFFFFULL) {
+            PyErr_SetString(PyExc_OverflowError, "prune_scan: an event over 4 GB");
+            rc = -1;
+        }
+        Py_ssize_t mark = 0;
+        int is_call = 0;
+        if (rc == 0) {
+            Src src = {(const unsigned char *)view.buf, view.len, PR_MAX_DEPTH, 0};
+            rc = pr_event(st, text, &src, resolve, &mark, &is_call);
+        }
+        if (rc == 0) {
+            PrTotal *total = pr_total(st, mark);
+            if (total == NULL) {
+                rc = -1;
+            }
+            else {
+                total->calls += is_call;
+                total->bytes += (long long)view.len + 1; /* (+1: its separator) */
+                total->events += 1;
+                uint32_t m = (uint32_t)mark, len = (uint32_t)view.len;
+                memcpy(mark_at + 4 * i, &m, 4);
+                memcpy(length_at + 4 * i, &len, 4);
+            }
+        }
+        PyBuffer_Release(&view);
+        Py_DECREF(text);
+    }
+    if (rc != 0) {
+        Py_DECREF(marks);
+        Py_DECREF(lengths);
+        if (rc < 0) {
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    PyObject *result = PyTuple_Pack(2, marks, lengths);
+    Py_DECREF(marks);
+    Py_DECREF(lengths);
+    return result;
+}
+
+static PyObject *
+prune_totals(PyObject *module, PyObject *capsule)
+{
+    (void)module;
+    PrState *st = (PrState *)PyCapsule_GetPointer(capsule, PR_CAPSULE);
+    if (st == NULL) {
+        return NULL;
+    }
+    Py_ssize_t count = (Py_ssize_t)(st->totals.len / sizeof(PrTotal));
+    PyObject *list = PyList_New(count);
+    if (list == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const PrTotal *total = ((const PrTotal *)(const void *)st->totals.p) + i;
+        PyObject *item = Py_BuildValue("(LLL)", total->calls, total->bytes, total->events);
+        if (item == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    PyObject *result = Py_BuildValue("(ON)", st->late ? Py_True : Py_False, list);
+    return result;
+}
+
+/* An `array('I')`'s buffer (4-byte items). */
+static int
+pr_uint32s(PyObject *obj, Py_buffer *view, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_FORMAT) < 0) {
+        return -1;
+    }
+    if (view->itemsize != 4 || view->format == NULL || strcmp(view->format, "I") != 0) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "prune_join: %s must be an array('I') of 4-byte items",
+                     what);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+prune_join(PyObject *module, PyObject *args)
+{
+    PyObject *view_obj, *lengths_obj, *marks_obj, *keep_obj;
+    Py_ssize_t start, count;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "OOOnnO:prune_join", &view_obj, &lengths_obj, &marks_obj,
+                          &start, &count, &keep_obj)) {
+        return NULL;
+    }
+    Py_buffer view, lengths, marks, keep;
+    if (PyObject_GetBuffer(view_obj, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (pr_uint32s(lengths_obj, &lengths, "lengths") < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (pr_uint32s(marks_obj, &marks, "marks") < 0) {
+        PyBuffer_Release(&view);
+        PyBuffer_Release(&lengths);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(keep_obj, &keep, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        PyBuffer_Release(&lengths);
+        PyBuffer_Release(&marks);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    const unsigned char *len_at, *mark_at, *keep_at;
+    unsigned long long whole = 0, kept = 0;
+    Py_ssize_t kept_count = 0;
+    Py_ssize_t items = lengths.len / 4;
+    if (start < 0 || count < 0 || start > items || count > items - start ||
+        marks.len / 4 < start + count) {
+        PyErr_SetString(PyExc_IndexError, "prune_join: events out of range");
+        goto done;
+    }
+    len_at = (const unsigned char *)lengths.buf + 4 * start;
+    mark_at = (const unsigned char *)marks.buf + 4 * start;
+    keep_at = (const unsigned char *)keep.buf;
+    /* the texts and a comma between two must make the block (else the caller decodes it) */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        uint32_t len, mark;
+        memcpy(&len, len_at + 4 * i, 4);
+        memcpy(&mark, mark_at + 4 * i, 4);
+        if ((Py_ssize_t)mark >= keep.len) {
+            PyErr_SetString(PyExc_IndexError, "prune_join: a mark beyond keep");
+            goto done;
+        }
+        whole += (unsigned long long)len + 1;
+        if (keep_at[mark]) {
+            kept += (unsigned long long)len + 1;
+            kept_count++;
+        }
+    }
+    if (count == 0 || whole - 1 != (unsigned long long)view.len) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, kept_count ? (Py_ssize_t)(kept - 1) : 0);
+    if (result == NULL) {
+        goto done;
+    }
+    char *out = PyBytes_AS_STRING(result);
+    const char *text = (const char *)view.buf;
+    size_t at = 0, written = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        uint32_t len, mark;
+        memcpy(&len, len_at + 4 * i, 4);
+        memcpy(&mark, mark_at + 4 * i, 4);
+        if (keep_at[mark]) {
+            if (written) {
+                out[written++] = ',';
+            }
+            memcpy(out + written, text + at, len);
+            written += len;
+        }
+        at += (size_t)len + 1;
+    }
+done:
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&marks);
+    PyBuffer_Release(&keep);
+    return result;
 }

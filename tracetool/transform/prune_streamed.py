@@ -21,6 +21,14 @@ Contract:
   the text of each event whose code object is kept, in document order, found by those
   lengths (a block with more than a comma between two events is decoded again instead). The
   file's size and modification time must not change between the passes.
+- With the C accelerator (`_speedups.c`, section prune), pass 1 decodes no `MinimalEvent`: it
+  takes the block reader's texts alone (`_text_blocks`) and `prune_scan` reads from each what
+  the decode, `CallPairing` and binding read, pairing and summing as `_Plan.add` does; a call
+  is bound in Python (`_Plan.resolve`, in document order) once per distinct text of the fields
+  binding reads, and any event it does not read plainly is decoded there whole. Whatever the
+  Python pass would hand to the fallback reader makes it return None (pruned whole), so both
+  give the same result, bytes and errors (tests/transform/test_prune_scan.py). Pass 2 copies
+  the kept texts in C (`prune_join`). `TRACETOOL_NO_SPEEDUPS=1` runs the Python loops.
 """
 
 from __future__ import annotations
@@ -43,12 +51,27 @@ from tracetool.trace.codeobjects import ClassMap, CodeObject
 from tracetool.trace.document import gc_paused, reuse_freed_buffers
 from tracetool.trace.reader import guarded
 from tracetool.trace.slim import MinimalEvent
-from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, file_size, run_pass
+from tracetool.trace.stream import (
+    STREAM_THRESHOLD,
+    TraceStream,
+    _event_arrays,
+    _unchecked,
+    file_size,
+    run_pass,
+)
 from tracetool.trace.tree import CallPairing
 from tracetool.transform.prune import PruneResult, Ranking, Removed, document_pieces
 
 # events per block when set (tests: blocks of a few events); else as the reader reads them
 BLOCK = 0
+
+# The first pass's scan of each event's text and the second pass's copy, in C (`_speedups.c`,
+# section prune), or None: the Python loops below (`_Plan.add`, `_kept_texts`) run instead.
+_NEW = accel.function("prune_new")
+_SCAN = accel.function("prune_scan")
+_TOTALS = accel.function("prune_totals")
+_JOIN = accel.function("prune_join")
+_ONE = msgspec.json.Decoder(MinimalEvent)
 
 
 def prune_streamed(path: Path, size: int, threshold: int | None = None) -> PruneResult | None:
@@ -115,6 +138,28 @@ class _Plan:
             events[mark] += count
         for mark, count in Counter(own).items():
             counts[mark] += count
+
+    def resolve(self, text: Any) -> tuple[Any, Any, Any, Any, int] | None:
+        """For `prune_scan`: an event's (event, id, thread_id, parent_id, mark) as `add` reads
+        it (the mark of a call; else 0), binding a call as `add` binds it; None when its
+        block's decode would fail (the recording is then pruned whole)."""
+        try:
+            event = _ONE.decode(text)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        mark = 0
+        if event.event == "call":
+            co = bind_calls([event], self.cmap, self.state)[0]
+            found = self.plain.get(co)
+            mark = self._mark(co, event) if found is None else found
+        return event.event, event.id, event.thread_id, event.parent_id, mark
+
+    def add_totals(self, totals: list[tuple[int, int, int]]) -> None:
+        """`prune_totals`' sums by mark: calls, their events' bytes (+1 each) and events."""
+        for mark, (calls, nbytes, events) in enumerate(totals):
+            self.calls[mark] += calls
+            self.bytes[mark] += nbytes
+            self.events[mark] += events
 
     def _mark(self, co: CodeObject, call: Any) -> int:
         """The mark of a call bound to `co`, numbered on first sight; remembered by `co` alone
@@ -223,6 +268,8 @@ def _plan(stream: TraceStream, stamp: tuple[int, int]) -> _Plan | None:
         return None
     plan = _Plan(stream, data, accel.class_map(stream.class_map))
     plan.stamp = stamp
+    if _SCAN is not None:
+        return _scanned(stream, plan, data)
     pairing = CallPairing()
     blocks = _Blocks(stream)
     for items, texts in blocks:
@@ -233,6 +280,49 @@ def _plan(stream: TraceStream, stamp: tuple[int, int]) -> _Plan | None:
     data.update(after)
     plan.total = blocks.events
     return plan
+
+
+def _scanned(stream: TraceStream, plan: _Plan, data: dict[str, Any]) -> _Plan | None:
+    """`_plan`'s loop in C (`prune_scan`), over the events' texts alone: nothing decoded but
+    the calls `resolve` binds."""
+    state = _NEW()
+    resolve = plan.resolve
+    total = 0
+    for texts in _text_blocks(stream):
+        parts = [texts[i : i + BLOCK] for i in range(0, len(texts), BLOCK)] if BLOCK else [texts]
+        for part in parts:
+            found = _SCAN(state, part, resolve)
+            if found is None:
+                return None
+            plan.marks.frombytes(found[0])
+            plan.lengths.frombytes(found[1])
+            total += len(part)
+    late, totals = _TOTALS(state)
+    after = stream.after
+    if late or after is None or set(after) & set(data) or stream.cuts is None:
+        return None
+    plan.add_totals(totals)
+    data.update(after)
+    plan.total = total
+    return plan
+
+
+def _text_blocks(stream: TraceStream) -> Iterator[list[Any]]:
+    """The events' exact texts a block at a time, as `TraceStream.raw_blocks` reads them but
+    not decoded (`_event_arrays` has checked each block as JSON); stops where that reader
+    would hand a block to its fallback (`stream.after` then stays None). Sets `stream.after`
+    and `stream.cuts`, for the second pass, once the array was read to its plain end."""
+    ended: list[Any] = [False]
+    cuts: list[Any] = []
+    with guarded(stream.path):
+        for texts, block in _event_arrays(stream.path, stream.events_at, ended, cuts):
+            if _unchecked(block):  # (what msgspec skips unchecked: the fallback reader's)
+                return
+            if texts:
+                yield texts
+    if ended[0]:
+        stream.after = ended[1] if len(ended) > 1 else {}
+        stream.cuts = cuts
 
 
 class _Blocks:
@@ -266,9 +356,17 @@ def _kept_texts(plan: _Plan, keep: list[bool]) -> Iterator[Any]:
     if _stamp(stream.path) != plan.stamp:
         raise TraceFormatError(f"{stream.path}: changed while it was read")
     done = 0
+    flags = bytes(keep)  # (for `prune_join`: a byte per mark)
     with guarded(stream.path):
         for view, count in stream.event_arrays():
             end = done + count
+            if _JOIN is not None:
+                joined = _JOIN(view, lengths, marks, done, count, flags)
+                if joined is not None:
+                    done = end
+                    if joined:
+                        yield joined
+                    continue
             sizes = lengths[done:end]
             kept: list[Any]
             # each text's start, then the block's length and a comma
