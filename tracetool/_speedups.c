@@ -3274,6 +3274,8 @@ PyObject *tt_subtree_digests(PyObject *self, PyObject *args);
 PyObject *tt_diagram_digests(PyObject *self, PyObject *args);
 /* _speedups_extract.c: the walk of tracetool.index.extract.Extractor._walk */
 PyObject *tt_extract_walk(PyObject *self, PyObject *args);
+PyObject *tt_overhead_pairs(PyObject *self, PyObject *args);
+PyObject *tt_overhead_names(PyObject *self, PyObject *args);
 /* _speedups_json.c: a diagram's actions as sequence.json text */
 PyObject *tt_actions_json(PyObject *self, PyObject *args);
 
@@ -3815,6 +3817,12 @@ static PyMethodDef methods[] = {
     {"extract_walk", tt_extract_walk, METH_VARARGS,
      "extract_walk(roots, CallNode, nodes, codes, in_order, context) -> function calls\n"
      "(tracetool/_speedups_extract.c)."},
+    {"overhead_pairs", tt_overhead_pairs, METH_VARARGS,
+     "overhead_pairs(events, unset, other_key, sql_mark) -> stats' raw sums of parsed events,\n"
+     "or None (tracetool/_speedups_extract.c)."},
+    {"overhead_names", tt_overhead_names, METH_VARARGS,
+     "overhead_names(raw_sums, fn_info, static, unset) -> None: function calls named by the\n"
+     "extract (tracetool/_speedups_extract.c)."},
     {"nested_sums", nested_sums, METH_VARARGS,
      "nested_sums(raw, max_depth, unset, chains=None, namer=None, strict=False) -> (sums, others,\n"
      "classmap span) or None (module doc)."},

@@ -1714,3 +1714,449 @@ tt_extract_walk(PyObject *self, PyObject *args)
     clear_keys(&c);
     return PyLong_FromSsize_t(n_calls);
 }
+
+/* ------------------------------------------------------------------ stats' sums of the events
+ *
+ *     overhead_pairs(events, unset, other_key, sql_mark) -> raw sums, or None
+ *
+ * `tracetool.index.overhead._py_raw_sums(events)` in C (its twin and the reference): stats'
+ * `_nested_sums` of the parsed events (dicts, `eventUpdates` applied) -- every call paired with
+ * the innermost open call of its thread, each return naming it by `parent_id` or by having
+ * none; per raw key, [calls that returned, the float sum of their returns'
+ * `elapsed_instrumentation` in return order, the first such call]. None where the Python
+ * declines (calls that do not nest plainly, a call id opened twice) and also for anything not
+ * a plain list of dicts (the caller then runs its slower path, which decides); an exception
+ * where the Python would raise (an unhashable id or key, a number too big for a float). The
+ * key of a function call is its (defined_class, method_id, path, lineno, static), `unset` for a
+ * missing field; of a SQL call whose `sql_query` is an object (sql_mark, text, database type);
+ * of any other call `other_key(call)` (stats' `_other_key` of its `EventHead`).
+ *
+ * Why: the index summed these with stats' C scan of the raw bytes (`_collect.scanned_overhead`,
+ * a second parse: ~0.33 s CPU over 200 recordings of the benchmark's seed 1); the events are
+ * parsed already, so pairing them here reads a few dict fields per event. */
+
+static PyObject *s_event, *s_thread_id, *s_parent_id, *s_elapsed_instrumentation, *s_return,
+    *s_empty;
+
+static int
+intern_pair_names(void)
+{
+    if (s_empty != NULL)
+        return 0;
+    if (intern_names() < 0 || (s_event = PyUnicode_InternFromString("event")) == NULL ||
+        (s_thread_id = PyUnicode_InternFromString("thread_id")) == NULL ||
+        (s_parent_id = PyUnicode_InternFromString("parent_id")) == NULL ||
+        (s_elapsed_instrumentation = PyUnicode_InternFromString("elapsed_instrumentation")) ==
+            NULL ||
+        (s_return = PyUnicode_InternFromString("return")) == NULL)
+        return -1;
+    if ((s_empty = PyUnicode_FromString("")) == NULL) /* last: the "done" mark */
+        return -1;
+    return 0;
+}
+
+/* `a != b` as Python's operator says it (no identity shortcut but for types whose `==` is
+ * reflexive: nan != nan); 1, 0 or -1 */
+static int
+unequal(PyObject *a, PyObject *b)
+{
+    if (PyLong_CheckExact(a) && PyLong_CheckExact(b))
+        return PyObject_RichCompareBool(a, b, Py_NE);
+    if (a == b && (PyUnicode_CheckExact(a) || a == Py_None))
+        return 0;
+    PyObject *r = PyObject_RichCompare(a, b, Py_NE);
+    if (r == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return truth;
+}
+
+/* `value == name` (Python's `==`) of a value against an ASCII str name; 1, 0 or -1 */
+static int
+equals_name(PyObject *value, PyObject *name)
+{
+    if (value == name)
+        return 1;
+    if (PyUnicode_CheckExact(value)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(value);
+        return n == PyUnicode_GET_LENGTH(name) && PyUnicode_KIND(value) == PyUnicode_1BYTE_KIND &&
+               memcmp(PyUnicode_DATA(value), PyUnicode_DATA(name), (size_t)n) == 0;
+    }
+    return PyObject_RichCompareBool(value, name, Py_EQ);
+}
+
+/* `str(value or "")` (new ref) */
+static PyObject *
+str_or_empty(PyObject *value)
+{
+    int truthy = PyObject_IsTrue(value);
+    if (truthy < 0)
+        return NULL;
+    if (!truthy)
+        return Py_NewRef(s_empty);
+    return PyObject_Str(value);
+}
+
+/* The fields of an event the pairing reads, by the decoder's own key objects once met (as
+ * `Context.keys`: a dict lookup then matches by identity), else the interned names */
+enum { PK_EVENT, PK_ID, PK_THREAD, PK_PARENT, PK_SECONDS, PK_SQL, PK_SERVER, PK_CLIENT,
+       PK_CLASS, PK_METHOD, PK_PATH, PK_LINENO, PK_STATIC, N_PAIR_KEYS };
+
+static void
+learn_pair_keys(PyObject **keys, PyObject *const *names, PyObject *event)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(event, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key))
+            continue;
+        for (int i = 0; i < N_PAIR_KEYS; i++) {
+            if (keys[i] == key)
+                break;
+            if (keys[i] == names[i] && equals_name(key, names[i]) == 1) {
+                Py_SETREF(keys[i], Py_NewRef(key));
+                break;
+            }
+        }
+    }
+}
+
+/* The raw key of a call that returned (new ref), as `_py_raw_sums` makes it */
+static PyObject *
+pair_key(PyObject *const *keys, PyObject *call, PyObject *unset, PyObject *other_key,
+         PyObject *sql_mark)
+{
+    PyObject *query = PyDict_GetItemWithError(call, keys[PK_SQL]);
+    if (query != NULL) {
+        if (Py_IS_TYPE(query, &PyDict_Type)) {
+            PyObject *text = get(query, s_sql);
+            PyObject *database = text == NULL ? NULL : get(query, s_database_type);
+            PyObject *t = database == NULL ? NULL : str_or_empty(text);
+            PyObject *d = t == NULL ? NULL : str_or_empty(database);
+            PyObject *key = d == NULL ? NULL : PyTuple_Pack(3, sql_mark, t, d);
+            Py_XDECREF(text);
+            Py_XDECREF(database);
+            Py_XDECREF(t);
+            Py_XDECREF(d);
+            return key;
+        }
+        return PyObject_CallOneArg(other_key, call);
+    }
+    if (PyErr_Occurred())
+        return NULL;
+    int found = PyDict_Contains(call, keys[PK_SERVER]);
+    if (found == 0)
+        found = PyDict_Contains(call, keys[PK_CLIENT]);
+    if (found != 0)
+        return found < 0 ? NULL : PyObject_CallOneArg(other_key, call);
+    PyObject *key = PyTuple_New(5);
+    if (key == NULL)
+        return NULL;
+    for (int i = 0; i < 5; i++) {
+        PyObject *value = PyDict_GetItemWithError(call, keys[PK_CLASS + i]);
+        if (value == NULL) {
+            if (PyErr_Occurred()) {
+                Py_DECREF(key);
+                return NULL;
+            }
+            value = i == 1 ? Py_None : unset; /* (`get(field, UNSET)`; method_id's None) */
+        }
+        PyTuple_SET_ITEM(key, i, Py_NewRef(value));
+    }
+    if (PyTuple_GET_ITEM(key, 1) == Py_None) { /* no method_id: named as stats names it */
+        Py_DECREF(key);
+        return PyObject_CallOneArg(other_key, call);
+    }
+    return key;
+}
+
+/* `entry[1] += seconds` of a return's `elapsed_instrumentation`, when truthy and an int or a
+ * float (bool is neither) */
+static int
+add_seconds(PyObject *entry, PyObject *seconds)
+{
+    if (seconds == NULL)
+        return 0;
+    int number = Py_IS_TYPE(seconds, &PyFloat_Type) || Py_IS_TYPE(seconds, &PyLong_Type);
+    if (!number)
+        return 0;
+    int truthy = PyObject_IsTrue(seconds);
+    if (truthy <= 0)
+        return truthy;
+    PyObject *sum = PyList_GET_ITEM(entry, 1);
+    PyObject *total;
+    if (PyFloat_CheckExact(sum) && PyFloat_CheckExact(seconds))
+        total = PyFloat_FromDouble(PyFloat_AS_DOUBLE(sum) + PyFloat_AS_DOUBLE(seconds));
+    else
+        total = PyNumber_Add(sum, seconds); /* (float + int: the int made a double, or raises) */
+    if (total == NULL)
+        return -1;
+    PyList_SetItem(entry, 1, total);
+    return 0;
+}
+
+PyObject *
+tt_overhead_pairs(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *events, *unset, *other_key, *sql_mark;
+    if (!PyArg_ParseTuple(args, "OOOO:overhead_pairs", &events, &unset, &other_key, &sql_mark))
+        return NULL;
+    if (!PyList_CheckExact(events))
+        Py_RETURN_NONE;
+    if (intern_pair_names() < 0)
+        return NULL;
+    PyObject *names[N_PAIR_KEYS] = {s_event, s_id, s_thread_id, s_parent_id,
+                                    s_elapsed_instrumentation, s_sql_query,
+                                    s_http_server_request, s_http_client_request,
+                                    s_defined_class, s_method_id, s_path, s_lineno, s_static};
+    PyObject *keys[N_PAIR_KEYS];
+    for (int k = 0; k < N_PAIR_KEYS; k++)
+        keys[k] = Py_NewRef(names[k]);
+    int learning = 64; /* (events whose keys are learned) */
+    PyObject *sums = PyDict_New(), *stacks = PyDict_New(), *ids = PySet_New(NULL);
+    PyObject *result = NULL;
+    PyObject *thread = NULL; /* the thread of `stack`: NULL before the first event */
+    PyObject *stack = NULL;  /* borrowed: stacks[thread] */
+    Py_ssize_t opened = 0;
+    if (sums == NULL || stacks == NULL || ids == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+        PyObject *event = PyList_GET_ITEM(events, i);
+        if (!PyDict_CheckExact(event)) {
+            result = Py_NewRef(Py_None); /* (the Python reads it by `.get`, or fails) */
+            goto done;
+        }
+        if (learning > 0) {
+            learning--;
+            learn_pair_keys(keys, names, event);
+        }
+        PyObject *kind = PyDict_GetItemWithError(event, keys[PK_EVENT]);
+        if (kind == NULL) {
+            if (PyErr_Occurred())
+                goto done;
+            continue; /* (None is neither "call" nor "return") */
+        }
+        int is_call = equals_name(kind, s_call), is_return = 0;
+        if (is_call < 0 || (!is_call && (is_return = equals_name(kind, s_return)) < 0))
+            goto done;
+        if (!is_call && !is_return)
+            continue;
+        if (is_call) {
+            PyObject *id = PyDict_GetItemWithError(event, keys[PK_ID]);
+            if (id == NULL && PyErr_Occurred())
+                goto done;
+            if (PySet_Add(ids, id == NULL ? Py_None : id) < 0)
+                goto done;
+            opened++;
+        }
+        PyObject *tid = PyDict_GetItemWithError(event, keys[PK_THREAD]);
+        if (tid == NULL) {
+            if (PyErr_Occurred())
+                goto done;
+            tid = Py_None;
+        }
+        int changed = thread == NULL ? 1 : unequal(tid, thread);
+        if (changed < 0)
+            goto done;
+        if (changed) {
+            PyObject *fresh = PyList_New(0);
+            if (fresh == NULL)
+                goto done;
+            stack = PyDict_SetDefault(stacks, tid, fresh);
+            Py_DECREF(fresh);
+            if (stack == NULL)
+                goto done;
+            Py_XSETREF(thread, Py_NewRef(tid));
+        }
+        if (is_call) {
+            if (PyList_Append(stack, event) < 0)
+                goto done;
+            continue;
+        }
+        PyObject *parent = PyDict_GetItemWithError(event, keys[PK_PARENT]);
+        if (parent == NULL && PyErr_Occurred())
+            goto done;
+        if (parent == Py_None)
+            parent = NULL;
+        Py_ssize_t depth = PyList_GET_SIZE(stack);
+        if (depth == 0) {
+            if (parent == NULL)
+                continue; /* closes nothing */
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        PyObject *call = PyList_GET_ITEM(stack, depth - 1); /* (`stack.pop()`) */
+        Py_SET_SIZE(stack, depth - 1);
+        Py_DECREF(call); /* (alive: in `events`) */
+        if (!PyDict_CheckExact(call)) { /* (never: calls are dicts checked above) */
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (parent != NULL) {
+            PyObject *call_id = PyDict_GetItemWithError(call, keys[PK_ID]);
+            if (call_id == NULL && PyErr_Occurred())
+                goto done;
+            int differs = unequal(parent, call_id == NULL ? Py_None : call_id);
+            if (differs < 0)
+                goto done;
+            if (differs) {
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+        }
+        PyObject *key = pair_key(keys, call, unset, other_key, sql_mark);
+        if (key == NULL)
+            goto done;
+        PyObject *entry = PyDict_GetItemWithError(sums, key);
+        if (entry == NULL) {
+            if (PyErr_Occurred() ||
+                (entry = Py_BuildValue("[nfO]", (Py_ssize_t)0, 0.0, call)) == NULL) {
+                Py_DECREF(key);
+                goto done;
+            }
+            int failed = PyDict_SetItem(sums, key, entry);
+            Py_DECREF(entry); /* (the dict holds it) */
+            if (failed) {
+                Py_DECREF(key);
+                goto done;
+            }
+        }
+        Py_DECREF(key);
+        if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) != 3) {
+            PyErr_SetString(PyExc_TypeError, "overhead_pairs: a sums entry is not [n, s, call]");
+            goto done;
+        }
+        PyObject *count = PyNumber_Add(PyList_GET_ITEM(entry, 0), one);
+        if (count == NULL)
+            goto done;
+        PyList_SetItem(entry, 0, count);
+        PyObject *seconds = PyDict_GetItemWithError(event, keys[PK_SECONDS]);
+        if ((seconds == NULL && PyErr_Occurred()) || add_seconds(entry, seconds) < 0)
+            goto done;
+    }
+    /* a call id used twice (`len(set(ids)) != len(ids)`) */
+    result = PySet_GET_SIZE(ids) != opened ? Py_NewRef(Py_None) : Py_NewRef(sums);
+done:
+    Py_XDECREF(sums);
+    Py_XDECREF(stacks);
+    Py_XDECREF(ids);
+    Py_XDECREF(thread);
+    for (int k = 0; k < N_PAIR_KEYS; k++)
+        Py_DECREF(keys[k]);
+    return result;
+}
+
+/* Whether a code object's `location` is `ClassMap._function_for`'s location of a call (`path`
+ * not None): `f"{path}:{lineno}"`, or `str(path)` when `lineno` is None; 1, 0 or -1. A str path
+ * and an int line are compared in place, anything else formatted as Python formats it. */
+static int
+located(PyObject *location, PyObject *path, PyObject *lineno)
+{
+    if (location == Py_None)
+        return 0;
+    if (PyUnicode_CheckExact(location) && PyUnicode_CheckExact(path) &&
+        PyLong_CheckExact(lineno)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(path), total = PyUnicode_GET_LENGTH(location);
+        if (total <= n + 1 || PyUnicode_READ_CHAR(location, n) != ':' ||
+            PyUnicode_Tailmatch(location, path, 0, n, -1) != 1)
+            return 0;
+        int overflow = 0;
+        long long line = PyLong_AsLongLongAndOverflow(lineno, &overflow);
+        if (!overflow && !(line == -1 && PyErr_Occurred())) {
+            char digits[32];
+            int length = snprintf(digits, sizeof digits, "%lld", line);
+            if (total - n - 1 != length)
+                return 0;
+            for (int i = 0; i < length; i++)
+                if (PyUnicode_READ_CHAR(location, n + 1 + i) != (Py_UCS4)(unsigned char)digits[i])
+                    return 0;
+            return 1;
+        }
+        PyErr_Clear();
+    }
+    PyObject *at = lineno != Py_None ? PyUnicode_FromFormat("%S:%S", path, lineno)
+                                     : PyObject_Str(path);
+    if (at == NULL)
+        return -1;
+    int same = PyObject_RichCompareBool(location, at, Py_EQ);
+    Py_DECREF(at);
+    return same;
+}
+
+/*     overhead_names(raw_sums, fn_info, static, unset) -> None
+ *
+ * `tracetool.index.overhead.extract_named`'s naming of function calls by the extract, in C:
+ * each entry of `overhead_pairs`' sums keyed by a function call whose five fields are all
+ * present (the key is then `Extractor.fn_info`'s key of the call) and resolved by the extract
+ * to a classMap function (`static`: the set of their ids) at the call's location (`f"{path}:
+ * {lineno}"`, or the path without a line) with its name (`str(method_id)`) gets that
+ * function's fqid appended (a fourth item, which `named_sums` takes as the name). The others
+ * are left to `_ResolvedNames` (the same test in Python) and stats' own naming. */
+PyObject *
+tt_overhead_names(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *raw_sums, *fn_info, *statics, *unset;
+    if (!PyArg_ParseTuple(args, "O!O!O!O:overhead_names", &PyDict_Type, &raw_sums, &PyDict_Type,
+                          &fn_info, &PySet_Type, &statics, &unset))
+        return NULL;
+    if (intern_names() < 0)
+        return NULL;
+    Py_ssize_t pos = 0;
+    PyObject *key, *entry;
+    while (PyDict_Next(raw_sums, &pos, &key, &entry)) {
+        if (!PyTuple_CheckExact(key) || PyTuple_GET_SIZE(key) != 5 || !PyList_CheckExact(entry) ||
+            PyList_GET_SIZE(entry) != 3)
+            continue;
+        int complete = 1;
+        for (int i = 0; i < 5; i++)
+            complete &= PyTuple_GET_ITEM(key, i) != unset;
+        if (!complete)
+            continue;
+        PyObject *found = PyDict_GetItemWithError(fn_info, key);
+        if (found == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            continue;
+        }
+        if (!PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) < 2 ||
+            !PyUnicode_CheckExact(PyTuple_GET_ITEM(found, 1)))
+            continue;
+        PyObject *co = PyTuple_GET_ITEM(found, 0);
+        PyObject *co_id = ID(co);
+        int known = co_id == NULL ? -1 : PySet_Contains(statics, co_id);
+        Py_XDECREF(co_id);
+        if (known <= 0) {
+            if (known < 0)
+                return NULL;
+            continue;
+        }
+        PyObject *path = PyTuple_GET_ITEM(key, 2), *lineno = PyTuple_GET_ITEM(key, 3);
+        if (path == Py_None)
+            continue;
+        PyObject *location = attr(co, s_location);
+        if (location == NULL)
+            return NULL;
+        int same = located(location, path, lineno);
+        Py_DECREF(location);
+        if (same > 0) {
+            PyObject *method = PyTuple_GET_ITEM(key, 1);
+            PyObject *name = attr(co, s_name);
+            if (name != NULL && PyUnicode_CheckExact(method) && PyUnicode_CheckExact(name))
+                same = PyUnicode_Compare(name, method) == 0; /* (`str(method)` is itself) */
+            else {
+                method = name == NULL ? NULL : PyObject_Str(method);
+                same = method == NULL ? -1 : PyObject_RichCompareBool(name, method, Py_EQ);
+                Py_XDECREF(method);
+            }
+            Py_XDECREF(name);
+        }
+        if (same < 0)
+            return NULL;
+        if (same && PyList_Append(entry, PyTuple_GET_ITEM(found, 1)) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}

@@ -321,3 +321,121 @@ def test_indexed_analyses_are_the_same(tmp_path: Path) -> None:
     assert isinstance(result, worker.Indexed)
     stored = sqlcache.encoded(expected)  # (what a worker sends: the sqlcache's form)
     assert {key: result.sql[key] for key in stored} == stored
+
+
+def _pairs_of(events: Any, python: bool) -> Any:
+    """`_raw_sums` of events (C or its Python twin) as comparable data, or None where it
+    declines or fails (the worker's `event_sums` declines then: C declines an event that is
+    not a dict, where the Python fails)."""
+    from tracetool.index import overhead
+
+    try:
+        found = overhead._py_raw_sums(events) if python else overhead._raw_sums(events)
+    except Exception:
+        return None
+    if found is None:
+        return None
+    return [(repr(key), entry[0], repr(entry[1]), id(entry[2])) for key, entry in found.items()]
+
+
+def _m(**fields: Any) -> dict[str, Any]:
+    """A call of function `m` (id 1), `fields` added."""
+    return {"event": "call", "id": 1, "method_id": "m", **fields}
+
+
+def _r(**fields: Any) -> dict[str, Any]:
+    """A return, `fields` added."""
+    return {"event": "return", **fields}
+
+
+_NAN = float("nan")
+_HOSTILE: list[Any] = [
+    [],
+    [_m(thread_id=1)],  # never returns
+    [_r(parent_id=None)],  # closes nothing
+    [_r(parent_id=3)],  # names a call never made
+    [_m(id=[1]), _r()],  # unhashable id
+    [_m(method_id=["m"]), _r()],  # unhashable key
+    [_m(), _r(thread_id=None)],
+    [_m(thread_id=_NAN), _r(thread_id=_NAN, elapsed_instrumentation=1)],
+    [_m(id=_NAN), _r(parent_id=_NAN)],
+    [_m(), _r(elapsed_instrumentation=10**400)],  # too big for a float
+    [_m(), _r(elapsed_instrumentation=2**70)],
+    [_m(), _r(elapsed_instrumentation=_NAN)],
+    [_m(), _r(elapsed_instrumentation=True)],
+    [{**_m(), 5: "x", None: 1}, {**_r(elapsed_instrumentation=-0.0), (1,): 2}],  # non-str keys
+    [_m(sql_query={"sql": 0, "database_type": ["x"]}), _r(elapsed_instrumentation=0.5)],
+    [_m(sql_query="SELECT 1"), _r()],
+    [_m(http_server_request=None), _r()],
+    [_m(method_id=None, defined_class="C"), _r()],
+    [_m(), _r(), 7],  # not an object
+    [{"event": 1, "id": 1}, {"event": b"call"}, _r(parent_id=False)],
+    [_m(), _m(), _r(), _r()],  # an id opened twice
+    [_m(id=True), _m(id=1.0)],
+    [_m(id=n, thread_id=n % 3) for n in range(5000)]
+    + [_r(thread_id=n % 3, elapsed_instrumentation=0.1) for n in range(5000)],
+]
+
+
+@pytest.mark.parametrize("events", _HOSTILE)
+def test_c_pairs_are_the_python_ones_on_hostile_events(events: Any) -> None:
+    """`overhead_pairs` (C) and `_py_raw_sums`: the same sums, declines or failures."""
+    from tracetool.index import overhead
+
+    if overhead._PAIRS is None:
+        pytest.skip("the accelerator is not built")
+    assert _pairs_of(events, False) == _pairs_of(events, True)
+    assert overhead._PAIRS(tuple(events), overhead.UNSET, None, "") is None  # (not a list)
+
+
+def test_c_pairs_are_the_python_ones(tmp_path: Path) -> None:
+    """The shared corpus and generated recordings: the same raw sums from C and Python."""
+    from tracetool.index import overhead
+
+    if overhead._PAIRS is None:
+        pytest.skip("the accelerator is not built")
+    rng = random.Random(11)
+    raws = [path.read_bytes() for path in corpus_recordings()]
+    raws += [orjson.dumps(_document(rng)) for _ in range(600)]
+    raws += [orjson.dumps(_sql_document(rng)) for _ in range(20)]
+    for raw in raws:
+        doc = parse(raw, "x.trace.json")
+        apply_event_updates(doc)
+        assert _pairs_of(doc.events, False) == _pairs_of(doc.events, True), raw[:300]
+
+
+def test_sums_named_by_the_extract_are_stats_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`extract_named` (C's naming, then `_ResolvedNames`, then stats' own), with and without
+    the C naming, gives `recording_overhead`'s sums: the corpus and generated recordings,
+    functions outside the classMap whose made objects share a location included."""
+    from tracetool.index import overhead
+    from tracetool.index.extract import extract_resolved, release_bound
+
+    rng = random.Random(23)
+    raws = [path.read_bytes() for path in corpus_recordings()]
+    raws += [orjson.dumps(_document(rng)) for _ in range(600)]
+    # (a made object found by location by a later call: the extract's order differs from stats')
+    collide = [
+        {"id": 1, "event": "call", "thread_id": 1, "method_id": "a", "defined_class": None}
+        | {"path": "p.rb", "lineno": "1", "static": 0},
+        {"id": 2, "event": "call", "thread_id": 1, "method_id": "a", "defined_class": "C"}
+        | {"path": "p.rb", "lineno": 1, "static": None},
+        {"id": 3, "event": "return", "thread_id": 1, "parent_id": 2},
+        {"id": 4, "event": "return", "thread_id": 1, "parent_id": 1},
+    ]
+    raws.append(orjson.dumps({"events": collide}))
+    raws.append(orjson.dumps({"events": collide, "classMap": _CLASS_MAP}))
+    for c_names in (overhead._NAMES, None):
+        monkeypatch.setattr(overhead, "_NAMES", c_names)
+        for raw in raws:
+            doc = parse(raw, "x.trace.json")
+            apply_event_updates(doc)
+            expected = overhead.recording_overhead(doc.events, doc.class_map)
+            paired = overhead.event_sums(doc.events)
+            assert (paired is None) == (expected is None)
+            if paired is None:
+                continue
+            _, bound, resolved = extract_resolved(doc)
+            found = overhead.extract_named(paired, resolved, bound.static, doc.class_map)
+            release_bound(bound)
+            assert repr(found) == repr(expected), raw[:300]

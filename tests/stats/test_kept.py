@@ -222,6 +222,7 @@ def test_a_recording_stats_would_skip_keeps_no_sums(
     monkeypatch.setattr(_collect, "file_overhead", failing)
     # (the sums read from the index's own parse decline, so stats' pass is what runs)
     monkeypatch.setattr(worker, "recording_overhead", lambda events, class_map, raw=None: None)
+    monkeypatch.setattr(worker, "event_sums", lambda events: None)
     db = tmp_path / "query.db"
     _index(directory, db)
     conn = sqlite3.connect(db)

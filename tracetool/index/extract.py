@@ -115,6 +115,16 @@ def release_bound(bound: Bound) -> None:
 def extract_bound(doc: TraceDocument, source: str = "") -> tuple[Extract, Bound]:
     """`extract(doc)` and the bound call tree it walked (module doc); the caller frees the
     tree with `release_bound`. The whole document is one batch of an `Extractor`."""
+    out, bound, _ = extract_resolved(doc, source)
+    return out, bound
+
+
+def extract_resolved(
+    doc: TraceDocument, source: str = ""
+) -> tuple[Extract, Bound, dict[tuple[Any, ...], tuple[Any, ...]]]:
+    """`extract_bound`, and how it resolved the function calls: `Extractor.fn_info`, by the
+    call's `function_call_key`, (code object, fqid, ...) -- which the index names stats' sums
+    of function calls by (`tracetool.index.overhead.extract_named`)."""
     apply_event_updates(doc)
     events = doc.events
     # (the roots only: the tree's index of calls by id is not needed once it is built)
@@ -122,7 +132,7 @@ def extract_bound(doc: TraceDocument, source: str = "") -> tuple[Extract, Bound]
     extractor = Extractor(doc.class_map)
     batch = extractor.add(roots, any(map(_IS_REQUEST, events)))
     out = extractor.finish(doc, source, len(events), first_timestamp(events))
-    return out, Bound(
+    bound = Bound(
         doc,
         events,
         batch.nodes,
@@ -132,6 +142,7 @@ def extract_bound(doc: TraceDocument, source: str = "") -> tuple[Extract, Bound]
         batch.code_objects,
         batch.node_code_objects,
     )
+    return out, bound, extractor.fn_info
 
 
 _IS_REQUEST = operator.methodcaller("__contains__", "http_server_request")

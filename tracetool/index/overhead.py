@@ -16,9 +16,16 @@ that hash. Anything else returns None and the caller runs `file_overhead` on the
 (`tests/index/test_overhead.py` holds the two to the same JSON on the shared corpus and on
 recordings made to hit each rule).
 
-Given the bytes the index parsed, stats' own C accelerator sums them first (`_collect.
-scanned_overhead`, without simdjson's check: orjson's parse was as strict): about three times
-faster than pairing the parsed dicts here, and the same sums (it is stats' own pass).
+The index's worker pairs the parsed events first (`event_sums`: `_raw_sums`, in C where the
+accelerator is built, `overhead_pairs` in tracetool/_speedups_extract.c) and names them after
+its extract (`extract_named`): a function call by the classMap function the extract resolved it
+to, when found at the call's location (in C, `overhead_names`; stats' `Names` finds the same
+one), any other call as stats names it. That replaced a second C scan of the raw bytes
+(instructions, `worker.process` of 80 recordings of the benchmark's seed 1: the scan's
+`nested_sums` 441 M, the pairing 260 M of which 64 M are the Python keys of HTTP calls). Where
+the pairing declines, `recording_overhead` runs as before: given the bytes the index parsed,
+stats' own C accelerator sums them (`_collect.scanned_overhead`, without simdjson's check:
+orjson's parse was as strict), the same sums (it is stats' own pass).
 
 The index names the sums' SQL after its extract (`recording_overhead`, then `named_rows`):
 from the analyses the extract made (`tracetool.sql.returned`), whose `normalized` text is what
@@ -28,10 +35,12 @@ from the analyses the extract made (`tracetool.sql.returned`), whose `normalized
 from __future__ import annotations
 
 import operator
+from collections.abc import Container
 from typing import Any, Optional
 
 import msgspec
 
+from tracetool import accel
 from tracetool.stats._collect import (
     _SQL,
     Key,
@@ -41,17 +50,32 @@ from tracetool.stats._collect import (
     scanned_overhead,
 )
 from tracetool.stats._names import process_names
+from tracetool.trace.codeobjects import function_call_key
 from tracetool.trace.stream import _head
 
 UNSET: Any = msgspec.UNSET
 _NUMBER = (int, float)
 _NO_THREAD = object()  # unequal to any thread id
 _FUNCTION_KEY = operator.itemgetter("defined_class", "method_id", "path", "lineno", "static")
+_PAIRS = accel.function("overhead_pairs")
+_NAMES = accel.function("overhead_names")  # (`extract_named`'s test, in C)
 
 
 def _raw_sums(events: list[dict[str, Any]]) -> Optional[dict[Any, list[Any]]]:
     """`_collect._nested_sums` of the events as dicts: raw key -> [calls, seconds, sample call
-    event], or None when the calls do not nest plainly (module doc)."""
+    event], or None when the calls do not nest plainly (module doc). In C where the accelerator
+    is built (`overhead_pairs`, which declines to None a list of other than dicts too)."""
+    if _PAIRS is not None:
+        return _PAIRS(events, UNSET, _event_other_key, _SQL)  # type: ignore[no-any-return]
+    return _py_raw_sums(events)
+
+
+def _event_other_key(call: dict[str, Any]) -> Any:
+    return _other_key(_head(call))
+
+
+def _py_raw_sums(events: list[dict[str, Any]]) -> Optional[dict[Any, list[Any]]]:
+    """`_raw_sums` in Python: the reference of `overhead_pairs` (tracetool/_speedups_extract.c)."""
     raw_sums: dict[Any, list[Any]] = {}
     get = raw_sums.get
     unset = UNSET
@@ -161,3 +185,79 @@ def named_rows(
 
 def _dict_of(call: dict[str, Any]) -> dict[str, Any]:
     return _head(call).to_dict()  # type: ignore[no-any-return]
+
+
+def event_sums(events: list[dict[str, Any]]) -> Optional[dict[Any, list[Any]]]:
+    """Stats' raw sums of the parsed events (`eventUpdates` applied), before they are named:
+    raw key -> [calls, seconds, sample call]; None where `recording_overhead` must decide
+    (calls that do not nest plainly, anything failing). Named by `extract_named` once the
+    extract has resolved the recording's function calls."""
+    try:
+        return _raw_sums(events)
+    except Exception:
+        return None
+
+
+def extract_named(
+    raw_sums: dict[Any, list[Any]],
+    resolved: dict[tuple[Any, ...], tuple[Any, ...]],
+    static: Container[int],
+    class_map: Any,
+) -> Optional[dict[Key, list[float]]]:
+    """`recording_overhead`'s sums of `event_sums`' raw sums, named as stats names them, with the
+    extract's help: a function call the extract resolved (`resolved`: `Extractor.fn_info`, by
+    `function_call_key`) to a classMap function (`static`: the ids of the classMap's objects)
+    found at the call's location is that function, as stats' `Names` finds it (the first
+    classMap function at that location with that name; objects made for calls come after).
+    Any other call is named as stats names it: where the extract made a dynamic object, which
+    one a call gets may depend on the calls resolved before it, in another order than stats'.
+    The names are merged in `named_sums`' order, so the float sums are the same. None when
+    naming fails."""
+    try:
+        if _NAMES is not None and static.__class__ is set:
+            _NAMES(raw_sums, resolved, static, UNSET)  # (names most entries, in C)
+        names = _ResolvedNames(resolved, static, process_names().recording(class_map))
+        return named_sums(raw_sums, names, _dict_of)
+    except Exception:
+        return None
+
+
+class _ResolvedNames:
+    """A `RecordingNames` that names a function call by `Extractor.fn_info` where it can
+    (`extract_named`)."""
+
+    def __init__(
+        self,
+        resolved: dict[tuple[Any, ...], tuple[Any, ...]],
+        static: Container[int],
+        recording: Any,
+    ) -> None:
+        self.resolved = resolved
+        self.static = static
+        self.recording = recording
+
+    def plain_function(
+        self, method_id: Any, path: Any, lineno: Any, call: Any, head_of: Any = None
+    ) -> tuple[str, Optional[str]]:
+        # (`call` is the event dict the extract read: the same key, with None for a missing
+        # field; `ClassMap._function_for`'s location of it)
+        if call.__class__ is dict:
+            found = self.resolved.get(function_call_key(call))
+            if found is not None and id(found[0]) in self.static:
+                at, line = call.get("path"), call.get("lineno")
+                co = found[0]
+                if (
+                    at is not None
+                    and co.location == (f"{at}:{line}" if line is not None else str(at))
+                    and co.name == str(call.get("method_id", ""))
+                ):
+                    return found[1], None
+        return self.recording.plain_function(  # type: ignore[no-any-return]
+            method_id, path, lineno, call, head_of
+        )
+
+    def function(self, call: Any) -> tuple[str, Optional[str]]:
+        return self.recording.function(call)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.recording.close()

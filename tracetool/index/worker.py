@@ -59,11 +59,11 @@ from tracetool.index import sidecar
 from tracetool.index.extract import (
     Extract,
     Extractor,
-    extract_bound,
+    extract_resolved,
     first_timestamp,
     release_bound,
 )
-from tracetool.index.overhead import named_rows, recording_overhead
+from tracetool.index.overhead import event_sums, extract_named, named_rows, recording_overhead
 from tracetool.index.sqlcache import encoded
 from tracetool.sql import SqlInfo
 from tracetool.stats._collect import Key
@@ -343,12 +343,21 @@ def _process(task: Task, threshold: int | None) -> Result:
                 data, digests = _extract_streamed(task.path, rel)
             else:
                 doc = parse(raw, rel)
-                sums = _parsed_sums(raw, doc)
-                if sums is None:
+                apply_event_updates(doc)
+                # stats' sums paired from the parse now, named after the extract by the code
+                # objects it resolved (`extract_named`); else from stats' scan of `raw`
+                paired = event_sums(doc.events)
+                sums = None if paired is not None else _parsed_sums(raw, doc)
+                if paired is None and sums is None:
                     overhead = _overhead_text(task.path, raw, None)
                 del raw
                 with sql.returned() as analyses:
-                    data, bound = extract_bound(doc, rel)
+                    data, bound, resolved = extract_resolved(doc, rel)
+                if paired is not None:
+                    sums = extract_named(paired, resolved, bound.static, doc.class_map)
+                    del paired, resolved
+                    if sums is None:  # (naming failed: stats' pass over the file decides)
+                        overhead = _overhead_text(task.path, None, None)
                 del doc
                 if sums is not None:  # (its SQL named from the extract's analyses)
                     overhead = _overhead_text(task.path, None, sums, analyses)
