@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from tests.conftest import corpus_recordings, make_corpus
-from tracetool.diagram import builder, plantuml
+from tracetool.diagram import builder, loops, plantuml
 from tracetool.diagram.builder import DiagramOptions, build_diagram, root_digests
 from tracetool.diagram.service import json_stream, render_bytes
 from tracetool.diagram.streamed import stream_diagram
@@ -104,8 +104,10 @@ def _same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         m.setattr(builder, "_WALK", None)
         m.setattr(builder, "_SUBTREES", None)
         m.setattr(builder, "_DIGESTS", None)
+        m.setattr(loops, "_FOLD", None)
         m.setattr(apply, "_CALL_TREE", None)
         m.setattr(apply, "_PREORDER_CALLS", None)
+        m.setattr(apply, "_BIND_HEADS", None)
         m.setattr(plantuml, "_UML_LINES", None)
         reference = _diagrams(path)
     assert fast == reference, path
@@ -475,6 +477,7 @@ def test_loops_and_nodes_out_of_order(monkeypatch: pytest.MonkeyPatch) -> None:
     fast, shuffled = rendered(False), rendered(True)
     monkeypatch.setattr(builder, "_WALK", None)
     monkeypatch.setattr(builder, "_SUBTREES", None)
+    monkeypatch.setattr(loops, "_FOLD", None)
     monkeypatch.setattr(apply, "_CALL_TREE", None)
     monkeypatch.setattr(plantuml, "_UML_LINES", None)
     assert fast == shuffled == rendered(False)
