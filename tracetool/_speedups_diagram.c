@@ -42,6 +42,11 @@
  * here (`rpc_action`), 1.92 G; the walk making no action (`diagram_digests`: the actions'
  * allocation and freeing were ~0.5 G), 1.81 G. What stays: the first digest of each distinct
  * SQL text (`digests.sql_digest`: its canonical form, ~1/3), the per-recording callees.
+ * Then (callgrind, `sequence-diagram -f json` of the 60 MB recording, whole command: 4.81 G ->
+ * 4.34 G instructions; plantuml 5.09 G -> 4.68 G): `loops.fold` here (subtree digests with
+ * folding 0.41 G -> 0.26 G), `_bind_heads`' loop here (~0.44 G of Python -> 0.31 G, half of it
+ * the Python resolver of HTTP calls and the function cache's tuple keys of fresh strings), and
+ * struct fields read at their offsets (`attr_of`: call tree 0.42 G -> 0.30 G, walk -0.07 G).
  *
  *     diagram_actions(call_roots, cos, kept, order, digests_only, context) -> root actions
  *
