@@ -3269,6 +3269,8 @@ done:
 PyObject *tt_diagram_actions(PyObject *self, PyObject *args);
 PyObject *tt_call_tree(PyObject *self, PyObject *args);
 PyObject *tt_preorder_calls(PyObject *self, PyObject *args);
+PyObject *tt_bind_heads(PyObject *self, PyObject *args);
+PyObject *tt_fold_loops(PyObject *self, PyObject *args);
 PyObject *tt_uml_lines(PyObject *self, PyObject *args);
 PyObject *tt_subtree_digests(PyObject *self, PyObject *args);
 PyObject *tt_diagram_digests(PyObject *self, PyObject *args);
@@ -3804,11 +3806,17 @@ static PyMethodDef methods[] = {
     {"diagram_actions", tt_diagram_actions, METH_VARARGS,
      "diagram_actions(call_roots, cos, kept, order, digests_only, context) -> root actions\n"
      "(tracetool/_speedups_diagram.c)."},
+    {"fold_loops", tt_fold_loops, METH_VARARGS,
+     "fold_loops(items, tally, Action, LOOP, loop_digest) -> items with loops folded "
+     "(tracetool/_speedups_diagram.c)."},
     {"call_tree", tt_call_tree, METH_VARARGS,
      "call_tree(events, roots, nodes, stacks, CallNode, get, mode) -> None\n"
      "(tracetool/_speedups_diagram.c)."},
     {"preorder_calls", tt_preorder_calls, METH_VARARGS,
      "preorder_calls(roots, CallNode) -> (nodes, calls) (tracetool/_speedups_diagram.c)."},
+    {"bind_heads", tt_bind_heads, METH_VARARGS,
+     "bind_heads(calls, functions, unnamed, resolve, UNSET) -> code objects "
+     "(tracetool/_speedups_diagram.c)."},
     {"uml_lines", tt_uml_lines, METH_VARARGS,
      "uml_lines(stack, lines, memo, limit, Action) -> None (tracetool/_speedups_diagram.c)."},
     {"subtree_digests", tt_subtree_digests, METH_VARARGS,

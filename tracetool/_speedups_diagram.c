@@ -7,8 +7,11 @@
  *
  *   call_tree        `CallTreeBuilder.add` (tracetool.filters.apply.call_tree)
  *   preorder_calls   `preorder(roots)` and each node's call (apply.bind_nodes)
+ *   bind_heads       the loop of `apply._bind_heads` (each call's code object, by the function
+ *                    cache; the rest by its Python resolver)
  *   diagram_actions  the walk of `tracetool.diagram.builder.actions_of`
  *   subtree_digests  the loop of `builder._subtree_digests`
+ *   fold_loops       `tracetool.diagram.loops.fold` (which subtree_digests calls per action)
  *   diagram_digests  `builder._root_digests`: the two above for the index's digest, making
  *                    no action (each call's digest, then its subtree digest)
  *   uml_lines        the memoized-text case of `tracetool.diagram.plantuml._batch_lines`
@@ -39,6 +42,11 @@
  * here (`rpc_action`), 1.92 G; the walk making no action (`diagram_digests`: the actions'
  * allocation and freeing were ~0.5 G), 1.81 G. What stays: the first digest of each distinct
  * SQL text (`digests.sql_digest`: its canonical form, ~1/3), the per-recording callees.
+ * Then (callgrind, `sequence-diagram -f json` of the 60 MB recording, whole command: 4.81 G ->
+ * 4.34 G instructions; plantuml 5.09 G -> 4.68 G): `loops.fold` here (subtree digests with
+ * folding 0.41 G -> 0.26 G), `_bind_heads`' loop here (~0.44 G of Python -> 0.31 G, half of it
+ * the Python resolver of HTTP calls and the function cache's tuple keys of fresh strings), and
+ * struct fields read at their offsets (`attr_of`: call tree 0.42 G -> 0.30 G, walk -0.07 G).
  *
  *     diagram_actions(call_roots, cos, kept, order, digests_only, context) -> root actions
  *
@@ -252,6 +260,77 @@ typedef struct {
     int mode; /* 0 dict.get, 1 getattr, 2 another callable */
 } Getter;
 
+/* `getattr(obj, key)` (a new reference) for `key` an interned name: an object slot (a member
+ * descriptor of the class, read by `object.__getattribute__`) read at its offset, learned
+ * once per (class, name) and relearned when the class changes (its version tag); anything
+ * else, or a slot left empty, read by attribute. The event structs' fields are such slots: a
+ * call tree or a diagram reads ~6 of them per event. */
+typedef struct {
+    PyTypeObject *type; /* (a strong reference) */
+    PyObject *key;      /* (interned: compared by identity) */
+    unsigned int version;
+    Py_ssize_t offset; /* -1: read by attribute (or `value`) */
+    PyObject *value;   /* a class attribute every instance reads (a strong reference), or NULL */
+} FieldSlot;
+
+static FieldSlot field_slots[256];
+
+static PyObject *
+attr_of(PyObject *obj, PyObject *key)
+{
+    PyTypeObject *t = Py_TYPE(obj);
+    /* two places a (class, name) may be kept at, so two classes whose names meet at one
+     * (a call's and a return's tag) do not evict each other again and again */
+    uint64_t h = ((uint64_t)(uintptr_t)t * 0x9E3779B97F4A7C15u) ^
+                 ((uint64_t)(uintptr_t)key * 0xC2B2AE3D27D4EB4Fu);
+    FieldSlot *s = &field_slots[(h >> 56) & 0xfe];
+    if (s->type != t || s->key != key) {
+        if (s[1].type == t && s[1].key == key)
+            s = s + 1;
+        else if (s->type != NULL && s[1].type == NULL)
+            s = s + 1; /* (learned into a free place; else into the first) */
+    }
+    if (s->type != t || s->key != key || s->version != t->tp_version_tag || s->version == 0) {
+        Py_ssize_t offset = -1;
+        PyObject *shared = NULL;
+        if (t->tp_getattro == PyObject_GenericGetAttr) {
+            PyObject *descr = _PyType_Lookup(t, key); /* (borrowed; gives t a version tag) */
+            if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+                PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
+                if ((def->type == T_OBJECT_EX || def->type == T_OBJECT) &&
+                    !(def->flags & READ_RESTRICTED) &&
+                    def->offset >= (Py_ssize_t)sizeof(PyObject) &&
+                    def->offset + (Py_ssize_t)sizeof(PyObject *) <= t->tp_basicsize)
+                    offset = def->offset;
+            }
+            /* a class attribute (a str, int or None: never a descriptor) of instances
+             * without a __dict__: what `object.__getattribute__` returns (a struct's tag) */
+            else if (descr != NULL &&
+                     (PyUnicode_CheckExact(descr) || PyLong_CheckExact(descr) ||
+                      descr == Py_None) &&
+                     t->tp_dictoffset == 0 && !(t->tp_flags & Py_TPFLAGS_MANAGED_DICT))
+                shared = descr;
+        }
+        if (!(t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || t->tp_version_tag == 0)
+            return PyObject_GetAttr(obj, key); /* (no tag to tell a change by: not kept) */
+        Py_INCREF(t);
+        Py_XSETREF(s->type, t);
+        Py_XINCREF(shared);
+        Py_XSETREF(s->value, shared);
+        s->key = key;
+        s->version = t->tp_version_tag;
+        s->offset = offset;
+    }
+    if (s->offset >= 0) {
+        PyObject *value = *(PyObject **)((char *)obj + s->offset);
+        if (value != NULL)
+            return Py_NewRef(value);
+    }
+    else if (s->value != NULL)
+        return Py_NewRef(s->value);
+    return PyObject_GetAttr(obj, key);
+}
+
 /* `get(event, key)`, a new reference. */
 static PyObject *
 get_field(const Getter *g, PyObject *event, PyObject *key)
@@ -265,7 +344,7 @@ get_field(const Getter *g, PyObject *event, PyObject *key)
         Py_RETURN_NONE;
     }
     if (g->mode == 1)
-        return PyObject_GetAttr(event, key);
+        return attr_of(event, key);
     return PyObject_CallFunctionObjArgs(g->get, event, key, NULL);
 }
 
@@ -2586,4 +2665,557 @@ error:
     clear_stack(&stack);
     Py_DECREF(roots);
     return NULL;
+}
+
+/* ------------------------------------------------------------------ binding event heads */
+
+/* The fields `bind_heads` reads, by the offsets of the member descriptors of the calls' class
+ * (learned for the last class met; a field that is not a plain object slot, or a slot left
+ * empty, is read by attribute, which raises what Python raises). */
+enum { H_SQL, H_METHOD, H_SERVER, H_CLIENT, H_PATH, H_LINENO, H_CLASS, H_STATIC, H_COUNT };
+static const char *const head_field_names[H_COUNT] = {
+    "sql_query", "method_id", "http_server_request", "http_client_request",
+    "path",      "lineno",    "defined_class",       "static",
+};
+static PyObject *head_names[H_COUNT];
+
+typedef struct {
+    PyTypeObject *type;         /* (borrowed; kept alive by the calls list while we run) */
+    Py_ssize_t offsets[H_COUNT]; /* -1: read by attribute */
+} HeadLayout;
+
+static int
+learn_head_layout(HeadLayout *layout, PyTypeObject *type)
+{
+    layout->type = type;
+    for (int f = 0; f < H_COUNT; f++) {
+        PyObject *descr = _PyType_Lookup(type, head_names[f]); /* (borrowed) */
+        layout->offsets[f] = -1;
+        if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
+            if ((def->type == T_OBJECT_EX || def->type == T_OBJECT) &&
+                !(def->flags & READ_RESTRICTED))
+                layout->offsets[f] = def->offset;
+        }
+    }
+    return 0;
+}
+
+/* call.<field>, a new reference (NULL with an exception set) */
+static PyObject *
+head_field(const HeadLayout *layout, PyObject *call, int f)
+{
+    Py_ssize_t offset = layout->offsets[f];
+    if (offset >= 0) {
+        PyObject *value = *(PyObject **)((char *)call + offset);
+        if (value != NULL) {
+            Py_INCREF(value);
+            return value;
+        }
+    }
+    return PyObject_GetAttr(call, head_names[f]);
+}
+
+/* bind_heads(calls, functions, unnamed, resolve, UNSET) -> code objects: the loop of
+ * `tracetool.filters.apply._bind_heads`, with `resolve` its `_head_resolver` (called for what
+ * the function cache `functions` does not hold, and for every call it does not key). */
+PyObject *
+tt_bind_heads(PyObject *self, PyObject *args)
+{
+    PyObject *calls, *functions, *unnamed, *resolve, *unset;
+    if (!PyArg_ParseTuple(args, "O!O!OOO:bind_heads", &PyList_Type, &calls, &PyDict_Type,
+                          &functions, &unnamed, &resolve, &unset))
+        return NULL;
+    if (head_names[0] == NULL)
+        for (int f = 0; f < H_COUNT; f++)
+            if ((head_names[f] = PyUnicode_InternFromString(head_field_names[f])) == NULL)
+                return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(calls);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    HeadLayout layout = {NULL, {0}};
+    /* (the list may change under `resolve`: each call is read again by index, and the output
+     * sized by the list as it was, as the Python loop iterates it as it is) */
+    Py_ssize_t i = 0;
+    for (; i < PyList_GET_SIZE(calls) && i < n; i++) {
+        PyObject *call = PyList_GET_ITEM(calls, i);
+        Py_INCREF(call);
+        if (Py_TYPE(call) != layout.type)
+            learn_head_layout(&layout, Py_TYPE(call));
+        PyObject *co = NULL, *key = NULL;
+        PyObject *sqlv = head_field(&layout, call, H_SQL);
+        if (sqlv == NULL)
+            goto fail;
+        int sql = sqlv != unset;
+        Py_DECREF(sqlv);
+        if (unnamed != Py_None && sql) {
+            Py_INCREF(unnamed);
+            co = unnamed;
+            goto append;
+        }
+        PyObject *method = head_field(&layout, call, H_METHOD);
+        if (method == NULL)
+            goto fail;
+        if (method != Py_None && method != unset) {
+            PyObject *server = head_field(&layout, call, H_SERVER);
+            if (server == NULL) {
+                Py_DECREF(method);
+                goto fail;
+            }
+            int keyed = server == unset;
+            Py_DECREF(server);
+            if (keyed) {
+                key = PyTuple_New(6);
+                if (key == NULL) {
+                    Py_DECREF(method);
+                    goto fail;
+                }
+                PyTuple_SET_ITEM(key, 0, method); /* (steals it) */
+                static const int fields[4] = {H_PATH, H_LINENO, H_CLASS, H_STATIC};
+                for (int k = 0; k < 4; k++) {
+                    PyObject *v = head_field(&layout, call, fields[k]);
+                    if (v == NULL)
+                        goto fail;
+                    PyTuple_SET_ITEM(key, k + 1, v);
+                }
+                int flag = sql;
+                if (!flag) {
+                    PyObject *client = head_field(&layout, call, H_CLIENT);
+                    if (client == NULL)
+                        goto fail;
+                    flag = client != unset;
+                    Py_DECREF(client);
+                }
+                PyObject *b = flag ? Py_True : Py_False;
+                Py_INCREF(b);
+                PyTuple_SET_ITEM(key, 5, b);
+                co = PyDict_GetItemWithError(functions, key); /* (borrowed) */
+                if (co != NULL && co != Py_None) {
+                    Py_INCREF(co);
+                }
+                else {
+                    if (co == NULL && PyErr_Occurred())
+                        goto fail;
+                    co = PyObject_CallOneArg(resolve, call);
+                    if (co == NULL || PyDict_SetItem(functions, key, co) < 0)
+                        goto fail;
+                }
+                Py_CLEAR(key);
+                goto append;
+            }
+        }
+        Py_DECREF(method);
+        co = PyObject_CallOneArg(resolve, call);
+        if (co == NULL)
+            goto fail;
+    append:
+        Py_DECREF(call);
+        PyList_SET_ITEM(out, i, co);
+        continue;
+    fail:
+        Py_XDECREF(co);
+        Py_XDECREF(key);
+        Py_DECREF(call);
+        Py_DECREF(out);
+        return NULL;
+    }
+    if (i < n && PyList_SetSlice(out, i, n, NULL) < 0) { /* (the list shrank under `resolve`) */
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------------ loop folding */
+
+/* fold_loops(items, tally, Action, LOOP, loop_digest) -> items folded: `loops.fold` (its
+ * passes (windows of 1 to 5, loops.MAX_WINDOW), `_loop` and `_absorb`), the same actions made
+ * and changed in the same order; `loop_digest` is `digests.loop_digest`, and the elapsed sums
+ * are made by `sum` itself, so they are the ones Python makes (float sums differ between
+ * Python versions). NotImplemented when `items` is not a list or `Action` not a class whose
+ * slots this file fills (`loops.fold` then folds them). */
+
+static PyObject *builtin_sum, *s_loop, *s_event_ids, *loop_type;
+
+/* `value or 0` (a new reference) */
+static PyObject *
+or_zero(PyObject *value)
+{
+    int truth = PyObject_IsTrue(value);
+    if (truth < 0)
+        return NULL;
+    return Py_NewRef(truth ? value : zero);
+}
+
+/* `sum((a.elapsed or 0) for a in actions)` over items [start, stop) step `step` of `actions` */
+static PyObject *
+elapsed_sum(PyObject *actions, Py_ssize_t start, Py_ssize_t stop, Py_ssize_t step)
+{
+    PyObject *terms = PyList_New(0);
+    if (terms == NULL)
+        return NULL;
+    for (Py_ssize_t i = start; i < stop; i += step) {
+        PyObject *elapsed = action_slot(PyList_GET_ITEM(actions, i), S_ELAPSED, s_elapsed);
+        PyObject *term = elapsed == NULL ? NULL : or_zero(elapsed);
+        Py_XDECREF(elapsed);
+        if (term == NULL || PyList_Append(terms, term) < 0) {
+            Py_XDECREF(term);
+            Py_DECREF(terms);
+            return NULL;
+        }
+        Py_DECREF(term);
+    }
+    PyObject *total = PyObject_CallOneArg(builtin_sum, terms);
+    Py_DECREF(terms);
+    return total;
+}
+
+typedef struct {
+    PyObject *target; /* (strong references) */
+    PyObject *dups;   /* a list */
+} Absorb;
+
+/* `loops._absorb(action, dups)`: 0, or -1 with an exception set; steals `dups`. */
+static int
+absorb(PyObject *action, PyObject *dups)
+{
+    Absorb *stack = NULL;
+    Py_ssize_t size = 0, cap = 0;
+    int rc = -1;
+#define PUSH(t, d)                                                             \
+    do {                                                                       \
+        if (size == cap) {                                                     \
+            Py_ssize_t more = cap ? 2 * cap : 16;                              \
+            Absorb *grown = PyMem_Realloc(stack, (size_t)more * sizeof(Absorb)); \
+            if (grown == NULL) {                                               \
+                Py_DECREF(d);                                                  \
+                PyErr_NoMemory();                                              \
+                goto done;                                                     \
+            }                                                                  \
+            stack = grown;                                                     \
+            cap = more;                                                        \
+        }                                                                      \
+        stack[size].target = Py_NewRef(t);                                     \
+        stack[size].dups = (d);                                                \
+        size++;                                                                \
+    } while (0)
+    PUSH(action, dups);
+    while (size) {
+        Absorb item = stack[--size];
+        PyObject *target = item.target, *ds = item.dups;
+        PyObject *ids = NULL, *merged = NULL, *elapsed = NULL, *own = NULL, *more = NULL,
+                 *total = NULL, *children = NULL, *seq = NULL;
+        int failed = 1;
+        Py_ssize_t nd = PyList_GET_SIZE(ds);
+        if (nd) {
+            if ((ids = action_slot(target, S_EVENT_IDS, s_event_ids)) == NULL ||
+                (merged = PySequence_List(ids)) == NULL)
+                goto next;
+            for (Py_ssize_t k = 0; k < nd; k++) {
+                PyObject *dids = action_slot(PyList_GET_ITEM(ds, k), S_EVENT_IDS, s_event_ids);
+                int bad = dids == NULL ||
+                          PyList_SetSlice(merged, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, dids) < 0;
+                Py_XDECREF(dids);
+                if (bad)
+                    goto next;
+            }
+            if (PyList_Sort(merged) < 0 ||
+                set_action_slot(target, S_EVENT_IDS, s_event_ids, merged) < 0)
+                goto next;
+        }
+        if ((elapsed = action_slot(target, S_ELAPSED, s_elapsed)) == NULL ||
+            (own = or_zero(elapsed)) == NULL || (more = elapsed_sum(ds, 0, nd, 1)) == NULL ||
+            (total = PyNumber_Add(own, more)) == NULL ||
+            set_action_slot(target, S_ELAPSED, s_elapsed, total) < 0)
+            goto next;
+        if ((children = action_slot(target, S_CHILDREN, s_children)) == NULL ||
+            (seq = PySequence_Fast(children, "children must be iterable")) == NULL)
+            goto next;
+        for (Py_ssize_t index = 0; index < PySequence_Fast_GET_SIZE(seq); index++) {
+            PyObject *child_dups = PyList_New(0);
+            if (child_dups == NULL)
+                goto next;
+            for (Py_ssize_t k = 0; k < nd; k++) {
+                PyObject *dc = action_slot(PyList_GET_ITEM(ds, k), S_CHILDREN, s_children);
+                Py_ssize_t len = dc == NULL ? -1 : PyObject_Size(dc);
+                PyObject *c = len > index ? PySequence_GetItem(dc, index) : NULL;
+                int bad = len < 0 ||
+                          (len > index && (c == NULL || PyList_Append(child_dups, c) < 0));
+                Py_XDECREF(c);
+                Py_XDECREF(dc);
+                if (bad) {
+                    Py_DECREF(child_dups);
+                    goto next;
+                }
+            }
+            PUSH(PySequence_Fast_ITEMS(seq)[index], child_dups);
+        }
+        failed = 0;
+    next:
+        Py_XDECREF(ids);
+        Py_XDECREF(merged);
+        Py_XDECREF(elapsed);
+        Py_XDECREF(own);
+        Py_XDECREF(more);
+        Py_XDECREF(total);
+        Py_XDECREF(children);
+        Py_XDECREF(seq);
+        Py_DECREF(target);
+        Py_DECREF(ds);
+        if (failed)
+            goto done;
+    }
+    rc = 0;
+done:
+    while (size) {
+        size--;
+        Py_DECREF(stack[size].target);
+        Py_DECREF(stack[size].dups);
+    }
+    PyMem_Free(stack);
+    return rc;
+#undef PUSH
+}
+
+/* `count_actions(actions[start:stop])`: the actions and all their descendants; -1 on error */
+static Py_ssize_t
+count_below(PyObject *actions, Py_ssize_t start, Py_ssize_t stop)
+{
+    PyObject *level = PyList_GetSlice(actions, start, stop);
+    Py_ssize_t count = 0;
+    while (level != NULL && PyList_GET_SIZE(level)) {
+        count += PyList_GET_SIZE(level);
+        PyObject *next = PyList_New(0);
+        for (Py_ssize_t i = 0; next != NULL && i < PyList_GET_SIZE(level); i++) {
+            PyObject *children = action_slot(PyList_GET_ITEM(level, i), S_CHILDREN, s_children);
+            if (children == NULL ||
+                PyList_SetSlice(next, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, children) < 0)
+                Py_CLEAR(next);
+            Py_XDECREF(children);
+        }
+        Py_SETREF(level, next);
+    }
+    if (level == NULL)
+        return -1;
+    Py_DECREF(level);
+    return count;
+}
+
+/* `loops._loop(windows)` of the k windows of w items of `items` from `i`, a new reference */
+static PyObject *
+make_loop(PyObject *items, Py_ssize_t i, Py_ssize_t w, Py_ssize_t k, PyObject *loop_digest)
+{
+    PyObject *members = PyList_GetSlice(items, i, i + w);
+    PyObject *loop = NULL, *digests = NULL, *value = NULL;
+    if (members == NULL)
+        return NULL;
+    for (Py_ssize_t index = 0; index < w; index++) {
+        PyObject *dups = PyList_New(k - 1);
+        if (dups == NULL)
+            goto error;
+        for (Py_ssize_t m = 1; m < k; m++)
+            PyList_SET_ITEM(dups, m - 1, Py_NewRef(PyList_GET_ITEM(items, i + m * w + index)));
+        if (absorb(PyList_GET_ITEM(members, index), dups) < 0)
+            goto error;
+    }
+    if ((loop = new_action(1, s_loop)) == NULL)
+        goto error;
+    set_slot(loop, S_NODE_TYPE, loop_type);
+    if ((value = PyLong_FromSsize_t(k)) == NULL)
+        goto error;
+    set_slot(loop, S_COUNT, value);
+    Py_CLEAR(value);
+    if ((digests = PyList_New(w)) == NULL)
+        goto error;
+    for (Py_ssize_t index = 0; index < w; index++) {
+        PyObject *d =
+            action_slot(PyList_GET_ITEM(members, index), S_SUBTREE_DIGEST, s_subtree_digest);
+        if (d == NULL)
+            goto error;
+        PyList_SET_ITEM(digests, index, d);
+    }
+    if ((value = PyObject_CallOneArg(loop_digest, digests)) == NULL)
+        goto error;
+    set_slot(loop, S_SUBTREE_DIGEST, value);
+    Py_CLEAR(value);
+    set_slot(loop, S_CHILDREN, members);
+    if ((value = elapsed_sum(members, 0, w, 1)) == NULL)
+        goto error;
+    set_slot(loop, S_ELAPSED, value);
+    Py_CLEAR(value);
+    if ((value = PyList_New(0)) == NULL)
+        goto error;
+    set_slot(loop, S_EVENT_IDS, value);
+    Py_DECREF(value);
+    Py_DECREF(members);
+    Py_DECREF(digests);
+    return loop;
+error:
+    Py_DECREF(members);
+    Py_XDECREF(loop);
+    Py_XDECREF(digests);
+    Py_XDECREF(value);
+    return NULL;
+}
+
+/* keys[a:a+w] == keys[b:b+w]: 1, 0, -1 */
+static int
+windows_equal(PyObject **keys, Py_ssize_t a, Py_ssize_t b, Py_ssize_t w)
+{
+    for (Py_ssize_t t = 0; t < w; t++) {
+        int eq = PyObject_RichCompareBool(keys[a + t], keys[b + t], Py_EQ);
+        if (eq <= 0)
+            return eq;
+    }
+    return 1;
+}
+
+/* `loops._pass(items, w, tally)`: a new list, Py_None (a new reference) when nothing folded */
+static PyObject *
+fold_pass(PyObject *items, Py_ssize_t w, PyObject *tally, PyObject *loop_digest)
+{
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    PyObject *keys = PyList_New(n), *out = NULL;
+    int changed = 0;
+    if (keys == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = action_slot(PyList_GET_ITEM(items, i), S_SUBTREE_DIGEST, s_subtree_digest);
+        if (d == NULL)
+            goto error;
+        PyList_SET_ITEM(keys, i, d);
+    }
+    PyObject **k = &PyList_GET_ITEM(keys, 0);
+    if ((out = PyList_New(0)) == NULL)
+        goto error;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        int starts = 0;
+        if (i + 2 * w <= n) {
+            starts = PyObject_RichCompareBool(k[i], k[i + w], Py_EQ);
+            if (starts > 0)
+                starts = windows_equal(k, i, i + w, w);
+            if (starts < 0)
+                goto error;
+        }
+        if (!starts) {
+            if (PyList_Append(out, PyList_GET_ITEM(items, i)) < 0)
+                goto error;
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i + w, count = 1;
+        while (j + w <= n) {
+            int eq = windows_equal(k, j, i, w);
+            if (eq < 0)
+                goto error;
+            if (!eq)
+                break;
+            j += w;
+            count++;
+        }
+        PyObject *loop = make_loop(items, i, w, count, loop_digest);
+        if (loop == NULL)
+            goto error;
+        int bad = PyList_Append(out, loop) < 0;
+        Py_DECREF(loop);
+        if (bad)
+            goto error;
+        if (tally != Py_None) {
+            Py_ssize_t below = count_below(items, i + w, j);
+            if (below < 0)
+                goto error;
+            PyObject *delta = PyLong_FromSsize_t(1 - below);
+            PyObject *old = delta == NULL ? NULL : PySequence_GetItem(tally, 0);
+            PyObject *sum = old == NULL ? NULL : PyNumber_InPlaceAdd(old, delta);
+            bad = sum == NULL || PySequence_SetItem(tally, 0, sum) < 0;
+            Py_XDECREF(delta);
+            Py_XDECREF(old);
+            Py_XDECREF(sum);
+            if (bad)
+                goto error;
+        }
+        changed = 1;
+        i = j;
+    }
+    Py_DECREF(keys);
+    if (!changed) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    return out;
+error:
+    Py_DECREF(keys);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+PyObject *
+tt_fold_loops(PyObject *self, PyObject *args)
+{
+    PyObject *items, *tally, *type, *loop, *loop_digest;
+    if (!PyArg_ParseTuple(args, "OOOOO:fold_loops", &items, &tally, &type, &loop, &loop_digest))
+        return NULL;
+    if (intern_names() < 0)
+        return NULL;
+    if (s_subtree_digest == NULL) {
+        if ((s_digest = PyUnicode_InternFromString("digest")) == NULL ||
+            (s_subtree_digest = PyUnicode_InternFromString("subtree_digest")) == NULL)
+            return NULL;
+    }
+    if (s_loop == NULL) {
+        PyObject *builtins = PyEval_GetBuiltins(); /* (borrowed) */
+        PyObject *sum = builtins == NULL ? NULL : PyDict_GetItemString(builtins, "sum");
+        if (sum == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "no builtin sum");
+            return NULL;
+        }
+        builtin_sum = Py_NewRef(sum);
+        if ((s_event_ids = PyUnicode_InternFromString("event_ids")) == NULL ||
+            (s_loop = PyUnicode_InternFromString("loop")) == NULL)
+            return NULL;
+    }
+    int learned = learn_action_type(type);
+    if (learned < 0)
+        return NULL;
+    if (learned > 0 || !PyList_CheckExact(items))
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_XSETREF(loop_type, Py_NewRef(loop));
+    /* a loop needs two equal subtree digests among the siblings: most lists have none */
+    PyObject *keys = PySet_New(NULL);
+    if (keys == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *d = action_slot(PyList_GET_ITEM(items, i), S_SUBTREE_DIGEST, s_subtree_digest);
+        int bad = d == NULL || PySet_Add(keys, d) < 0;
+        Py_XDECREF(d);
+        if (bad) {
+            Py_DECREF(keys);
+            return NULL;
+        }
+    }
+    int distinct = PySet_GET_SIZE(keys) == PyList_GET_SIZE(items);
+    Py_DECREF(keys);
+    Py_INCREF(items);
+    if (distinct)
+        return items;
+    for (Py_ssize_t window = 1; window <= 5; window++) {
+        if (PyList_GET_SIZE(items) < 2 * window)
+            break;
+        for (;;) {
+            PyObject *folded = fold_pass(items, window, tally, loop_digest);
+            if (folded == NULL) {
+                Py_DECREF(items);
+                return NULL;
+            }
+            if (folded == Py_None) {
+                Py_DECREF(folded);
+                break;
+            }
+            Py_SETREF(items, folded);
+        }
+    }
+    return items;
 }

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from tests.conftest import corpus_recordings, make_corpus
-from tracetool.diagram import builder, plantuml
+from tracetool.diagram import builder, loops, plantuml
 from tracetool.diagram.builder import DiagramOptions, build_diagram, root_digests
 from tracetool.diagram.service import json_stream, render_bytes
 from tracetool.diagram.streamed import stream_diagram
@@ -104,8 +104,10 @@ def _same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         m.setattr(builder, "_WALK", None)
         m.setattr(builder, "_SUBTREES", None)
         m.setattr(builder, "_DIGESTS", None)
+        m.setattr(loops, "_FOLD", None)
         m.setattr(apply, "_CALL_TREE", None)
         m.setattr(apply, "_PREORDER_CALLS", None)
+        m.setattr(apply, "_BIND_HEADS", None)
         m.setattr(plantuml, "_UML_LINES", None)
         reference = _diagrams(path)
     assert fast == reference, path
@@ -475,6 +477,7 @@ def test_loops_and_nodes_out_of_order(monkeypatch: pytest.MonkeyPatch) -> None:
     fast, shuffled = rendered(False), rendered(True)
     monkeypatch.setattr(builder, "_WALK", None)
     monkeypatch.setattr(builder, "_SUBTREES", None)
+    monkeypatch.setattr(loops, "_FOLD", None)
     monkeypatch.setattr(apply, "_CALL_TREE", None)
     monkeypatch.setattr(plantuml, "_UML_LINES", None)
     assert fast == shuffled == rendered(False)
@@ -748,3 +751,75 @@ def test_digests_without_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     bound.roots[0].children.append([["x"]])  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         root_digests(bound)
+
+
+class _SlotEvent:
+    """An event read with `getattr` (`field_getter`), its fields in slots as the structs'."""
+
+    __slots__ = ("event", "id", "labels", "parent_id", "thread_id")
+    field_getter = getattr
+
+    def __init__(self, **fields: Any) -> None:
+        for name in self.__slots__:
+            if name in fields:
+                setattr(self, name, fields[name])
+
+
+@needs_c
+def test_fields_read_by_slot_as_by_attribute() -> None:
+    """The C reads a struct's fields at their slot offsets (`attr_of`): the same values as
+    `getattr` gives, an empty slot raising as it does, and a class changed after a first read
+    (a field now a property) read as it reads then."""
+    events: list[Any] = []
+    for i in range(1, 7):
+        events.append(_SlotEvent(id=i, event="call", thread_id=i % 2, labels=None))
+    for i in range(6, 0, -1):
+        events.append(_SlotEvent(id=100 + i, event="return", thread_id=i % 2, parent_id=i))
+    fast, reference = _trees(events)
+    assert fast == reference and isinstance(fast, list)
+    slot = _SlotEvent.__dict__["thread_id"]
+    try:
+        _SlotEvent.thread_id = property(lambda self: 1)  # type: ignore[assignment]
+        changed, reference = _trees(events)
+        assert changed == reference and changed != fast
+    finally:
+        _SlotEvent.thread_id = slot  # type: ignore[misc]
+    assert _trees(events) == (fast, fast)
+    del events[3].event  # (reading it raises AttributeError)
+    fast, reference = _trees(events)
+    assert fast is reference is AttributeError
+
+
+class _TaggedEvent:
+    """`_SlotEvent` with its `event` a class attribute, as the structs' tag."""
+
+    __slots__ = ("id", "parent_id", "thread_id")
+    event = "call"
+    field_getter = getattr
+
+    def __init__(self, **fields: Any) -> None:
+        for name in _TaggedEvent.__slots__:
+            if name in fields:
+                setattr(self, name, fields[name])
+
+
+class _TaggedReturn(_TaggedEvent):
+    __slots__ = ()
+    event = "return"
+
+
+@needs_c
+def test_class_attribute_read_as_by_attribute() -> None:
+    """A field that is a class attribute (the structs' `event` tag) reads as `getattr` reads
+    it, also once the class changes it."""
+    events: list[Any] = [_TaggedEvent(id=i, thread_id=1, parent_id=None) for i in range(1, 5)]
+    events += [_TaggedReturn(id=10 + i, thread_id=1, parent_id=i) for i in range(4, 0, -1)]
+    fast, reference = _trees(events)
+    assert fast == reference and isinstance(fast, list)
+    try:
+        _TaggedReturn.event = "call"
+        changed, reference = _trees(events)
+        assert changed == reference and changed != fast
+    finally:
+        _TaggedReturn.event = "return"
+    assert _trees(events) == (fast, fast)

@@ -144,3 +144,32 @@ def test_random_calls() -> None:
     for _ in range(60):
         calls = [_random_call(rng, i) for i in range(rng.randrange(1, 80))]
         _same(calls, [])
+
+
+def test_c_loop_as_python(monkeypatch: Any) -> None:
+    """`_bind_heads`' loop in C (`_speedups.bind_heads`) binds as the Python loop does: calls
+    of both head classes mixed in one list, key fields that are unhashable (the same
+    TypeError), huge ints, NaN, non-string method names; the function cache filled alike."""
+    if apply._BIND_HEADS is None:
+        return  # (no accelerator: the Python loop is the one tested above)
+    rng = random.Random(3)
+    odd: list[Any] = [["a.rb"], 10**40, float("nan"), -1, b"x", ("t",), {"k": 1}]
+    for _ in range(80):
+        calls: list[Any] = []
+        for i in range(rng.randrange(1, 60)):
+            call = _random_call(rng, i)
+            if rng.random() < 0.15:
+                field = rng.choice(["path", "lineno", "defined_class", "static", "method_id"])
+                call = msgspec.structs.replace(call, **{field: rng.choice(odd)})
+            if rng.random() < 0.3:
+                fields = msgspec.structs.asdict(call)
+                del fields["event"], fields["parent_id"], fields["elapsed_instrumentation"]
+                call = SlimCall(**fields)
+            calls.append(call)
+        for sql_names in (False, True):
+            fast = _bound(calls, [], "now", sql_names)
+            with monkeypatch.context() as m:
+                m.setattr(apply, "_BIND_HEADS", None)
+                slow = _bound(calls, [], "now", sql_names)
+            assert fast == slow
+            assert fast == _bound(calls, [], "before", sql_names)

@@ -17,10 +17,14 @@ Contract (AppMap's detectLoops, reference/appmap.md §3.3, with its trailing-sib
 
 from __future__ import annotations
 
+from tracetool import accel
 from tracetool.diagram.digests import loop_digest
 from tracetool.diagram.model import LOOP, Action, count_actions
 
-MAX_WINDOW = 5
+MAX_WINDOW = 5  # (also _speedups_diagram.c's)
+
+# `fold` in C (tracetool/_speedups_diagram.c: the same passes, loops and absorbed members), or None
+_FOLD = accel.function("fold_loops")
 
 
 def fold(items: list[Action], tally: list[int] | None = None) -> list[Action]:
@@ -29,6 +33,10 @@ def fold(items: list[Action], tally: list[int] | None = None) -> list[Action]:
     parents, as it makes the subtree digests (`tracetool.diagram.builder.finish`). `tally`:
     `tally[0]` is moved by the change in the number of actions (a loop made, +1; the windows
     it absorbed after its first, minus every action of their subtrees)."""
+    if _FOLD is not None:
+        folded = _FOLD(items, tally, Action, LOOP, loop_digest)
+        if folded is not NotImplemented:
+            return folded  # type: ignore[no-any-return]
     # a loop needs two equal subtree digests among the siblings: most lists have none
     if len({a.subtree_digest for a in items}) == len(items):
         return items

@@ -294,6 +294,8 @@ def _bind_minimal(calls: list[Any], cmap: ClassMap, state: BindState) -> list[Co
 
 # events whose missing fields read UNSET (`_bind_heads`)
 _HEADS = (EventHead, SlimCall)
+# `_bind_heads`' loop in C (tracetool/_speedups_diagram.c), or None
+_BIND_HEADS = accel.function("bind_heads")
 
 
 def _bind_heads(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeObject]:
@@ -302,6 +304,8 @@ def _bind_heads(calls: list[Any], cmap: ClassMap, state: BindState) -> list[Code
     (`_head_resolver`)."""
     unnamed, functions = state.unnamed, state.functions
     resolve = _head_resolver(cmap, functions)
+    if _BIND_HEADS is not None and calls.__class__ is list and functions.__class__ is dict:
+        return _BIND_HEADS(calls, functions, unnamed, resolve, UNSET)  # (this loop, in C)
     out: list[CodeObject] = []
     append = out.append
     for call in calls:
