@@ -296,7 +296,8 @@ def _index(
             writer.set_meta(trace_dir=str(root), tool_version=__version__, indexed_at=time.time())
             writer.commit()
             if fresh:
-                schema.create_indexes(conn)
+                # (the worker processes are gone: their cores help sort the index keys)
+                schema.create_indexes(conn, threads=min(workers, 4) if workers > 1 else 0)
                 conn.execute("ANALYZE")
             elif scope is None:
                 conn.execute("PRAGMA optimize")
