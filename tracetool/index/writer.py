@@ -369,15 +369,18 @@ class Writer:
         `everything` (a cold load), when the database is shared, or when an earlier run was
         interrupted before doing it."""
         self._begin()
+        # Counted first, then those counted 0 forgotten: one pass over recording_code_objects
+        # (a cold load's is ~250 rows per recording), where finding the unused ones by it
+        # took two more.
         if everything or self._stale or len(self._touched) > _FEW_CODE_OBJECTS:
-            self._prune(None)
             self._count(None)
+            self._prune(None)
         else:
             touched = sorted(self._touched)
             for start in range(0, len(touched), _CHUNK):
                 chunk = touched[start : start + _CHUNK]
-                self._prune(chunk)
                 self._count(chunk)
+                self._prune(chunk)
         self._codes = dict(
             (fqid, cid) for cid, fqid in self.conn.execute("SELECT id, fqid FROM code_objects")
         )
@@ -386,16 +389,12 @@ class Writer:
         self._stale = self._marked = False
 
     def _prune(self, ids: list[int] | None) -> None:
-        unused = (
-            "SELECT id FROM code_objects EXCEPT SELECT code_object_id FROM recording_code_objects"
-        )
+        """Forget the code objects (of `ids`, or all) that `_count` found in no recording."""
+        unused = "SELECT id FROM code_objects WHERE recordings = 0"
         args: tuple[int, ...] = ()
         if ids is not None:
             marks = ", ".join("?" for _ in ids)
-            unused = (
-                f"SELECT id FROM code_objects WHERE id IN ({marks}) AND NOT EXISTS "
-                "(SELECT 1 FROM recording_code_objects WHERE code_object_id = code_objects.id)"
-            )
+            unused = f"SELECT id FROM code_objects WHERE id IN ({marks}) AND recordings = 0"
             args = tuple(ids)
         self.conn.execute(f"DELETE FROM query_tables WHERE code_object_id IN ({unused})", args)
         self.conn.execute(f"DELETE FROM code_objects WHERE id IN ({unused})", args)
