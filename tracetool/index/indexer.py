@@ -398,9 +398,7 @@ def _update(
             hashes: tuple[str, ...] = (old.sha256,) if has_sidecar else ()
         else:
             hashes = tuple(by_size.get(size, ()))
-        tasks.append(
-            Task(str(path), rel, size, mtime_ns, side, limit[0], hashes, limit[1], run_id)
-        )
+        tasks.append(Task(str(path), rel, size, mtime_ns, side, limit[0], hashes, limit[1], run_id))
     tasks.sort(key=lambda t: -t.size)  # biggest first: the pool finishes evenly
 
     total = len(tasks)
