@@ -15,7 +15,9 @@ from tracetool.index import schema
 
 
 def _master(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-    return conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name").fetchall()
+    return conn.execute(
+        "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name"
+    ).fetchall()
 
 
 def _loaded(path: Path, factory: type[sqlite3.Connection] = sqlite3.Connection) -> Any:
@@ -107,3 +109,54 @@ def test_code_objects_counted_and_unused_forgotten(shop: Path, qdb: Path) -> Non
     run(shop, qdb)
     assert _counts(qdb) == ({}, {})
     assert rows(qdb, "SELECT * FROM query_tables") == []
+
+
+def _table(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, a INTEGER NOT NULL, b REAL, c TEXT)")
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 63, 64, 65, 127, 128, 200, 1000])
+def test_insert_many_rows_per_statement_keeps_order_and_ids(n: int) -> None:
+    from tracetool.index.writer import _insert, _values
+
+    rows = [(i, i / 7, f"r{i}" if i % 3 else None) for i in range(n)]
+    fast, slow = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    for conn in (fast, slow):
+        _table(conn)
+    _insert(fast, "INSERT INTO t (a, b, c)", 3, rows)
+    slow.executemany(_values("INSERT INTO t (a, b, c)", 3, 1), rows)
+    assert fast.execute("SELECT * FROM t").fetchall() == slow.execute("SELECT * FROM t").fetchall()
+    assert len(fast.execute("SELECT * FROM t").fetchall()) == n
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        (None, 1.0, "x"),  # NOT NULL
+        (1, 1.0, ["not", "text"]),  # a type the module cannot bind
+        (2**70, 1.0, "x"),  # too large an integer
+        (1, 1.0),  # too few values
+        (1, 1.0, "x", "y"),  # too many
+    ],
+)
+@pytest.mark.parametrize("at", [0, 5, 64, 70, 129])
+def test_insert_refused_row_raises_what_one_row_per_statement_raises(
+    bad: tuple[Any, ...], at: int
+) -> None:
+    from tracetool.index.writer import _insert, _values
+
+    rows: list[tuple[Any, ...]] = [(i, i / 3, str(i)) for i in range(130)]
+    rows[at] = bad
+    fast, slow = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    errors = []
+    for conn, put in (
+        (fast, lambda c: _insert(c, "INSERT INTO t (a, b, c)", 3, rows)),
+        (slow, lambda c: c.executemany(_values("INSERT INTO t (a, b, c)", 3, 1), rows)),
+    ):
+        _table(conn)
+        with pytest.raises(Exception) as caught:
+            put(conn)
+        errors.append((type(caught.value), str(caught.value)))
+    assert errors[0] == errors[1]
+    # the rows before the refused one are in, as one statement per row leaves them
+    assert fast.execute("SELECT * FROM t").fetchall() == slow.execute("SELECT * FROM t").fetchall()
