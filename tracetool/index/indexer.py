@@ -296,7 +296,8 @@ def _index(
             writer.set_meta(trace_dir=str(root), tool_version=__version__, indexed_at=time.time())
             writer.commit()
             if fresh:
-                schema.create_indexes(conn)
+                # (the worker processes are gone: their cores help sort the index keys)
+                schema.create_indexes(conn, threads=min(workers, 4) if workers > 1 else 0)
                 conn.execute("ANALYZE")
             elif scope is None:
                 conn.execute("PRAGMA optimize")
@@ -385,20 +386,19 @@ def _update(
     tasks: list[Task] = []
     unchanged = 0
     run_id = os.urandom(8).hex()  # (Task.run: what a worker has sent is per run)
+    side_root = str(sidecar.sidecar_root(query_db))
     for rel, (path, size, mtime_ns) in on_disk.items():
-        side = sidecar.sidecar_path(query_db, rel)
+        side = sidecar.sidecar_file(side_root, rel)
         old = known.get(rel)
         if old is not None:
-            has_sidecar = side.is_file()
+            has_sidecar = os.path.isfile(side)
             if (old.size, old.mtime_ns) == (size, mtime_ns) and has_sidecar:
                 unchanged += 1
                 continue
             hashes: tuple[str, ...] = (old.sha256,) if has_sidecar else ()
         else:
             hashes = tuple(by_size.get(size, ()))
-        tasks.append(
-            Task(str(path), rel, size, mtime_ns, str(side), limit[0], hashes, limit[1], run_id)
-        )
+        tasks.append(Task(str(path), rel, size, mtime_ns, side, limit[0], hashes, limit[1], run_id))
     tasks.sort(key=lambda t: -t.size)  # biggest first: the pool finishes evenly
 
     total = len(tasks)

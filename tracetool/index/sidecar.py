@@ -39,11 +39,16 @@ def sidecar_path(query_db: Path, relpath: str) -> Path:
     """Where the sidecar of the recording at `relpath` (POSIX, relative to trace_dir) lives."""
     # String work, one Path made: a re-index asks this of every recording (1000 Paths joined
     # part by part cost ~40 ms). `relpath` is normalized POSIX, as `_relpath` writes it.
+    return Path(sidecar_file(str(sidecar_root(query_db)), relpath))
+
+
+def sidecar_file(root: str, relpath: str) -> str:
+    """`sidecar_path` as text, given `str(sidecar_root(query_db))`: no Path made (a cold index
+    asks this of every recording before its first worker starts)."""
     folder, _, name = relpath.rpartition("/")
     if name.endswith(".json"):
         name = name[:-5]
-    root = sidecar_root(query_db)
-    return Path(f"{root}/{folder}/{name}.index.json" if folder else f"{root}/{name}.index.json")
+    return f"{root}/{folder}/{name}.index.json" if folder else f"{root}/{name}.index.json"
 
 
 def fingerprints(sha256: str, canonical: dict[str, list[Any]]) -> list[dict[str, str]]:
