@@ -25,20 +25,39 @@ class Tok(NamedTuple):
 
 _WORD = re.compile(r"[^\W\d][\w$]*\Z")
 _TYPE_NAMES: dict[Any, str] = {}
+# token text -> its `word`, for keywords, names and punctuation, which repeat across statements
+# (not literals: their texts rarely repeat and would fill it)
+_WORDS: dict[str, str] = {}
+_WORDS_MAX = 16384
+_UNCACHED = frozenset(
+    "STRING NATIONAL_STRING BIT_STRING HEX_STRING BYTE_STRING RAW_STRING HEREDOC_STRING "
+    "UNICODE_STRING NUMBER".split()
+)
+_new_tok = tuple.__new__  # (a NamedTuple's own constructor is a Python function, ~2x slower)
 
 
 def to_toks(raw: Iterable[Any]) -> list[Tok]:
     """sqlglot tokens -> `Tok`s (type names cached: enum `.name` lookups are slow)."""
     names = _TYPE_NAMES
-    toks = []
+    words = _WORDS
+    new = _new_tok
+    toks: list[Tok] = []
+    append = toks.append
     for t in raw:
         kind = t.token_type
         name = names.get(kind)
         if name is None:
             name = names[kind] = kind.name
         text = t.text
-        word = text.upper() if name != "IDENTIFIER" and _WORD.match(text) else ""
-        toks.append(Tok(name, text, t.start, t.end, word))
+        if name == "IDENTIFIER":
+            word = ""
+        else:
+            word = words.get(text)  # type: ignore[assignment]
+            if word is None:
+                word = text.upper() if _WORD.match(text) else ""
+                if name not in _UNCACHED and len(words) < _WORDS_MAX and len(text) <= 64:
+                    words[text] = word
+        append(new(Tok, (name, text, t.start, t.end, word)))
     return toks
 
 
@@ -250,6 +269,13 @@ def _main_index(toks: list[Tok]) -> int:
     return i
 
 
+# The words `_statement` acts on (besides those ending in `_JOIN`).
+_TRIGGERS = (
+    frozenset("WITH FROM JOIN INTO UPDATE TABLE TABLES TRUNCATE REFERENCES ON USING".split())
+    | _PRAGMA_TABLE_FUNCTIONS
+)
+
+
 def _statement(toks: list[Tok], tables: set[str], ctes: set[str]) -> str:
     """Add the statement's tables and CTE names to the sets; return its operation."""
     main = _main_index(toks)
@@ -257,22 +283,22 @@ def _statement(toks: list[Tok], tables: set[str], ctes: set[str]) -> str:
     operation = _OPERATIONS.get(lead, "other")
     depth_opener: list[str] = []  # word before each open parenthesis
     for i, tok in enumerate(toks):
-        if tok.type == "L_PAREN":
-            depth_opener.append(_word(toks[i - 1]) if i else "")
+        kind = tok.type
+        if kind == "L_PAREN":
+            depth_opener.append(toks[i - 1].word if i else "")
             continue
-        if tok.type == "R_PAREN":
+        if kind == "R_PAREN":
             if depth_opener:
                 depth_opener.pop()
             continue
-        word = _word(tok)
-        if not word:
-            continue
-        prev = _word(toks[i - 1]) if i else ""
+        word = tok.word
+        if not word or (word not in _TRIGGERS and not word.endswith("_JOIN")):
+            continue  # (no branch below takes it: most words)
         if word == "WITH":
             _cte_names(toks, i, ctes)
         elif word == "FROM":
             in_function = bool(depth_opener) and depth_opener[-1] in _FROM_FUNCTIONS
-            if not in_function and prev != "DISTINCT":
+            if not in_function and (not i or toks[i - 1].word != "DISTINCT"):
                 _read_refs(toks, i + 1, tables, many=True, source=True)
         elif word == "JOIN" or word.endswith("_JOIN"):
             _read_refs(toks, i + 1, tables, many=False, source=True)
@@ -311,7 +337,11 @@ def operations_and_tables(toks: list[Tok]) -> tuple[tuple[str, ...], tuple[str, 
     tables: set[str] = set()
     ctes: set[str] = set()
     start = 0
-    for end in [i for i, t in enumerate(toks) if t.type == "SEMICOLON"] + [len(toks)]:
+    ends = [i for i, t in enumerate(toks) if t.type == "SEMICOLON"]
+    if not ends:  # one statement (most texts): no copy
+        operation = _statement(toks, tables, ctes) if toks else ""
+        return ((operation,) if toks else ()), tuple(sorted(tables - ctes))
+    for end in [*ends, len(toks)]:
         statement = toks[start:end]
         start = end + 1
         if not statement:

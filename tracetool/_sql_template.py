@@ -41,8 +41,26 @@ _UNSAFE = re.compile(
     r"--|/\*|\*/|[#`\[\]{}\\\x01\x02]|\$(?![0-9])|\$[0-9]+\$|'''|\"\"\""
     r"|(?i:\b(?:create|alter)\b)"
 )
-# The units the scan reads: strings, quoted identifiers, digit runs, an unterminated quote.
-_UNITS = re.compile(r"'([^']*)'|\"[^\"]*\"|[0-9]+|['\"]")
+# `template` finds what `_UNSAFE` would by substring tests first (much cheaper than the whole
+# regex on every text): these pieces, then its `$` and DDL parts.
+_UNSAFE_PIECES = (
+    "--",
+    "/*",
+    "*/",
+    "#",
+    "`",
+    "[",
+    "]",
+    "{",
+    "}",
+    "\\",
+    "\x01",
+    "\x02",
+    "'''",
+    '"""',
+)
+_UNSAFE_DOLLAR = re.compile(r"\$(?![0-9])|\$[0-9]+\$")
+_UNSAFE_DDL = re.compile(r"(?i:\b(?:create|alter)\b)")
 # `tracetool._sql_analysis.to_toks`: a token text matching this has a keyword-like `word`.
 _WORD = re.compile(r"[^\W\d][\w$]*\Z")
 _BEFORE_STRING = frozenset(" \t\r\n(,=<>")
@@ -52,28 +70,44 @@ _BEFORE_QUOTE = _BEFORE_STRING | frozenset("+-*/|;!'")
 _BEFORE_NAME = _BEFORE_QUOTE | frozenset('."')
 _BEFORE_NUMBER = frozenset(" \t\r\n(,=<>+-*/")
 _AFTER_NUMBER = frozenset(" \t\r\n),;=<>+-*/")
+# The units the scan reads: strings (group 1: the content), digit runs (2), an unterminated
+# quote or a quoted name after a character not in `_BEFORE_NAME` (3: not templated), the end.
+# What lies between them is skipped inside the regex: characters that start no unit, and
+# `"…"` names after a character of `_BEFORE_NAME` (or at the start), kept as written.
+_UNITS = re.compile(
+    r"(?:[^'\"0-9]++|(?:\A|(?<=[ \t\r\n(,=<>+\-*/|;!'.\"]))\"[^\"]*+\")*+"
+    r"(?:'([^']*+)'|([0-9]++)|(['\"])|\Z)"
+)
 STRING_MARK = "\x01"
 NUMBER_MARK = "\x02"
 
 
 def template(sql: str) -> Optional[str]:
     """The text with its replaceable literals marked, or None (module doc)."""
-    if _UNSAFE.search(sql):
+    for piece in _UNSAFE_PIECES:
+        if piece in sql:
+            return None
+    if "$" in sql and _UNSAFE_DOLLAR.search(sql):
+        return None
+    lowered = sql.lower()
+    if ("reate" in lowered or "lter" in lowered) and _UNSAFE_DDL.search(sql):
         return None
     out: list[str] = []
     pos, n = 0, len(sql)
     for m in _UNITS.finditer(sql):
-        start, end = m.span()
-        first = sql[start]
-        if end - start == 1 and first in "'\"":
-            return None  # an unterminated quote
+        kind = m.lastindex
+        if kind is None:
+            break  # the end
+        if kind == 3:
+            return None  # an unterminated quote, or a prefixed name (`r"..."`)
+        if kind == 1:
+            start, end = m.span(1)
+            start, end = start - 1, end + 1
+        else:
+            start, end = m.span(2)
         before = sql[start - 1] if start else " "
-        if first == '"':
-            if before not in _BEFORE_NAME:
-                return None  # a prefixed string (`r"..."`)
-            continue  # a quoted name (or a string in some dialects): kept as written
         after = sql[end] if end < n else " "
-        if first == "'":
+        if kind == 1:
             if before not in _BEFORE_QUOTE:
                 return None  # a prefixed string: `E'...'`, `X'...'`, `q'!...!'`
             content = m.group(1)

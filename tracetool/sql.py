@@ -312,8 +312,34 @@ _by_template: dict[tuple[str, Optional[str]], SqlInfo] = {}
 _TEMPLATES_MAX = 4096
 
 
+# text -> its template, for recent texts (`sql_template`)
+_templates: dict[str, Optional[str]] = {}
+_NO_TEMPLATE: Any = object()
+
+
+def sql_template(sql: str) -> Optional[str]:
+    """`tracetool._sql_template.template(sql)`, remembered for recent texts: the index asks it
+    of each statement twice (its analysis here, its digest in `tracetool.diagram.digests`,
+    through `remembered_template`)."""
+    found = _templates.get(sql, _NO_TEMPLATE)
+    if found is _NO_TEMPLATE:
+        found = template(sql)
+        if len(sql) <= _CACHE_MAX_CHARS:
+            if len(_templates) >= _TEMPLATES_MAX:
+                _templates.clear()
+            _templates[sql] = found
+    return found  # type: ignore[no-any-return]
+
+
+def remembered_template(sql: str) -> tuple[bool, Optional[str]]:
+    """(True, `sql_template(sql)`) when it was computed lately, else (False, None): never
+    computes it."""
+    found = _templates.get(sql, _NO_TEMPLATE)
+    return (False, None) if found is _NO_TEMPLATE else (True, found)
+
+
 def _analyze_tracked(sql: str, database_type: Optional[str]) -> SqlInfo:
-    key = template(sql)
+    key = sql_template(sql)
     info = None if key is None else _by_template.get((key, database_type))
     if info is None:
         info = _analyze(sql, database_type)
@@ -356,6 +382,7 @@ analyze.cache_info = _analyze_cached.cache_info  # type: ignore[attr-defined]
 
 def _cache_clear() -> None:
     _analyze_cached.cache_clear()
+    _templates.clear()
     _by_template.clear()
 
 
@@ -468,6 +495,8 @@ def _number_end(toks: list[Tok], i: int) -> int:
 
 
 _DDL_STARTS = frozenset(("CREATE", "ALTER"))
+# Token types some branch of `_splice` treats apart; any other is kept as written.
+_SPLICE_SPECIAL = frozenset(("HINT", "IDENTIFIER", "VAR")) | _NUMBER_STARTS | _LITERAL_TYPES
 
 
 def _ddl_tokens(toks: list[Tok]) -> list[bool]:
@@ -492,29 +521,40 @@ def _splice(
     """
     mysql = dialect == "mysql"
     out: list[str] = []  # the normalized pieces
-    plain: list[str] = []  # the same with identifiers blanked out, for the survivor check
+    put = out.append
+    # indices in `out` of the quoted identifiers, blanked out for the survivor check
+    quoted_at: list[int] = []
     reliable = True
     pos = 0  # first source position not yet consumed
     space = False  # a gap (whitespace, comments) precedes the next piece
     prev: Optional[Tok] = None  # last token consumed
     prev_literal = False
     i, n = 0, len(toks)
-    ddl = _ddl_tokens(toks)
+    ddl: Optional[list[bool]] = None  # (made when first needed: only TRUE/FALSE/NULL ask)
     while i < n:
         tok = toks[i]
-        if tok.start < pos or tok.end < tok.start - 1:  # synthetic or overlapping token
+        kind, text, start, end, _ = tok
+        if start < pos or end < start - 1:  # synthetic or overlapping token
             reliable = False
             i += 1
             continue
-        gap = sql[pos : tok.start]
-        if gap and not _blank(gap, mysql):
-            reliable = False
-        space = space or bool(gap)
-        glued = not gap and prev is not None
+        if start > pos:
+            gap = sql[pos:start]
+            if gap != " " and not _blank(gap, mysql):
+                reliable = False
+            space = True
+            glued = False
+        else:
+            glued = prev is not None
         last = i
         literal = quoted = False
-        kind = tok.type
-        if kind == "HINT":
+        if kind not in _SPLICE_SPECIAL:  # (the final branch below, taken first: most tokens)
+            piece = sql[start : end + 1]
+            if piece != text:  # a multi-word keyword such as `GROUP\n BY`
+                piece = _WS.sub(" ", piece)
+            if (piece[:1].isdigit() or "$" in piece) and _suspicious(tok, piece):
+                reliable = False
+        elif kind == "HINT":
             piece = ""  # an optimizer hint `/*+ … */` is a comment, and comments go
         elif kind in _NUMBER_STARTS and i + 1 < n and _number_end(toks, i) > i:
             last, piece, literal = _number_end(toks, i), "?", True
@@ -522,51 +562,69 @@ def _splice(
             piece, literal = "?", True
         elif (
             kind in _LITERAL_TYPES
-            and not (ddl[i] and kind in _VALUE_KEYWORDS)
+            and not (
+                kind in _VALUE_KEYWORDS and (ddl := _ddl_tokens(toks) if ddl is None else ddl)[i]
+            )
             and _is_literal(toks, i)
         ):
             piece, literal = "?", True
             if glued and prev_literal:
                 piece = ""  # a literal the tokenizer split in two: still one `?`
-            elif glued and prev is not None and prev.type == "VAR" and tok.type in _STRING_TYPES:
+            elif glued and prev is not None and prev.type == "VAR" and kind in _STRING_TYPES:
                 # A word glued to a string: a prefix this dialect does not know (x'..', E'..')
                 # or a mis-read escape; mask both, and distrust anything but a short prefix.
                 if len(prev.text) > 2:
                     reliable = False
-                out[-1] = plain[-1] = ""
-        elif glued and prev_literal and tok.type == "VAR":
+                out[-1] = ""
+                if quoted_at and quoted_at[-1] == len(out) - 1:
+                    quoted_at.pop()
+        elif glued and prev_literal and kind == "VAR":
             # A word glued to a literal's end: a number suffix (generic `0x1F`, `1_000`, `3L`)
             # or the tail of a string the dialect did not understand.
             piece, literal = "", True
-            if prev is None or prev.type != "NUMBER" or not _ALNUM.match(tok.text):
+            if prev is None or prev.type != "NUMBER" or not _ALNUM.match(text):
                 reliable = False
         else:
-            piece = sql[tok.start : tok.end + 1]
+            piece = sql[start : end + 1]
             quoted = kind == "IDENTIFIER" and piece[:1] in _IDENTIFIER_QUOTES
             if quoted:
                 if _odd_identifier(piece):
                     reliable = False
             else:
-                if piece != tok.text:  # a multi-word keyword such as `GROUP\n BY`
+                if piece != text:  # a multi-word keyword such as `GROUP\n BY`
                     piece = _WS.sub(" ", piece)
-                if kind != "NUMBER" and _suspicious(tok, piece):  # (a kept NUMBER is `$1`'s 1)
+                if (
+                    kind != "NUMBER"  # (a kept NUMBER is `$1`'s 1)
+                    and (piece[:1].isdigit() or "$" in piece)  # (else never suspicious)
+                    and _suspicious(tok, piece)
+                ):
                     reliable = False
         if piece:
             if space and out:
-                out.append(" ")
-                plain.append(" ")
+                put(" ")
             space = False
-            out.append(piece)
-            plain.append("_" if quoted else piece)
-        prev, prev_literal = toks[last], literal
-        pos = toks[last].end + 1
+            if quoted:
+                quoted_at.append(len(out))
+            put(piece)
+        if last != i:
+            tok = toks[last]
+        prev, prev_literal = tok, literal
+        pos = tok.end + 1
         i = last + 1
     tail = sql[pos:]
     if tail and not _blank(tail, mysql):
         reliable = False
-    if reliable and _survivors("".join(plain), dialect):
-        reliable = False
-    return "".join(out), reliable
+    text = "".join(out)
+    if reliable:
+        if quoted_at:
+            for k in quoted_at:
+                out[k] = "_"
+            plain = "".join(out)
+        else:
+            plain = text
+        if _survivors(plain, dialect):
+            reliable = False
+    return text, reliable
 
 
 # SQLite double quotes (module doc): what stands before a `"…"` that makes it a name or a value.
@@ -685,6 +743,7 @@ def _is_sql(toks: list[Tok], ops: tuple[str, ...]) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=4096)  # names repeat across statements
 def _odd_identifier(piece: str) -> bool:
     """A quoted identifier no schema would have: likely text the dialect read differently.
 

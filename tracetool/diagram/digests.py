@@ -182,12 +182,66 @@ def function_digest(code_object_id: str, raises_exception: bool) -> str:
     return digest(props)
 
 
+_remembered: Any = None
+
+
+def _remembered_template(sql: str) -> tuple[bool, str | None]:
+    """`tracetool.sql.remembered_template` (imported on first use, as `tracetool.sql` is here)."""
+    global _remembered
+    if _remembered is None:
+        from tracetool.sql import remembered_template
+
+        _remembered = remembered_template
+    return _remembered(sql)  # type: ignore[no-any-return]
+
+
+# (template, database_type) -> the SQL digest of every text of that template (`sql_digest`)
+_by_template: dict[tuple[str, str | None], str] = {}
+_TEMPLATES_MAX = 8192
+
+
 @lru_cache(maxsize=8192)  # a worker indexes many recordings of the same application
 def sql_digest(sql: str, database_type: str | None) -> str:
-    if sql.endswith("..."):
+    """The digest of a SQL action (module doc).
+
+    Texts of one template (`tracetool._sql_template`) share it, when `tracetool.sql` has
+    computed the text's template already (for its analysis: the index analyzes a recording's
+    statements before it digests them): a templated text holds no backslash, `$$`,
+    backtick or bracket, and its marked literals are digit runs between the characters
+    `_BEFORE_NUMBER` and `_AFTER_NUMBER` and `'…'` strings without quotes inside or next to them,
+    outside quoted names; `_premask` masks exactly those runs as `?` too (and reads the same
+    names and strings around them), so its text, hence the canonical form, is one per template.
+    tests/test_sql_digest_template.py checks this.
+    """
+    if sql.endswith("..."):  # (a text ending in a marked literal ends in a quote or digit)
         return TRUNCATED_QUERY
+    _, key = _remembered_template(sql)
+    if key is None:  # (not known: computing it would cost about what `_premask` does)
+        return _sql_digest_of(sql, database_type)
+    tkey = (key, database_type)
+    found = _by_template.get(tkey)
+    if found is None:
+        found = _sql_digest_of(sql, database_type)
+        if len(_by_template) >= _TEMPLATES_MAX:
+            _by_template.clear()
+        _by_template[tkey] = found
+    return found
+
+
+def _sql_digest_of(sql: str, database_type: str | None) -> str:
     props = (("event_type", "sql"), ("sql_normalized", canonical_sql(sql, database_type)))
     return _cached_hash(SQL_ALGORITHM, props)
+
+
+_sql_digest_cache_clear = sql_digest.cache_clear
+
+
+def _sql_digest_clear() -> None:
+    _sql_digest_cache_clear()
+    _by_template.clear()
+
+
+sql_digest.cache_clear = _sql_digest_clear  # type: ignore[method-assign]
 
 
 def subtree_digest(own: str, child_subtree_digests: list[str]) -> str:
