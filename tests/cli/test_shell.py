@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,8 +31,68 @@ def test_help_and_version_import_no_heavy_package_and_no_command(option: str) ->
     *shown, heavy, cli_modules = out.stdout.strip().splitlines()
     assert ("Usage: tracetool" if option == "--help" else __version__) in "\n".join(shown)
     assert heavy == "[]"
-    # tracetool.cli.common runs the CLI; no command module (nor what one imports) is loaded.
-    assert cli_modules == "['tracetool.cli.common']"
+    # answered before the click group is imported: no command module, not even click
+    assert cli_modules == "[]"
+    assert "click" not in out.stdout.replace("Usage: tracetool", "")
+
+
+def test_help_texts_are_clicks_rendering_at_every_width() -> None:
+    """HELP_TEXTS (what `tracetool --help` prints without click) is click's own rendering."""
+    from tracetool.cli import HELP_TEXTS, MAX_HELP_WIDTH, MIN_HELP_WIDTH, stored_help
+    from tracetool.cli._group import render_help_texts
+
+    assert Path(HELP_TEXTS).read_text(encoding="utf-8") == render_help_texts(), (
+        "tracetool --help changed: run `python -m tracetool.cli._group` to store it again"
+    )
+    for width in range(MIN_HELP_WIDTH, MAX_HELP_WIDTH + 1):
+        with click.Context(cli, info_name="tracetool", terminal_width=width) as ctx:
+            assert stored_help(width) == ctx.get_help()
+    assert stored_help(MIN_HELP_WIDTH - 1) is None and stored_help(MAX_HELP_WIDTH + 1) is None
+
+
+@pytest.mark.parametrize("columns", ["", "0", "junk", "20", "51", "80", "99", "100", "101", "300"])
+def test_help_without_click_is_clicks_help(columns: str) -> None:
+    """`tracetool --help` (stored texts) prints exactly what click prints at any COLUMNS."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns:
+        env["COLUMNS"] = columns
+    fast = subprocess.run(
+        [sys.executable, "-m", "tracetool", "--help"], capture_output=True, text=True, env=env
+    )
+    code = (
+        "from tracetool.cli import cli\n"
+        "from tracetool.cli.common import run_cli\n"
+        "run_cli(cli, ['--help'])\n"
+    )
+    slow = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert (fast.returncode, fast.stderr) == (0, "") and slow.returncode == 0
+    assert fast.stdout == slow.stdout and fast.stdout.startswith("Usage: tracetool [OPTIONS]")
+
+
+@pytest.mark.parametrize("columns", [None, "", "0", "-3", "junk", "7", "132"])
+def test_terminal_columns_is_shutils(columns: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil as sh
+
+    from tracetool.cli import terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == sh.get_terminal_size().columns
+
+
+def test_version_and_help_survive_a_closed_pipe() -> None:
+    for option in ("--version", "--help"):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tracetool", option],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # the reader is gone before anything is written
+        assert proc.wait(timeout=60) == 0
+        assert proc.stderr.read() == b"", option
 
 
 def test_short_help_table_matches_each_command() -> None:
@@ -62,10 +123,10 @@ def test_python_m_tracetool_version() -> None:
     assert out.stdout.strip() == __version__
 
 
-def test_only_built_commands_are_listed() -> None:
+def test_every_declared_command_is_listed_and_exists() -> None:
     ctx = click.Context(cli)
     listed = cli.list_commands(ctx)
-    assert set(listed) <= set(COMMANDS)
+    assert listed == sorted(COMMANDS)
     for name in listed:
         assert cli.get_command(ctx, name) is not None
     assert cli.get_command(ctx, "no-such-command") is None

@@ -56,12 +56,12 @@ def test_binary_carries_the_accelerator(binary: Path) -> None:
 
 @pytest.mark.parametrize("columns", ["30", "80", "101", "200"])
 def test_binary_help_is_clicks_help_at_every_width(binary: Path, columns: str) -> None:
-    # The binary answers `--help` from texts click rendered at build time (scripts/binary/entry.py)
+    # The binary answers `--help` without click, from tracetool/cli/help_texts.txt (collected)
     env = {**os.environ, "COLUMNS": columns}
     ours = subprocess.run(
         [str(binary), "--help"], capture_output=True, text=True, env=env, check=True
     )
-    code = "import sys; from tracetool.cli import main; sys.argv[0] = 'tracetool'; main()"
+    code = "from tracetool.cli import cli; from tracetool.cli.common import run_cli; run_cli(cli)"
     clicks = subprocess.run(
         [sys.executable, "-c", code, "--help"], capture_output=True, text=True, env=env, check=True
     )

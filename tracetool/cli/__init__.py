@@ -3,19 +3,24 @@
 Every spec command is declared here once, by module path; a command module is imported only when
 that command runs. `tracetool --help` lists the commands from SHORT_HELP, a static copy of each
 command's one-line help (a test keeps it equal to the real one), so it imports no command module
-at all and starts about as fast as `--version`. A declared command whose module does not exist yet is not listed:
-commands appear as they are built, never as stubs.
+at all. `tracetool --version` and `tracetool --help` answer before click is imported (`main`):
+--help from HELP_TEXTS, the group's help as click renders it at every width it can choose, kept
+equal to click's own rendering by a test (regenerate with `python -m tracetool.cli._group`). The
+click group itself (`cli`, tracetool.cli._group) is imported on first use.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import Any
-
-import click
+import os
+import sys
+from typing import TYPE_CHECKING, Any
 
 from tracetool import __version__
+
+if TYPE_CHECKING:
+    from tracetool.cli._group import LazyGroup, cli
+
+__all__ = ["COMMANDS", "SHORT_HELP", "LazyGroup", "cli", "main"]
 
 # name -> "module:attribute"; the attribute is a click.Command.
 COMMANDS: dict[str, str] = {
@@ -66,64 +71,77 @@ SHORT_HELP: dict[str, str] = {
 }
 
 
-def _available(target: str) -> bool:
-    return importlib.util.find_spec(target.split(":", 1)[0]) is not None
+def __getattr__(name: str) -> Any:
+    if name in ("cli", "LazyGroup"):
+        from tracetool.cli import _group
+
+        return getattr(_group, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class LazyGroup(click.Group):
-    """A group whose subcommands are imported on first use."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name, target in COMMANDS.items() if _available(target))
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None or not _available(target):
-            return None
-        module_name, attr = target.split(":", 1)
-        command: click.Command = getattr(importlib.import_module(module_name), attr)
-        return command
-
-    def invoke(self, ctx: click.Context) -> Any:
-        from tracetool.cli.common import subcommand_invoked
-
-        subcommand_invoked()
-        return super().invoke(ctx)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The "Commands" section of `--help`, from SHORT_HELP: no command module is imported.
-
-        Each row is shortened to the width exactly as click shortens a real command's help.
-        """
-        names = self.list_commands(ctx)
-        if not names:
-            return
-        limit = formatter.width - 6 - max(len(name) for name in names)
-        rows = [
-            (name, click.Command(name, help=SHORT_HELP[name]).get_short_help_str(limit))
-            for name in names
-        ]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+# `tracetool --help` at help widths MIN_HELP_WIDTH.. (click's width: max(min(columns,
+# max_content_width=100) - 2, 50)), separated by form feeds.
+HELP_TEXTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "help_texts.txt")
+MIN_HELP_WIDTH, MAX_HELP_WIDTH = 50, 98
 
 
-@click.group(
-    cls=LazyGroup,
-    context_settings={"max_content_width": 100},
-)
-@click.version_option(__version__, "--version", prog_name="tracetool", message="%(version)s")
-def cli() -> None:
-    """Record what your Python app really did, then index, query, diagram and share it.
+def help_width(columns: int) -> int:
+    """The width click formats the group's help at, for a terminal `columns` wide."""
+    return max(min(columns, MAX_HELP_WIDTH + 2) - 2, MIN_HELP_WIDTH)
 
-    \b
-    Recordings are trace documents (*.trace.json, AppMap 1.x format) in the
-    directory that trace.yml names as trace_dir (default tmp/trace).
-    Run `tracetool COMMAND --help` for the options of each command.
-    """
+
+def terminal_columns() -> int:
+    """`shutil.get_terminal_size().columns` (COLUMNS, else the terminal of stdout, else 80),
+    without importing shutil (which imports the compression modules)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+def stored_help(width: int) -> str | None:
+    """`tracetool --help` at help width `width`, from HELP_TEXTS; None when it is missing."""
+    try:
+        with open(HELP_TEXTS, encoding="utf-8") as handle:
+            texts = handle.read().split("\f")
+    except OSError:
+        return None
+    index = width - MIN_HELP_WIDTH
+    return texts[index] if 0 <= index < len(texts) else None
+
+
+def _answer(text: str | None, argv: list[str] | None) -> None:
+    """Write `text` and end the run (exit status 0) as click would after `--version`/`--help`."""
+    try:
+        sys.stdout.write(f"{text}\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `tracetool --help | head -1`: nothing more to say
+        pass
+    if argv is None:  # the process ends here: no exit handler was registered yet
+        os._exit(0)
+    sys.exit(0)
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console-script entry point."""
+    """Console-script entry point. Always ends in `sys.exit` (tracetool.cli.common.run_cli).
+
+    `tracetool --version` and `tracetool --help` alone are answered here, exactly as click
+    would answer them, without importing click: more than half of the start-up.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--version"]:
+        _answer(__version__, argv)
+    if args == ["--help"]:
+        text = stored_help(help_width(terminal_columns()))
+        if text is not None:
+            _answer(text, argv)
+    from tracetool.cli._group import cli
     from tracetool.cli.common import run_cli
 
     return run_cli(cli, argv, one_shot=argv is None)

@@ -12,10 +12,8 @@ line too, and `-v` adds the traceback.
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import sys
-import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -36,6 +34,8 @@ def is_verbose() -> bool:
 
 def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
     if value:
+        import logging
+
         _state["verbose"] = True
         logging.getLogger("tracetool").setLevel(logging.DEBUG)
     return value
@@ -85,20 +85,23 @@ def common_options(f: F) -> F:
     return version_option(verbose_option(directory_option(f)))
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to whatever `sys.stderr` is when a record is emitted, not the stream of the first
-    command run in this process (in-process runners swap and close it)."""
-
-    @property  # type: ignore[override]
-    def stream(self) -> Any:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value: Any) -> None:
-        pass
-
-
 def _configure_logging() -> None:
+    """tracetool's log records go to stderr as `LEVEL name: message`, WARNING and up (DEBUG
+    with -v). (`logging` is imported here, not at start-up: `tracetool --help` never logs.)"""
+    import logging
+
+    class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+        """Writes to whatever `sys.stderr` is when a record is emitted, not the stream of the
+        first command run in this process (in-process runners swap and close it)."""
+
+        @property  # type: ignore[override]
+        def stream(self) -> Any:
+            return sys.stderr
+
+        @stream.setter
+        def stream(self, value: Any) -> None:
+            pass
+
     logger = logging.getLogger("tracetool")
     if not logger.handlers:
         handler = _StderrHandler()
@@ -165,6 +168,12 @@ def is_one_shot() -> bool:
     return _state["one_shot"]
 
 
+def _print_traceback() -> None:
+    import traceback
+
+    traceback.print_exc()
+
+
 def subcommand_invoked() -> None:
     """Called by the group when it runs a subcommand (`run_cli`: until then only the group's
     own eager options, `--version` and `--help`, have run)."""
@@ -175,7 +184,9 @@ def exit_at_once(code: int) -> None:
     """End the process with `code` without the interpreter's teardown (~10 ms of freeing
     modules and objects one at a time): standard streams flushed, logging shut down, no other
     exit handler run (see `run_cli` for when there is none to run)."""
-    logging.shutdown()
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -194,7 +205,8 @@ def run_cli(group: click.Group, argv: list[str] | None = None, one_shot: bool = 
     _state["verbose"] = False
     _state["one_shot"] = one_shot
     _state["invoked"] = False
-    _configure_logging()
+    if (sys.argv[1:] if argv is None else argv) != ["--help"]:  # help alone never logs
+        _configure_logging()
     try:
         rv = group.main(args=argv, prog_name="tracetool", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
@@ -205,7 +217,7 @@ def run_cli(group: click.Group, argv: list[str] | None = None, one_shot: bool = 
         sys.exit(code)
     except TraceToolError as exc:
         if is_verbose():
-            traceback.print_exc()
+            _print_traceback()
         fail(str(exc), exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -226,11 +238,11 @@ def run_cli(group: click.Group, argv: list[str] | None = None, one_shot: bool = 
         sys.exit(0)
     except ModuleNotFoundError as exc:
         if is_verbose():
-            traceback.print_exc()
+            _print_traceback()
         fail(missing_module_message(exc.name or str(exc)), 1)
     except Exception as exc:
         if is_verbose():
-            traceback.print_exc()
+            _print_traceback()
         full = disk_full_message(exc)
         if full is not None:
             fail(full, 1)
