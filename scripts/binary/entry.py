@@ -3,7 +3,8 @@
 One executable serves both: the build copies it to `tracetool-lsp` beside it, and the name it was
 started under chooses the program. Nothing heavy is imported before the choice; `tracetool
 --version` and `tracetool --help` alone answer before click is imported (tracetool.cli.main,
---help from tracetool/cli/help_texts.txt; benchmarks/binary_startup.py).
+--help from tracetool/cli/help_texts.txt; benchmarks/binary_startup.py), and before
+PyInstaller's runtime hooks for multiprocessing and pkgutil, which tracetool.spec defers to here.
 """
 
 import os
@@ -21,7 +22,25 @@ def _multiprocessing_child() -> bool:
     return "--multiprocessing-fork" in sys.argv or args in (["-c"], ["-B"], ["-S"], ["-E"], ["-I"])
 
 
+def _deferred_runtime_hooks() -> None:
+    """PyInstaller's runtime hooks that tracetool.spec bundles as modules instead of running them
+    before this script (they import multiprocessing and pkgutil, half of a bare start-up)."""
+    import importlib
+
+    for module in ("tracetool_rth_pkgutil", "tracetool_rth_multiprocessing"):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:  # a build without it (or run from the source tree)
+            if exc.name != module:
+                raise
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] in (["--version"], ["--help"]) and _program() == "cli":
+        from tracetool.cli import main
+
+        main()  # answers without click or the deferred hooks, and exits
+    _deferred_runtime_hooks()
     if _multiprocessing_child():
         import multiprocessing
 
