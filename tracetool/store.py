@@ -29,8 +29,8 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import sys
 from collections.abc import Iterable, Iterator, Sequence
-from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -397,7 +397,9 @@ def translate(sql: str) -> tuple[str, bool]:
 
 
 def _value(v: Any) -> Any:
-    if isinstance(v, Decimal):
+    # (a Decimal comes from PostgreSQL's driver, which imported decimal: SQLite never needs it)
+    decimal = sys.modules.get("decimal")
+    if decimal is not None and isinstance(v, decimal.Decimal):
         return int(v) if v == v.to_integral_value() and v.as_tuple().exponent == 0 else float(v)
     return v
 

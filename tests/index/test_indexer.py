@@ -412,3 +412,13 @@ def test_canonical_forms_serialized_once_write_the_same_sidecar(tmp_path: Path) 
         sidecar.write(spliced, {"metadata": metadata, "canonical": texts, "n": 1})
         assert spliced.read_bytes() == plain.read_bytes()
         assert orjson.loads(plain.read_bytes())["canonical"] == canonical
+
+
+def test_origin_names_this_host_as_socket_does(tmp_path: Path) -> None:
+    """The origin that separates writers of a shared database is `<hostname>:<directory>`, the
+    hostname as socket.gethostname() gives it (read without importing socket)."""
+    import socket
+
+    from tracetool.index.source import origin_of
+
+    assert origin_of(tmp_path) == f"{socket.gethostname()}:{tmp_path}"

@@ -96,8 +96,8 @@ def _reindexed_with(shop: Path, qdb: Path, spoil: Callable[[dict[str, Any]], Non
 def test_a_cache_of_other_analysis_code_is_ignored(shop: Path, qdb: Path) -> None:
     def other_code(data: dict[str, Any]) -> None:
         # Every statement analyzed as something else, under another stamp.
-        for entry in data["entries"]:
-            entry[2] = "SELECT wrong"
+        for entry in data["entries"].values():
+            entry[0] = "SELECT wrong"
         data["stamp"] = "another"
 
     path = _reindexed_with(shop, qdb, other_code)
@@ -106,8 +106,8 @@ def test_a_cache_of_other_analysis_code_is_ignored(shop: Path, qdb: Path) -> Non
 
 def test_malformed_rows_are_analyzed_again(shop: Path, qdb: Path) -> None:
     def malformed(data: dict[str, Any]) -> None:
-        for entry in data["entries"]:
-            entry[2], entry[3] = ["SELECT wrong"], "yes"  # not a text, not a bool
+        for entry in data["entries"].values():
+            entry[0], entry[1] = ["SELECT wrong"], "yes"  # not a text, not a bool
 
     _reindexed_with(shop, qdb, malformed)
 
@@ -126,12 +126,35 @@ def test_an_unusable_cache_is_replaced_even_with_nothing_new(shop: Path, qdb: Pa
     run(shop, qdb)
     path = sqlcache.cache_path(qdb)
     path.write_bytes(b"[]")
-    sqlcache.SqlCache.load(qdb).save()  # nothing added
+    cache = sqlcache.SqlCache.load(qdb)
+    cache.save()  # never read: nothing to replace yet
+    assert path.read_bytes() == b"[]"
+    assert cache.get(("SELECT 1", None)) is None  # reads the file: unusable
+    cache.save()  # nothing added
     assert orjson.loads(path.read_bytes()) == {
         "format": sqlcache.FORMAT,
         "stamp": sqlcache.stamp(),
-        "entries": [],
+        "entries": {},
     }
+
+
+def test_a_reindex_that_finds_nothing_changed_does_not_read_the_cache(
+    shop: Path, qdb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(shop, qdb)
+    reads: list[Path] = []
+    original = sqlcache.SqlCache._read
+
+    def counted(self: sqlcache.SqlCache) -> dict[str, list[Any]]:
+        reads.append(self.path)
+        return original(self)
+
+    monkeypatch.setattr(sqlcache.SqlCache, "_read", counted)
+    result = run(shop, qdb)
+    assert (result.added, result.updated, reads) == ((), (), [])
+    _changed(shop)
+    result = run(shop, qdb)
+    assert len(result.updated) == 1 and reads == [sqlcache.cache_path(qdb)]
 
 
 _CODE_OBJECTS = "SELECT fqid, type, recordings FROM code_objects ORDER BY fqid"
@@ -201,8 +224,9 @@ def test_the_file_never_holds_a_statement_text(shop: Path, qdb: Path) -> None:
     saved = sqlcache.cache_path(qdb).read_bytes()
     assert saved and SECRET.encode() not in saved
     assert b"api_key = ?" in saved  # the normalized text, literals masked, as query.db has it
-    for entry in orjson.loads(saved)["entries"]:
-        assert len(entry[0]) == 40 and int(entry[0], 16) >= 0  # a digest, never the text
+    for key in orjson.loads(saved)["entries"]:
+        digest = key.split(":", 1)[0]  # (":database_type" after it when there is one)
+        assert len(digest) == 40 and int(digest, 16) >= 0  # a digest, never the text
     assert SECRET.encode() not in qdb.read_bytes()
 
     # ... and it still serves the statement: a fresh index seeded with it tokenizes nothing new.

@@ -25,14 +25,11 @@ until it can be read again. The caller decides whether skips are fatal (`--stric
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
-import shutil
 import stat
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,6 +160,10 @@ def _run_tasks(
         for task in tasks:
             yield process(task)
         return
+    import multiprocessing
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
     # fork is cheapest and safe while this process has no other threads; spawn otherwise.
     methods = multiprocessing.get_all_start_methods()
     method = "fork" if "fork" in methods and threading.active_count() == 1 else "spawn"
@@ -267,6 +268,8 @@ def _index(
         conn, fresh = schema.open_writer(query_db)
         try:
             if fresh:
+                import shutil
+
                 shutil.rmtree(sidecar.sidecar_root(query_db), ignore_errors=True)
             writer = Writer(
                 conn,
@@ -400,6 +403,8 @@ def _update(
             hashes = tuple(by_size.get(size, ()))
         tasks.append(Task(str(path), rel, size, mtime_ns, side, limit[0], hashes, limit[1], run_id))
     tasks.sort(key=lambda t: -t.size)  # biggest first: the pool finishes evenly
+    if tasks and analyses is not None:
+        analyses.read()  # before a pool forks: its workers inherit what was read
 
     total = len(tasks)
     if progress is not None:

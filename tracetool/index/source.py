@@ -18,7 +18,6 @@ recorded.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +57,16 @@ def _git(root: Path, *args: str) -> str | None:
 
 
 def origin_of(root: Path) -> str:
-    return f"{socket.gethostname()}:{root}"
+    return f"{_hostname()}:{root}"
+
+
+def _hostname() -> str:
+    """`socket.gethostname()`: on POSIX the kernel's node name, without importing socket."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
 
 
 def detect(root: Path, **given: str | None) -> Source:

@@ -2,7 +2,7 @@
 
 Analyzing a SQL statement (`tracetool.sql.analyze`: sqlglot's tokenizer, ~0.2 ms each, and
 importing sqlglot, ~0.1 s per process) is a fair share of indexing, and a re-index mostly meets
-statements it analyzed before. `SqlCache.load` reads them back; `seeded()` makes
+statements it analyzed before. `SqlCache` reads them back when first asked; `seeded()` makes
 `tracetool.sql.analyze` return them without tokenizing (in worker processes forked inside it
 too); the workers report what they analyzed anew (`tracetool.index.worker.Indexed.sql`, already in
 the file's form: `encoded`), `add` takes it and `save` writes the file when something was new.
@@ -37,17 +37,22 @@ import orjson
 from tracetool import __version__, sql
 from tracetool.trace.atomic import atomic_write_bytes
 
-FORMAT = 2  # 2: entries keyed by `text_key`, never by the statement's text
+FORMAT = 3  # 3: entries an object keyed by `stored_key` (read by orjson, no Python loop)
 MAX_ENTRIES = 50_000
 
 Key = tuple[str, Optional[str]]
-# (text_key(text), database_type): how an entry is stored and found
-StoredKey = tuple[str, Optional[str]]
 
 
 def text_key(text: str) -> str:
     """The digest that stands for a statement's text in the file (module doc: data safety)."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
+
+
+def stored_key(text: str, database_type: Optional[str]) -> str:
+    """How the analysis of (text, database_type) is found in the file: `text_key`, and
+    `:database_type` when there is one (a hex digest holds no colon)."""
+    digest = text_key(text)
+    return digest if database_type is None else f"{digest}:{database_type}"
 
 
 def cache_path(query_db: Path) -> Path:
@@ -80,12 +85,10 @@ def stamp() -> str:
     return "|".join(parts)
 
 
-def _encode(key: StoredKey, info: sql.SqlInfo) -> list[Any]:
+def _encode(info: sql.SqlInfo) -> list[Any]:
     # The parameterized text is usually the normalized one: stored once then.
     same = info.parameterized == info.normalized
     return [
-        key[0],
-        key[1],
         info.normalized,
         info.reliable,
         info.operation,
@@ -95,17 +98,13 @@ def _encode(key: StoredKey, info: sql.SqlInfo) -> list[Any]:
     ]
 
 
-def encoded(analyses: dict[Key, sql.SqlInfo]) -> dict[StoredKey, list[Any]]:
+def encoded(analyses: dict[Key, sql.SqlInfo]) -> dict[str, list[Any]]:
     """`analyses` as the file stores them (`SqlCache.add`): no statement text, plain lists."""
-    out: dict[StoredKey, list[Any]] = {}
-    for (text, database_type), info in analyses.items():
-        stored = (text_key(text), database_type)
-        out[stored] = _encode(stored, info)
-    return out
+    return {stored_key(text, dbtype): _encode(info) for (text, dbtype), info in analyses.items()}
 
 
 def _decode(row: list[Any]) -> sql.SqlInfo:
-    _, _, normalized, reliable, operation, tables, operations, parameterized = row
+    normalized, reliable, operation, tables, operations, parameterized = row
     return sql.SqlInfo(
         normalized,
         reliable,
@@ -119,60 +118,67 @@ def _decode(row: list[Any]) -> sql.SqlInfo:
 def _valid(row: Any) -> bool:
     return (
         isinstance(row, list)
-        and len(row) == 8
+        and len(row) == 6
         and isinstance(row[0], str)
-        and (row[1] is None or isinstance(row[1], str))
+        and isinstance(row[1], bool)
         and isinstance(row[2], str)
-        and isinstance(row[3], bool)
-        and isinstance(row[4], str)
-        and isinstance(row[5], list)
-        and isinstance(row[6], list)
-        and (row[7] is None or isinstance(row[7], str))
+        and isinstance(row[3], list)
+        and isinstance(row[4], list)
+        and (row[5] is None or isinstance(row[5], str))
     )
 
 
 class SqlCache:
-    """The analyses of one query.db's earlier runs (module doc). Rows stay as read until a
-    statement is met (`get`): a re-index of one file decodes only that file's statements."""
+    """The analyses of one query.db's earlier runs (module doc). The file is read when first
+    needed (a re-index that finds nothing changed never reads it), and its rows stay as read
+    until a statement is met (`get`): a re-index of one file decodes only that file's."""
 
-    def __init__(self, path: Path, rows: dict[StoredKey, list[Any]], stamp: str) -> None:
+    def __init__(self, path: Path, stamp: str) -> None:
         self.path = path
-        self.rows = rows
         self.stamp = stamp
         self.new = 0
         self.rewrite = False  # the file on disk is unusable: replaced by the next save
+        self._rows: dict[str, list[Any]] | None = None
         self._decoded: dict[Key, sql.SqlInfo] = {}
 
     @classmethod
     def load(cls, query_db: Path) -> SqlCache:
-        path = cache_path(query_db)
-        current = stamp()
-        rows: dict[StoredKey, list[Any]] = {}
-        usable = False
+        return cls(cache_path(query_db), stamp())
+
+    @property
+    def rows(self) -> dict[str, list[Any]]:
+        """The stored rows by `stored_key`, read from the file on first use."""
+        if self._rows is None:
+            self._rows = self._read()
+        return self._rows
+
+    def read(self) -> None:
+        """Read the file now, if it was not read yet."""
+        self.rows  # noqa: B018 (the property reads it)
+
+    def _read(self) -> dict[str, list[Any]]:
         try:
-            data = orjson.loads(path.read_bytes())
-            if (
-                isinstance(data, dict)
-                and data.get("format") == FORMAT
-                and data.get("stamp") == current
-                and isinstance(data.get("entries"), list)
-            ):
-                # Rows are checked when decoded (`get`): most are never asked for.
-                rows = {(row[0], row[1]): row for row in data["entries"]}
-                usable = True
+            data = orjson.loads(self.path.read_bytes())
         except FileNotFoundError:
-            usable = True  # nothing to replace
-        except (OSError, orjson.JSONDecodeError, TypeError, IndexError, KeyError):
-            rows = {}
-        cache = cls(path, rows, current)
-        cache.rewrite = not usable
-        return cache
+            return {}  # nothing to replace
+        except (OSError, orjson.JSONDecodeError):
+            data = None
+        if (
+            isinstance(data, dict)
+            and data.get("format") == FORMAT
+            and data.get("stamp") == self.stamp
+            and isinstance(data.get("entries"), dict)
+        ):
+            entries: dict[str, list[Any]] = data["entries"]
+            return entries  # rows are checked when decoded (`get`): most are never asked for
+        self.rewrite = True
+        return {}
 
     def get(self, key: Key, /) -> sql.SqlInfo | None:
         """The analysis of (text, database_type), or None (`tracetool.sql.Analyses`)."""
         info = self._decoded.get(key)
         if info is None:
-            row = self.rows.get((text_key(key[0]), key[1]))
+            row = self.rows.get(stored_key(*key))
             if row is None or not _valid(row):
                 return None
             info = self._decoded[key] = _decode(row)
@@ -183,7 +189,7 @@ class SqlCache:
         with sql.seeded(self):
             yield
 
-    def add(self, entries: dict[StoredKey, list[Any]]) -> None:
+    def add(self, entries: dict[str, list[Any]]) -> None:
         """Keep `encoded` analyses (made in a worker: what it sends is their stored form)."""
         rows = self.rows
         for stored, row in entries.items():
@@ -194,9 +200,11 @@ class SqlCache:
     def save(self) -> None:
         """Write the file when something was added or the file on disk is unusable (best
         effort: it is a cache)."""
-        if not self.new and not self.rewrite:
-            return
-        rows = list(self.rows.values())[-MAX_ENTRIES:]
+        if self._rows is None or (not self.new and not self.rewrite):
+            return  # (never read: nothing was added, and the file is as it was)
+        rows = self._rows
+        if len(rows) > MAX_ENTRIES:
+            rows = dict(list(rows.items())[-MAX_ENTRIES:])
         payload = {"format": FORMAT, "stamp": self.stamp, "entries": rows}
         try:
             atomic_write_bytes(self.path, orjson.dumps(payload), fsync=False)

@@ -114,7 +114,7 @@ class Indexed:
     digests: dict[str, str | None]
     # SQL analyses this process made anew while indexing it, as tracetool.index.sqlcache
     # stores them (`sqlcache.encoded`: keyed by a digest of the text, plain lists)
-    sql: dict[tuple[str, str | None], list[Any]] = field(default_factory=dict)
+    sql: dict[str, list[Any]] = field(default_factory=dict)
     # what directory-mode stats sums of it (JSON, `tracetool.stats._collect.file_overhead`, or
     # the same by `tracetool.index.overhead`); None when stats would skip it as malformed
     overhead: str | None = None
