@@ -30,8 +30,8 @@ def _deferred_runtime_hooks() -> None:
     for module in ("tracetool_rth_pkgutil", "tracetool_rth_multiprocessing"):
         try:
             importlib.import_module(module)
-        except ModuleNotFoundError as exc:  # a build without it (or run from the source tree)
-            if exc.name != module:
+        except ModuleNotFoundError as exc:  # run from the source tree: nothing to defer
+            if exc.name != module or getattr(sys, "frozen", False):
                 raise
 
 
