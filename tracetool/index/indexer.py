@@ -369,7 +369,7 @@ def _update(
         run.skipped.append(Skip(_relpath(path, root), reason))
     for path in candidates:
         try:
-            st = path.stat()
+            st = os.stat(str(path))  # (Path.stat makes its text again on every call)
         except OSError:
             continue  # vanished between listing and stat
         if not stat.S_ISREG(st.st_mode):  # a FIFO is never opened: reading it would block
@@ -390,11 +390,14 @@ def _update(
     unchanged = 0
     run_id = os.urandom(8).hex()  # (Task.run: what a worker has sent is per run)
     side_root = str(sidecar.sidecar_root(query_db))
+    sidecars = _files_in(
+        {sidecar.sidecar_file(side_root, rel).rpartition("/")[0] for rel in on_disk if rel in known}
+    )
     for rel, (path, size, mtime_ns) in on_disk.items():
         side = sidecar.sidecar_file(side_root, rel)
         old = known.get(rel)
         if old is not None:
-            has_sidecar = os.path.isfile(side)
+            has_sidecar = side in sidecars
             if (old.size, old.mtime_ns) == (size, mtime_ns) and has_sidecar:
                 unchanged += 1
                 continue
@@ -424,6 +427,24 @@ def _update(
         if report is not None:
             report(rel, "deleted")
     return len(on_disk), unchanged
+
+
+def _files_in(folders: Iterable[str]) -> set[str]:
+    """The paths (`folder/name`) of the regular files (or links to one) in `folders`: one
+    directory listing per folder instead of a stat per file (`os.path.isfile` of each)."""
+    found: set[str] = set()
+    for folder in folders:
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_file():
+                            found.add(f"{folder}/{entry.name}")
+                    except OSError:
+                        continue
+        except OSError:  # a missing folder holds no sidecar
+            continue
+    return found
 
 
 def _in_scope(root: Path, scope: _Scope, known: dict[str, Known]) -> list[Path]:
