@@ -173,6 +173,10 @@ class BindState:
     def __init__(self, cmap: ClassMap, sql_names: bool = True) -> None:
         self.unnamed = None if sql_names else unnamed_query(cmap)
         self.functions: dict[tuple[Any, ...], CodeObject] = {}
+        # where the C loop keeps its memo of `functions` (`_BIND_HEADS`: a capsule in place of
+        # the None; what it finds is what `functions` holds, without hashing the fresh strings
+        # of every call's key)
+        self.memo: list[Any] = [None]
 
 
 def bind_roots(
@@ -305,7 +309,7 @@ def _bind_heads(calls: list[Any], cmap: ClassMap, state: BindState) -> list[Code
     unnamed, functions = state.unnamed, state.functions
     resolve = _head_resolver(cmap, functions)
     if _BIND_HEADS is not None and calls.__class__ is list and functions.__class__ is dict:
-        return _BIND_HEADS(calls, functions, unnamed, resolve, UNSET)  # (this loop, in C)
+        return _BIND_HEADS(calls, functions, unnamed, resolve, UNSET, state.memo)  # (in C)
     out: list[CodeObject] = []
     append = out.append
     for call in calls:
