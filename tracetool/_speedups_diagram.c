@@ -2949,17 +2949,75 @@ memo_add(Memo *m, const MemoKey *k, PyObject *co)
     m->used++;
 }
 
-/* bind_heads(calls, functions, unnamed, resolve, UNSET[, memo]) -> code objects: the loop of
- * `tracetool.filters.apply._bind_heads`, with `resolve` its `_head_resolver` (called for what
- * the function cache `functions` does not hold, and for every call it does not key); `memo`
- * a list of one item where the cache's memo is kept (`BindState.memo`, None at first). */
+static PyObject *s_request_method, *s_path_info, *s_normalized_path_info, *s_url;
+
+/* `apply._request_key(call)` (new ref: the key, or None), `tags` its (_SERVER_REQUEST,
+ * _CLIENT_REQUEST); NULL with an error */
+static PyObject *
+request_key(const HeadLayout *layout, PyObject *call, PyObject *unset, PyObject *tags)
+{
+    if (s_url == NULL && ((s_request_method = PyUnicode_InternFromString("request_method")) ==
+                              NULL ||
+                          (s_path_info = PyUnicode_InternFromString("path_info")) == NULL ||
+                          (s_normalized_path_info =
+                               PyUnicode_InternFromString("normalized_path_info")) == NULL ||
+                          (s_url = PyUnicode_InternFromString("url")) == NULL))
+        return NULL;
+    PyObject *request = head_field(layout, call, H_SERVER);
+    if (request == NULL)
+        return NULL;
+    int server = request != unset;
+    if (!server) {
+        Py_DECREF(request);
+        if ((request = head_field(layout, call, H_CLIENT)) == NULL)
+            return NULL;
+    }
+    if (!PyDict_CheckExact(request)) {
+        Py_DECREF(request);
+        Py_RETURN_NONE;
+    }
+    PyObject *names[3] = {s_request_method, server ? s_path_info : s_url, s_normalized_path_info};
+    PyObject *parts[4] = {PyTuple_GET_ITEM(tags, server ? 0 : 1), NULL, NULL, NULL};
+    int n = server ? 4 : 3;
+    for (int k = 1; k < n; k++) {
+        PyObject *v = PyDict_GetItemWithError(request, names[k - 1]); /* (borrowed) */
+        if (v == NULL && PyErr_Occurred()) {
+            Py_DECREF(request);
+            return NULL;
+        }
+        if (v == NULL)
+            v = Py_None;
+        if (v != Py_None && !PyUnicode_CheckExact(v)) {
+            Py_DECREF(request);
+            Py_RETURN_NONE;
+        }
+        parts[k] = v;
+    }
+    /* (a server request's path_info is not read when its normalized_path_info is a non-empty
+     * string: `_request_key`) */
+    if (server && parts[3] != Py_None && PyUnicode_GET_LENGTH(parts[3]) > 0)
+        parts[2] = Py_None;
+    PyObject *key = server ? PyTuple_Pack(4, parts[0], parts[1], parts[2], parts[3])
+                           : PyTuple_Pack(3, parts[0], parts[1], parts[2]);
+    Py_DECREF(request);
+    return key;
+}
+
+/* bind_heads(calls, functions, unnamed, resolve, UNSET[, memo[, tags]]) -> code objects: the
+ * loop of `tracetool.filters.apply._bind_heads`, with `resolve` its `_head_resolver` (called
+ * for what the function cache `functions` does not hold, and for every call it does not key);
+ * `memo` a list of one item where the cache's memo is kept (`BindState.memo`, None at first);
+ * `tags` the (server, client) tags of `_request_key`'s keys, when an HTTP request's key is
+ * to be made here (what the cache holds for it is taken without calling `resolve`). */
 PyObject *
 tt_bind_heads(PyObject *self, PyObject *args)
 {
-    PyObject *calls, *functions, *unnamed, *resolve, *unset, *holder = NULL;
-    if (!PyArg_ParseTuple(args, "O!O!OOO|O:bind_heads", &PyList_Type, &calls, &PyDict_Type,
-                          &functions, &unnamed, &resolve, &unset, &holder))
+    PyObject *calls, *functions, *unnamed, *resolve, *unset, *holder = NULL, *tags = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!OOO|OO!:bind_heads", &PyList_Type, &calls, &PyDict_Type,
+                          &functions, &unnamed, &resolve, &unset, &holder, &PyTuple_Type, &tags))
         return NULL;
+    if (tags != NULL && PyTuple_GET_SIZE(tags) != 2)
+        tags = NULL;
     Memo *memo = memo_of(holder, functions);
     if (head_names[0] == NULL)
         for (int f = 0; f < H_COUNT; f++)
@@ -3001,40 +3059,43 @@ tt_bind_heads(PyObject *self, PyObject *args)
             int keyed = server == unset;
             Py_DECREF(server);
             if (keyed) {
-                key = PyTuple_New(6);
-                if (key == NULL) {
-                    Py_DECREF(method);
-                    goto fail;
-                }
-                PyTuple_SET_ITEM(key, 0, method); /* (steals it) */
+                /* the key's parts, read first: a memo hit makes no tuple */
+                PyObject *parts[6] = {method, NULL, NULL, NULL, NULL, NULL};
                 static const int fields[4] = {H_PATH, H_LINENO, H_CLASS, H_STATIC};
-                for (int k = 0; k < 4; k++) {
-                    PyObject *v = head_field(&layout, call, fields[k]);
-                    if (v == NULL)
-                        goto fail;
-                    PyTuple_SET_ITEM(key, k + 1, v);
-                }
-                int flag = sql;
-                if (!flag) {
+                int flag = sql, k = 0;
+                for (; k < 4; k++)
+                    if ((parts[k + 1] = head_field(&layout, call, fields[k])) == NULL)
+                        break;
+                if (k == 4 && !flag) {
                     PyObject *client = head_field(&layout, call, H_CLIENT);
                     if (client == NULL)
-                        goto fail;
-                    flag = client != unset;
-                    Py_DECREF(client);
-                }
-                MemoKey mk = {0};
-                if (memo != NULL) {
-                    memo_key(&mk, method, PyTuple_GET_ITEM(key, 1), PyTuple_GET_ITEM(key, 2),
-                             PyTuple_GET_ITEM(key, 3), PyTuple_GET_ITEM(key, 4), flag, unset);
-                    if (mk.hash && (co = memo_find(memo, &mk)) != NULL) {
-                        Py_INCREF(co);
-                        Py_CLEAR(key);
-                        goto append;
+                        k = -1;
+                    else {
+                        flag = client != unset;
+                        Py_DECREF(client);
                     }
                 }
-                PyObject *b = flag ? Py_True : Py_False;
-                Py_INCREF(b);
-                PyTuple_SET_ITEM(key, 5, b);
+                MemoKey mk = {0};
+                if (k == 4 && memo != NULL) {
+                    memo_key(&mk, method, parts[1], parts[2], parts[3], parts[4], flag, unset);
+                    if (mk.hash && (co = memo_find(memo, &mk)) != NULL)
+                        Py_INCREF(co);
+                }
+                if (k == 4 && co == NULL) {
+                    parts[5] = Py_NewRef(flag ? Py_True : Py_False);
+                    key = PyTuple_New(6);
+                    if (key != NULL)
+                        for (int j = 0; j < 6; j++) { /* (the tuple takes the references) */
+                            PyTuple_SET_ITEM(key, j, parts[j]);
+                            parts[j] = NULL;
+                        }
+                }
+                for (int j = 0; j < 6; j++)
+                    Py_XDECREF(parts[j]);
+                if (co != NULL)
+                    goto append;
+                if (key == NULL)
+                    goto fail;
                 co = PyDict_GetItemWithError(functions, key); /* (borrowed) */
                 if (co != NULL && co != Py_None) {
                     Py_INCREF(co);
@@ -3046,13 +3107,35 @@ tt_bind_heads(PyObject *self, PyObject *args)
                     if (co == NULL || PyDict_SetItem(functions, key, co) < 0)
                         goto fail;
                 }
-                if (mk.hash && co != Py_None)
-                    memo_add(memo, &mk, co);
+                if (mk.hash && co != Py_None) {
+                    /* (the memo keeps the key's strings: borrowed from the tuple until then) */
+                    memo_key(&mk, PyTuple_GET_ITEM(key, 0), PyTuple_GET_ITEM(key, 1),
+                             PyTuple_GET_ITEM(key, 2), PyTuple_GET_ITEM(key, 3),
+                             PyTuple_GET_ITEM(key, 4), flag, unset);
+                    if (mk.hash)
+                        memo_add(memo, &mk, co);
+                }
                 Py_CLEAR(key);
                 goto append;
             }
         }
         Py_DECREF(method);
+        if (tags != NULL) { /* an HTTP request whose code object the cache holds */
+            key = request_key(&layout, call, unset, tags);
+            if (key == NULL)
+                goto fail;
+            if (key != Py_None) {
+                co = PyDict_GetItemWithError(functions, key); /* (borrowed) */
+                if (co == NULL && PyErr_Occurred())
+                    goto fail;
+            }
+            Py_CLEAR(key);
+            if (co != NULL && co != Py_None) {
+                Py_INCREF(co);
+                goto append;
+            }
+            co = NULL;
+        }
         co = PyObject_CallOneArg(resolve, call);
         if (co == NULL)
             goto fail;
