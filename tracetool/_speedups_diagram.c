@@ -1795,9 +1795,64 @@ has_equal(PyObject *key)
     return 0;
 }
 
+static PyObject *s_hexdigest;
+
+/* `sha256(text.encode()).hexdigest()` of the items of `parts` (strings) joined by newlines,
+ * as `builder._leaf_digest` (one item) and `_inner_digest` make it, without their Python
+ * frames and the joined text's two copies: a new reference, or NULL with `*declined` set and
+ * no error when an item is not an exact ASCII str (the Python function then decides). */
+static PyObject *
+joined_sha256(PyObject *sha256, PyObject *const *parts, Py_ssize_t n, int *declined)
+{
+    *declined = 0;
+    Py_ssize_t size = n > 0 ? n - 1 : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyUnicode_CheckExact(parts[i]) || !PyUnicode_IS_COMPACT_ASCII(parts[i])) {
+            *declined = 1;
+            return NULL;
+        }
+        size += PyUnicode_GET_LENGTH(parts[i]);
+    }
+    if (s_hexdigest == NULL && (s_hexdigest = PyUnicode_InternFromString("hexdigest")) == NULL)
+        return NULL;
+    PyObject *data = PyBytes_FromStringAndSize(NULL, size);
+    if (data == NULL)
+        return NULL;
+    char *out = PyBytes_AS_STRING(data);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i > 0)
+            *out++ = '\n';
+        Py_ssize_t len = PyUnicode_GET_LENGTH(parts[i]);
+        memcpy(out, PyUnicode_DATA(parts[i]), (size_t)len);
+        out += len;
+    }
+    PyObject *hash = PyObject_CallOneArg(sha256, data);
+    Py_DECREF(data);
+    if (hash == NULL)
+        return NULL;
+    PyObject *hex = PyObject_CallMethodNoArgs(hash, s_hexdigest);
+    Py_DECREF(hash);
+    return hex;
+}
+
+/* `leaf_digest(own)` or `inner_digest(key)` (new ref): by `joined_sha256` when `sha256` is
+ * given and takes the parts */
+static PyObject *
+subtree_hash(PyObject *sha256, PyObject *digest_of, PyObject *arg, PyObject *const *parts,
+             Py_ssize_t n)
+{
+    if (sha256 != NULL) {
+        int declined;
+        PyObject *hex = joined_sha256(sha256, parts, n, &declined);
+        if (hex != NULL || !declined)
+            return hex;
+    }
+    return PyObject_CallOneArg(digest_of, arg);
+}
+
 static int
 subtree_of(PyObject *a, PyObject *leaves, PyObject *inner, PyObject *leaf_digest,
-           PyObject *inner_digest, PyObject *fold)
+           PyObject *inner_digest, PyObject *fold, PyObject *sha256)
 {
     int rc = -1;
     PyObject *children = action_slot(a, S_CHILDREN, s_children);
@@ -1813,7 +1868,8 @@ subtree_of(PyObject *a, PyObject *leaves, PyObject *inner, PyObject *leaf_digest
         found = PyDict_GetItemWithError(leaves, own);
         if (found != NULL)
             Py_INCREF(found);
-        else if (PyErr_Occurred() || (found = PyObject_CallOneArg(leaf_digest, own)) == NULL ||
+        else if (PyErr_Occurred() ||
+                 (found = subtree_hash(sha256, leaf_digest, own, &own, 1)) == NULL ||
                  PyDict_SetItem(leaves, own, found) < 0)
             goto done;
         rc = set_action_slot(a, S_SUBTREE_DIGEST, s_subtree_digest, found);
@@ -1842,7 +1898,9 @@ subtree_of(PyObject *a, PyObject *leaves, PyObject *inner, PyObject *leaf_digest
     found = PyDict_GetItemWithError(inner, key);
     if (found != NULL)
         Py_INCREF(found);
-    else if (PyErr_Occurred() || (found = PyObject_CallOneArg(inner_digest, key)) == NULL ||
+    else if (PyErr_Occurred() ||
+             (found = subtree_hash(sha256, inner_digest, key, &PyTuple_GET_ITEM(key, 0),
+                                   n + 1)) == NULL ||
              PyDict_SetItem(inner, key, found) < 0)
         goto done;
     if (set_action_slot(a, S_SUBTREE_DIGEST, s_subtree_digest, found) < 0)
@@ -1873,11 +1931,13 @@ done:
 PyObject *
 tt_subtree_digests(PyObject *self, PyObject *args)
 {
-    PyObject *order, *leaves, *inner, *leaf_digest, *inner_digest, *fold, *type;
-    if (!PyArg_ParseTuple(args, "O!O!O!OOOO:subtree_digests", &PyList_Type, &order, &PyDict_Type,
-                          &leaves, &PyDict_Type, &inner, &leaf_digest, &inner_digest, &fold,
-                          &type))
+    PyObject *order, *leaves, *inner, *leaf_digest, *inner_digest, *fold, *type, *sha256 = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOO|O:subtree_digests", &PyList_Type, &order,
+                          &PyDict_Type, &leaves, &PyDict_Type, &inner, &leaf_digest,
+                          &inner_digest, &fold, &type, &sha256))
         return NULL;
+    if (sha256 == Py_None)
+        sha256 = NULL;
     if (intern_names() < 0)
         return NULL;
     if (s_subtree_digest == NULL) {
@@ -1891,7 +1951,7 @@ tt_subtree_digests(PyObject *self, PyObject *args)
         if (i >= PyList_GET_SIZE(order)) /* (`fold` may not shrink it: it does not) */
             continue;
         PyObject *a = Py_NewRef(PyList_GET_ITEM(order, i));
-        int rc = subtree_of(a, leaves, inner, leaf_digest, inner_digest, fold);
+        int rc = subtree_of(a, leaves, inner, leaf_digest, inner_digest, fold, sha256);
         Py_DECREF(a);
         if (rc < 0)
             return NULL;
