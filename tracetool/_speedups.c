@@ -3275,6 +3275,7 @@ PyObject *tt_uml_lines(PyObject *self, PyObject *args);
 PyObject *tt_subtree_digests(PyObject *self, PyObject *args);
 PyObject *tt_diagram_digests(PyObject *self, PyObject *args);
 PyObject *tt_sql_premask(PyObject *self, PyObject *sql);
+PyObject *tt_sql_keywords_upper(PyObject *self, PyObject *args);
 /* _speedups_extract.c: the walk of tracetool.index.extract.Extractor._walk */
 PyObject *tt_extract_walk(PyObject *self, PyObject *args);
 PyObject *tt_overhead_pairs(PyObject *self, PyObject *args);
@@ -3820,6 +3821,9 @@ static PyMethodDef methods[] = {
      "(tracetool/_speedups_diagram.c)."},
     {"sql_premask", tt_sql_premask, METH_O,
      "sql_premask(sql) -> the SQL digest's masked text, or None (tracetool/_speedups_diagram.c)."},
+    {"sql_keywords_upper", tt_sql_keywords_upper, METH_VARARGS,
+     "sql_keywords_upper(sql, keywords) -> the text, keywords upper-cased, or None "
+     "(tracetool/_speedups_diagram.c)."},
     {"uml_lines", tt_uml_lines, METH_VARARGS,
      "uml_lines(stack, lines, memo, limit, Action) -> None (tracetool/_speedups_diagram.c)."},
     {"subtree_digests", tt_subtree_digests, METH_VARARGS,

@@ -3719,3 +3719,82 @@ tt_sql_premask(PyObject *self, PyObject *sql)
     PyMem_Free(out);
     return result;
 }
+
+/* sql_keywords_upper(sql, keywords) -> str, or None: `digests._canonical`'s
+ * `_WORD.sub(upper, text)` of an ASCII text, `keywords` its set of lower-case keywords: quoted
+ * names ("name" to the next quote, `name`, [name]) kept, and every word of letters and `_`
+ * between non-word characters (not next to a letter, digit or `_`) upper-cased when its
+ * lower-case form is a keyword. None for what is not an exact ASCII str (the regex's \b is
+ * Unicode's there): the caller uses the regex. */
+PyObject *
+tt_sql_keywords_upper(PyObject *self, PyObject *args)
+{
+    PyObject *sql, *keywords;
+    if (!PyArg_ParseTuple(args, "OO:sql_keywords_upper", &sql, &keywords))
+        return NULL;
+    if (!PyUnicode_CheckExact(sql) || PyUnicode_READY(sql) < 0 || !PyUnicode_IS_ASCII(sql)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(sql);
+    const unsigned char *p = PyUnicode_1BYTE_DATA(sql);
+    PyObject *result = PyUnicode_New(n, 127);
+    if (result == NULL)
+        return NULL;
+    unsigned char *out = PyUnicode_1BYTE_DATA(result);
+    memcpy(out, p, (size_t)n);
+    for (Py_ssize_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        if (c == '"' || c == '`' || c == '[') {
+            const unsigned char *close =
+                memchr(p + i + 1, c == '[' ? ']' : c, (size_t)(n - i - 1));
+            i = close != NULL ? close - p + 1 : i + 1;
+            continue;
+        }
+        int letter = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+        if (!letter || (i > 0 && ascii_word(p[i - 1]))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i + 1;
+        while (j < n && ((p[j] >= 'A' && p[j] <= 'Z') || (p[j] >= 'a' && p[j] <= 'z') ||
+                         p[j] == '_'))
+            j++;
+        if (j < n && ascii_word(p[j])) { /* (no word boundary after the run) */
+            i = j;
+            continue;
+        }
+        /* word.lower() in keywords */
+        char lower[32];
+        if (j - i < (Py_ssize_t)sizeof(lower)) {
+            for (Py_ssize_t k = i; k < j; k++)
+                lower[k - i] = (char)(p[k] >= 'A' && p[k] <= 'Z' ? p[k] + 32 : p[k]);
+            PyObject *word = PyUnicode_FromStringAndSize(lower, j - i);
+            int keyword = word == NULL ? -1 : PySequence_Contains(keywords, word);
+            Py_XDECREF(word);
+            if (keyword < 0) {
+                Py_DECREF(result);
+                return NULL;
+            }
+            if (keyword)
+                for (Py_ssize_t k = i; k < j; k++)
+                    out[k] = (unsigned char)(p[k] >= 'a' && p[k] <= 'z' ? p[k] - 32 : p[k]);
+        }
+        else { /* (longer than any keyword could be: asked of the set all the same) */
+            PyObject *word = PyUnicode_FromStringAndSize((const char *)p + i, j - i);
+            PyObject *low = word == NULL ? NULL : PyObject_CallMethod(word, "lower", NULL);
+            int keyword = low == NULL ? -1 : PySequence_Contains(keywords, low);
+            Py_XDECREF(word);
+            Py_XDECREF(low);
+            if (keyword < 0) {
+                Py_DECREF(result);
+                return NULL;
+            }
+            if (keyword)
+                for (Py_ssize_t k = i; k < j; k++)
+                    out[k] = (unsigned char)(p[k] >= 'a' && p[k] <= 'z' ? p[k] - 32 : p[k]);
+        }
+        i = j;
+    }
+    return result;
+}

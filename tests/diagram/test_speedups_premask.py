@@ -7,6 +7,7 @@ C function declines (not ASCII, not a str), for which `_premask` runs the regex.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -95,3 +96,48 @@ def test_premask_is_the_regex() -> None:
         if "\\" in text or "$$" in text:
             continue
         assert digests._premask(text) == _regex(text), text
+
+
+_UPPER = accel.function("sql_keywords_upper")
+
+
+def _upper_regex(text: str) -> str:
+    def upper(m: Any) -> str:
+        word = m.group(0)
+        return word.upper() if word.lower() in digests._KEYWORDS else word
+
+    return digests._WORD.sub(upper, text)
+
+
+_WORDS = ["select", "SeLeCt", "from", "x", "_", "a_b", "Order", "by", "limit1", "t2x", "IN"]
+_CHARS = " ,.()=?\n\"`[]1_$:"
+
+
+@needs_c
+def test_keywords_upper_random() -> None:
+    rng = random.Random(5)
+    for _ in range(20000):
+        parts = [
+            rng.choice(_WORDS) if rng.random() < 0.5 else rng.choice(_CHARS)
+            for _ in range(rng.randint(0, 12))
+        ]
+        text = "".join(parts)
+        assert _UPPER(text, digests._KEYWORDS) == _upper_regex(text), text
+
+
+@needs_c
+def test_keywords_upper_declined() -> None:
+    assert _UPPER("s\u00e9lect from t", digests._KEYWORDS) is None
+    assert _UPPER(b"select", digests._KEYWORDS) is None
+    long_word = "select" * 10  # (longer than the C buffer: asked of the set as it is)
+    assert _UPPER(f"{long_word} from", digests._KEYWORDS) == f"{long_word} FROM"
+    assert _UPPER("a from", frozenset({"a" * 40, "from"})) == "a FROM"
+    assert _UPPER("A" * 40 + " x", frozenset({"a" * 40})) == "A" * 40 + " x"
+    assert _UPPER("a" * 40 + " x", frozenset({"a" * 40})) == "A" * 40 + " x"
+
+
+def test_canonical_sql_texts() -> None:
+    # (with or without the accelerator)
+    assert digests.canonical_sql("select * from t where id in (1, 2, 3) and name = 'x'") == (
+        "SELECT * FROM t WHERE id IN (?) AND name = ?"
+    )

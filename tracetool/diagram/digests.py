@@ -83,11 +83,20 @@ def _canonical(sql: str, database_type: str | None) -> str:
     text = sqlmod.normalize(sql, database_type)  # placeholders of every paramstyle are `?`
     text = _RUN.sub("?", text)
 
+    if _KEYWORDS_UPPER is not None:
+        upper_cased = _KEYWORDS_UPPER(text, _KEYWORDS)
+        if upper_cased is not None:
+            return upper_cased  # type: ignore[no-any-return]
+
     def upper(m: re.Match[str]) -> str:
         word = m.group(0)
         return word.upper() if word.lower() in _KEYWORDS else word
 
     return _WORD.sub(upper, text)
+
+
+# `_WORD.sub(upper, text)` of an ASCII text in C (tracetool/_speedups_diagram.c), or None
+_KEYWORDS_UPPER = accel.function("sql_keywords_upper")
 
 
 def sql_text(call: dict[str, Any]) -> str:
