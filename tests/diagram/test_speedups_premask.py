@@ -110,7 +110,7 @@ def _upper_regex(text: str) -> str:
 
 
 _WORDS = ["select", "SeLeCt", "from", "x", "_", "a_b", "Order", "by", "limit1", "t2x", "IN"]
-_CHARS = " ,.()=?\n\"`[]1_$:"
+_CHARS = ' ,.()=?\n"`[]1_$:'
 
 
 @needs_c
