@@ -3274,6 +3274,8 @@ PyObject *tt_fold_loops(PyObject *self, PyObject *args);
 PyObject *tt_uml_lines(PyObject *self, PyObject *args);
 PyObject *tt_subtree_digests(PyObject *self, PyObject *args);
 PyObject *tt_diagram_digests(PyObject *self, PyObject *args);
+PyObject *tt_sql_premask(PyObject *self, PyObject *sql);
+PyObject *tt_sql_keywords_upper(PyObject *self, PyObject *args);
 /* _speedups_extract.c: the walk of tracetool.index.extract.Extractor._walk */
 PyObject *tt_extract_walk(PyObject *self, PyObject *args);
 PyObject *tt_overhead_pairs(PyObject *self, PyObject *args);
@@ -3815,7 +3817,12 @@ static PyMethodDef methods[] = {
     {"preorder_calls", tt_preorder_calls, METH_VARARGS,
      "preorder_calls(roots, CallNode) -> (nodes, calls) (tracetool/_speedups_diagram.c)."},
     {"bind_heads", tt_bind_heads, METH_VARARGS,
-     "bind_heads(calls, functions, unnamed, resolve, UNSET) -> code objects "
+     "bind_heads(calls, functions, unnamed, resolve, UNSET[, memo]) -> code objects "
+     "(tracetool/_speedups_diagram.c)."},
+    {"sql_premask", tt_sql_premask, METH_O,
+     "sql_premask(sql) -> the SQL digest's masked text, or None (tracetool/_speedups_diagram.c)."},
+    {"sql_keywords_upper", tt_sql_keywords_upper, METH_VARARGS,
+     "sql_keywords_upper(sql, keywords) -> the text, keywords upper-cased, or None "
      "(tracetool/_speedups_diagram.c)."},
     {"uml_lines", tt_uml_lines, METH_VARARGS,
      "uml_lines(stack, lines, memo, limit, Action) -> None (tracetool/_speedups_diagram.c)."},

@@ -15,6 +15,8 @@
  *   diagram_digests  `builder._root_digests`: the two above for the index's digest, making
  *                    no action (each call's digest, then its subtree digest)
  *   uml_lines        the memoized-text case of `tracetool.diagram.plantuml._batch_lines`
+ *   sql_premask      `digests._premask`'s regex substitution, for ASCII texts
+ *   sql_keywords_upper  `digests._canonical`'s keyword upper-casing, for ASCII texts
  *
  * Nothing here parses bytes or owns memory but a walk's stack: every value stays the Python
  * object the Python code would make or read, CallNode and Action objects are allocated with
@@ -48,6 +50,14 @@
  * the Python resolver of HTTP calls and the function cache's tuple keys of fresh strings), and
  * struct fields read at their offsets (`attr_of`: call tree 0.42 G -> 0.30 G, walk -0.07 G).
  *
+ * Then (callgrind, the 60 MB recording, whole command: json 4.34 G -> 4.03 G, plantuml 4.68 G
+ * -> 4.36 G): the function cache's memo in `bind_heads` (keys compared by their strings' bytes,
+ * hashed a word at a time: the dict's siphash of three fresh strings per call was ~1,500
+ * instructions), HTTP requests' cache keys made there too, the SQL digests' two regex
+ * substitutions of ASCII texts here (`sql_premask`, `sql_keywords_upper`: the regex engine and
+ * its Python callbacks were ~2/3 of the diagram's SQL digests), and the subtree digests'
+ * sha256 fed their joined bytes from here.
+ *
  *     diagram_actions(call_roots, cos, kept, order, digests_only, context) -> root actions
  *
  * where context is (callees, callee_of, actors, special, plain, template_of, return_key,
@@ -73,7 +83,9 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------ Action's slots */
 
@@ -1793,9 +1805,64 @@ has_equal(PyObject *key)
     return 0;
 }
 
+static PyObject *s_hexdigest;
+
+/* `sha256(text.encode()).hexdigest()` of the items of `parts` (strings) joined by newlines,
+ * as `builder._leaf_digest` (one item) and `_inner_digest` make it, without their Python
+ * frames and the joined text's two copies: a new reference, or NULL with `*declined` set and
+ * no error when an item is not an exact ASCII str (the Python function then decides). */
+static PyObject *
+joined_sha256(PyObject *sha256, PyObject *const *parts, Py_ssize_t n, int *declined)
+{
+    *declined = 0;
+    Py_ssize_t size = n > 0 ? n - 1 : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyUnicode_CheckExact(parts[i]) || !PyUnicode_IS_COMPACT_ASCII(parts[i])) {
+            *declined = 1;
+            return NULL;
+        }
+        size += PyUnicode_GET_LENGTH(parts[i]);
+    }
+    if (s_hexdigest == NULL && (s_hexdigest = PyUnicode_InternFromString("hexdigest")) == NULL)
+        return NULL;
+    PyObject *data = PyBytes_FromStringAndSize(NULL, size);
+    if (data == NULL)
+        return NULL;
+    char *out = PyBytes_AS_STRING(data);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i > 0)
+            *out++ = '\n';
+        Py_ssize_t len = PyUnicode_GET_LENGTH(parts[i]);
+        memcpy(out, PyUnicode_DATA(parts[i]), (size_t)len);
+        out += len;
+    }
+    PyObject *hash = PyObject_CallOneArg(sha256, data);
+    Py_DECREF(data);
+    if (hash == NULL)
+        return NULL;
+    PyObject *hex = PyObject_CallMethodNoArgs(hash, s_hexdigest);
+    Py_DECREF(hash);
+    return hex;
+}
+
+/* `leaf_digest(own)` or `inner_digest(key)` (new ref): by `joined_sha256` when `sha256` is
+ * given and takes the parts */
+static PyObject *
+subtree_hash(PyObject *sha256, PyObject *digest_of, PyObject *arg, PyObject *const *parts,
+             Py_ssize_t n)
+{
+    if (sha256 != NULL) {
+        int declined;
+        PyObject *hex = joined_sha256(sha256, parts, n, &declined);
+        if (hex != NULL || !declined)
+            return hex;
+    }
+    return PyObject_CallOneArg(digest_of, arg);
+}
+
 static int
 subtree_of(PyObject *a, PyObject *leaves, PyObject *inner, PyObject *leaf_digest,
-           PyObject *inner_digest, PyObject *fold)
+           PyObject *inner_digest, PyObject *fold, PyObject *sha256)
 {
     int rc = -1;
     PyObject *children = action_slot(a, S_CHILDREN, s_children);
@@ -1811,7 +1878,8 @@ subtree_of(PyObject *a, PyObject *leaves, PyObject *inner, PyObject *leaf_digest
         found = PyDict_GetItemWithError(leaves, own);
         if (found != NULL)
             Py_INCREF(found);
-        else if (PyErr_Occurred() || (found = PyObject_CallOneArg(leaf_digest, own)) == NULL ||
+        else if (PyErr_Occurred() ||
+                 (found = subtree_hash(sha256, leaf_digest, own, &own, 1)) == NULL ||
                  PyDict_SetItem(leaves, own, found) < 0)
             goto done;
         rc = set_action_slot(a, S_SUBTREE_DIGEST, s_subtree_digest, found);
@@ -1840,7 +1908,9 @@ subtree_of(PyObject *a, PyObject *leaves, PyObject *inner, PyObject *leaf_digest
     found = PyDict_GetItemWithError(inner, key);
     if (found != NULL)
         Py_INCREF(found);
-    else if (PyErr_Occurred() || (found = PyObject_CallOneArg(inner_digest, key)) == NULL ||
+    else if (PyErr_Occurred() ||
+             (found = subtree_hash(sha256, inner_digest, key, &PyTuple_GET_ITEM(key, 0),
+                                   n + 1)) == NULL ||
              PyDict_SetItem(inner, key, found) < 0)
         goto done;
     if (set_action_slot(a, S_SUBTREE_DIGEST, s_subtree_digest, found) < 0)
@@ -1871,11 +1941,13 @@ done:
 PyObject *
 tt_subtree_digests(PyObject *self, PyObject *args)
 {
-    PyObject *order, *leaves, *inner, *leaf_digest, *inner_digest, *fold, *type;
-    if (!PyArg_ParseTuple(args, "O!O!O!OOOO:subtree_digests", &PyList_Type, &order, &PyDict_Type,
-                          &leaves, &PyDict_Type, &inner, &leaf_digest, &inner_digest, &fold,
-                          &type))
+    PyObject *order, *leaves, *inner, *leaf_digest, *inner_digest, *fold, *type, *sha256 = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOO|O:subtree_digests", &PyList_Type, &order,
+                          &PyDict_Type, &leaves, &PyDict_Type, &inner, &leaf_digest,
+                          &inner_digest, &fold, &type, &sha256))
         return NULL;
+    if (sha256 == Py_None)
+        sha256 = NULL;
     if (intern_names() < 0)
         return NULL;
     if (s_subtree_digest == NULL) {
@@ -1889,7 +1961,7 @@ tt_subtree_digests(PyObject *self, PyObject *args)
         if (i >= PyList_GET_SIZE(order)) /* (`fold` may not shrink it: it does not) */
             continue;
         PyObject *a = Py_NewRef(PyList_GET_ITEM(order, i));
-        int rc = subtree_of(a, leaves, inner, leaf_digest, inner_digest, fold);
+        int rc = subtree_of(a, leaves, inner, leaf_digest, inner_digest, fold, sha256);
         Py_DECREF(a);
         if (rc < 0)
             return NULL;
@@ -2716,16 +2788,307 @@ head_field(const HeadLayout *layout, PyObject *call, int f)
     return PyObject_GetAttr(call, head_names[f]);
 }
 
-/* bind_heads(calls, functions, unnamed, resolve, UNSET) -> code objects: the loop of
- * `tracetool.filters.apply._bind_heads`, with `resolve` its `_head_resolver` (called for what
- * the function cache `functions` does not hold, and for every call it does not key). */
+/* The function cache's memo: what `functions` answered for a key of plain parts, found again
+ * without the key's tuple. Every call's key is made of fresh strings (the decoder's), so the
+ * dict hashes three of them (siphash, ~100 bytes) and compares them again on every call; the
+ * memo hashes their bytes a word at a time and compares them with memcmp.
+ *
+ * Its entries agree with `functions` for good: a key is memoized only with the non-None code
+ * object `functions` holds for it (or was just given for it), and `functions` never replaces
+ * such an entry (every writer binds a key only when it reads None: apply.bind_calls,
+ * _bind_minimal, _bind_heads). Plain parts are the ones whose equality is their bytes' or
+ * their identity's: an exact str, None or UNSET (method, path, defined_class); an exact int
+ * of a C long, None or UNSET (lineno); True, False, None or UNSET (static). Two keys of plain
+ * parts are equal (as tuples) exactly when the memo finds them equal, so a hit answers what
+ * the dict would; any other key (a float lineno, `1` for static...) goes to the dict only. */
+typedef struct {
+    uint64_t hash;                /* 0: an empty place */
+    PyObject *method, *path, *cls; /* strong references: an exact str, None or UNSET */
+    long lineno;
+    int lineno_tag; /* 0 an int (lineno), 1 None, 2 UNSET */
+    int flags;      /* static (0 False, 1 True, 2 None, 3 UNSET) | the key's last item << 2 */
+    PyObject *co;   /* a strong reference */
+} MemoEntry;
+
+typedef struct {
+    MemoEntry *entries;
+    size_t mask; /* capacity - 1 (a power of two) */
+    size_t used;
+    PyObject *functions; /* the dict it agrees with (a strong reference): used with no other */
+} Memo;
+
+static const char *const memo_name = "tracetool.bind_heads.memo";
+
+static void
+memo_destroy(PyObject *capsule)
+{
+    Memo *m = PyCapsule_GetPointer(capsule, memo_name);
+    if (m == NULL)
+        return;
+    for (size_t i = 0; i <= m->mask; i++) {
+        MemoEntry *e = &m->entries[i];
+        if (e->hash) {
+            Py_DECREF(e->method);
+            Py_DECREF(e->path);
+            Py_DECREF(e->cls);
+            Py_DECREF(e->co);
+        }
+    }
+    Py_XDECREF(m->functions);
+    PyMem_Free(m->entries);
+    PyMem_Free(m);
+}
+
+/* The memo of `functions` kept in `holder[0]` (a list of one item: None, then the capsule made
+ * here), or NULL with no error when there is none to use (holder not such a list, or its memo
+ * another dict's). */
+static Memo *
+memo_of(PyObject *holder, PyObject *functions)
+{
+    if (holder == NULL || !PyList_CheckExact(holder) || PyList_GET_SIZE(holder) != 1)
+        return NULL;
+    PyObject *item = PyList_GET_ITEM(holder, 0);
+    if (PyCapsule_IsValid(item, memo_name)) {
+        Memo *found = PyCapsule_GetPointer(item, memo_name);
+        return found != NULL && found->functions == functions ? found : NULL;
+    }
+    if (item != Py_None)
+        return NULL;
+    Memo *m = PyMem_Calloc(1, sizeof(Memo));
+    MemoEntry *entries = PyMem_Calloc(64, sizeof(MemoEntry));
+    if (m == NULL || entries == NULL) {
+        PyMem_Free(m);
+        PyMem_Free(entries);
+        return NULL; /* (no memo: the dict alone) */
+    }
+    m->entries = entries;
+    m->mask = 63;
+    m->functions = Py_NewRef(functions);
+    PyObject *capsule = PyCapsule_New(m, memo_name, memo_destroy);
+    if (capsule == NULL) {
+        PyErr_Clear();
+        Py_DECREF(functions);
+        PyMem_Free(entries);
+        PyMem_Free(m);
+        return NULL;
+    }
+    PyList_SET_ITEM(holder, 0, capsule); /* (steals it) */
+    Py_DECREF(item);
+    return m;
+}
+
+static inline uint64_t
+memo_mix(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * 0x9E3779B97F4A7C15u;
+    return h ^ (h >> 29);
+}
+
+/* Mixes a plain string part (exact str, None or UNSET) into `h`; 0 when it is not plain. */
+static inline int
+memo_hash_str(uint64_t *h, PyObject *s, PyObject *unset)
+{
+    if (s == Py_None || s == unset) {
+        *h = memo_mix(*h, s == Py_None ? 0x6e6f6e65u : 0x756e7365u);
+        return 1;
+    }
+    if (!PyUnicode_CheckExact(s) || !PyUnicode_IS_READY(s))
+        return 0;
+    int kind = PyUnicode_KIND(s);
+    size_t n = (size_t)PyUnicode_GET_LENGTH(s) * (size_t)kind;
+    const unsigned char *p = PyUnicode_DATA(s);
+    uint64_t acc = memo_mix(*h, ((uint64_t)kind << 56) ^ n);
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        acc = memo_mix(acc, w);
+    }
+    if (n) {
+        uint64_t w = 0;
+        memcpy(&w, p, n);
+        acc = memo_mix(acc, w ^ 0xA5);
+    }
+    *h = acc;
+    return 1;
+}
+
+/* Whether two plain string parts are equal (as Python's == finds them) */
+static inline int
+memo_same_str(PyObject *a, PyObject *b)
+{
+    if (a == b)
+        return 1;
+    if (!PyUnicode_CheckExact(a) || !PyUnicode_CheckExact(b))
+        return 0; /* (None or UNSET, not identical) */
+    Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+    int kind = PyUnicode_KIND(a);
+    return n == PyUnicode_GET_LENGTH(b) && kind == PyUnicode_KIND(b) &&
+           memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * (size_t)kind) == 0;
+}
+
+/* A key's parts, read for the memo */
+typedef struct {
+    PyObject *method, *path, *cls; /* (borrowed) */
+    long lineno;
+    int lineno_tag, flags;
+    uint64_t hash; /* 0: the key is not of plain parts (not memoized) */
+} MemoKey;
+
+static void
+memo_key(MemoKey *k, PyObject *method, PyObject *path, PyObject *lineno, PyObject *cls,
+         PyObject *is_static, int flag, PyObject *unset)
+{
+    k->hash = 0;
+    k->method = method;
+    k->path = path;
+    k->cls = cls;
+    if (lineno == Py_None || lineno == unset) {
+        k->lineno = 0;
+        k->lineno_tag = lineno == Py_None ? 1 : 2;
+    }
+    else if (PyLong_CheckExact(lineno)) {
+        int overflow = 0;
+        k->lineno = PyLong_AsLongAndOverflow(lineno, &overflow);
+        if (overflow || (k->lineno == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return;
+        }
+        k->lineno_tag = 0;
+    }
+    else
+        return;
+    int st = is_static == Py_False  ? 0
+             : is_static == Py_True ? 1
+             : is_static == Py_None ? 2
+             : is_static == unset   ? 3
+                                    : -1;
+    if (st < 0)
+        return;
+    k->flags = st | (flag ? 4 : 0);
+    uint64_t h = memo_mix(0x243F6A8885A308D3u, ((uint64_t)k->flags << 2) | (uint64_t)k->lineno_tag);
+    h = memo_mix(h, (uint64_t)k->lineno);
+    if (!memo_hash_str(&h, method, unset) || !memo_hash_str(&h, path, unset) ||
+        !memo_hash_str(&h, cls, unset))
+        return;
+    k->hash = h | 1; /* (never 0) */
+}
+
+/* The code object memoized for `k` (borrowed), or NULL */
+static PyObject *
+memo_find(const Memo *m, const MemoKey *k)
+{
+    for (size_t i = (size_t)(k->hash >> 7) & m->mask;; i = (i + 1) & m->mask) {
+        const MemoEntry *e = &m->entries[i];
+        if (e->hash == 0)
+            return NULL;
+        if (e->hash == k->hash && e->lineno == k->lineno && e->lineno_tag == k->lineno_tag &&
+            e->flags == k->flags && memo_same_str(e->method, k->method) &&
+            memo_same_str(e->path, k->path) && memo_same_str(e->cls, k->cls))
+            return e->co;
+    }
+}
+
+static void
+memo_place(MemoEntry *entries, size_t mask, const MemoEntry *e)
+{
+    size_t i = (size_t)(e->hash >> 7) & mask;
+    while (entries[i].hash != 0)
+        i = (i + 1) & mask;
+    entries[i] = *e;
+}
+
+/* Remembers `co` for `k` (not found in the memo); a memo that cannot grow stays as it is. */
+static void
+memo_add(Memo *m, const MemoKey *k, PyObject *co)
+{
+    if ((m->used + 1) * 2 > m->mask + 1) {
+        size_t capacity = (m->mask + 1) * 2;
+        MemoEntry *entries = PyMem_Calloc(capacity, sizeof(MemoEntry));
+        if (entries == NULL)
+            return;
+        for (size_t i = 0; i <= m->mask; i++)
+            if (m->entries[i].hash)
+                memo_place(entries, capacity - 1, &m->entries[i]);
+        PyMem_Free(m->entries);
+        m->entries = entries;
+        m->mask = capacity - 1;
+    }
+    MemoEntry e = {k->hash,     Py_NewRef(k->method), Py_NewRef(k->path), Py_NewRef(k->cls),
+                   k->lineno,   k->lineno_tag,        k->flags,           Py_NewRef(co)};
+    memo_place(m->entries, m->mask, &e);
+    m->used++;
+}
+
+static PyObject *s_request_method, *s_path_info, *s_normalized_path_info, *s_url;
+
+/* `apply._request_key(call)` (new ref: the key, or None), `tags` its (_SERVER_REQUEST,
+ * _CLIENT_REQUEST); NULL with an error */
+static PyObject *
+request_key(const HeadLayout *layout, PyObject *call, PyObject *unset, PyObject *tags)
+{
+    if (s_url == NULL && ((s_request_method = PyUnicode_InternFromString("request_method")) ==
+                              NULL ||
+                          (s_path_info = PyUnicode_InternFromString("path_info")) == NULL ||
+                          (s_normalized_path_info =
+                               PyUnicode_InternFromString("normalized_path_info")) == NULL ||
+                          (s_url = PyUnicode_InternFromString("url")) == NULL))
+        return NULL;
+    PyObject *request = head_field(layout, call, H_SERVER);
+    if (request == NULL)
+        return NULL;
+    int server = request != unset;
+    if (!server) {
+        Py_DECREF(request);
+        if ((request = head_field(layout, call, H_CLIENT)) == NULL)
+            return NULL;
+    }
+    if (!PyDict_CheckExact(request)) {
+        Py_DECREF(request);
+        Py_RETURN_NONE;
+    }
+    PyObject *names[3] = {s_request_method, server ? s_path_info : s_url, s_normalized_path_info};
+    PyObject *parts[4] = {PyTuple_GET_ITEM(tags, server ? 0 : 1), NULL, NULL, NULL};
+    int n = server ? 4 : 3;
+    for (int k = 1; k < n; k++) {
+        PyObject *v = PyDict_GetItemWithError(request, names[k - 1]); /* (borrowed) */
+        if (v == NULL && PyErr_Occurred()) {
+            Py_DECREF(request);
+            return NULL;
+        }
+        if (v == NULL)
+            v = Py_None;
+        if (v != Py_None && !PyUnicode_CheckExact(v)) {
+            Py_DECREF(request);
+            Py_RETURN_NONE;
+        }
+        parts[k] = v;
+    }
+    /* (a server request's path_info is not read when its normalized_path_info is a non-empty
+     * string: `_request_key`) */
+    if (server && parts[3] != Py_None && PyUnicode_GET_LENGTH(parts[3]) > 0)
+        parts[2] = Py_None;
+    PyObject *key = server ? PyTuple_Pack(4, parts[0], parts[1], parts[2], parts[3])
+                           : PyTuple_Pack(3, parts[0], parts[1], parts[2]);
+    Py_DECREF(request);
+    return key;
+}
+
+/* bind_heads(calls, functions, unnamed, resolve, UNSET[, memo[, tags]]) -> code objects: the
+ * loop of `tracetool.filters.apply._bind_heads`, with `resolve` its `_head_resolver` (called
+ * for what the function cache `functions` does not hold, and for every call it does not key);
+ * `memo` a list of one item where the cache's memo is kept (`BindState.memo`, None at first);
+ * `tags` the (server, client) tags of `_request_key`'s keys, when an HTTP request's key is
+ * to be made here (what the cache holds for it is taken without calling `resolve`). */
 PyObject *
 tt_bind_heads(PyObject *self, PyObject *args)
 {
-    PyObject *calls, *functions, *unnamed, *resolve, *unset;
-    if (!PyArg_ParseTuple(args, "O!O!OOO:bind_heads", &PyList_Type, &calls, &PyDict_Type,
-                          &functions, &unnamed, &resolve, &unset))
+    PyObject *calls, *functions, *unnamed, *resolve, *unset, *holder = NULL, *tags = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!OOO|OO!:bind_heads", &PyList_Type, &calls, &PyDict_Type,
+                          &functions, &unnamed, &resolve, &unset, &holder, &PyTuple_Type, &tags))
         return NULL;
+    if (tags != NULL && PyTuple_GET_SIZE(tags) != 2)
+        tags = NULL;
+    Memo *memo = memo_of(holder, functions);
     if (head_names[0] == NULL)
         for (int f = 0; f < H_COUNT; f++)
             if ((head_names[f] = PyUnicode_InternFromString(head_field_names[f])) == NULL)
@@ -2766,30 +3129,43 @@ tt_bind_heads(PyObject *self, PyObject *args)
             int keyed = server == unset;
             Py_DECREF(server);
             if (keyed) {
-                key = PyTuple_New(6);
-                if (key == NULL) {
-                    Py_DECREF(method);
-                    goto fail;
-                }
-                PyTuple_SET_ITEM(key, 0, method); /* (steals it) */
+                /* the key's parts, read first: a memo hit makes no tuple */
+                PyObject *parts[6] = {method, NULL, NULL, NULL, NULL, NULL};
                 static const int fields[4] = {H_PATH, H_LINENO, H_CLASS, H_STATIC};
-                for (int k = 0; k < 4; k++) {
-                    PyObject *v = head_field(&layout, call, fields[k]);
-                    if (v == NULL)
-                        goto fail;
-                    PyTuple_SET_ITEM(key, k + 1, v);
-                }
-                int flag = sql;
-                if (!flag) {
+                int flag = sql, k = 0;
+                for (; k < 4; k++)
+                    if ((parts[k + 1] = head_field(&layout, call, fields[k])) == NULL)
+                        break;
+                if (k == 4 && !flag) {
                     PyObject *client = head_field(&layout, call, H_CLIENT);
                     if (client == NULL)
-                        goto fail;
-                    flag = client != unset;
-                    Py_DECREF(client);
+                        k = -1;
+                    else {
+                        flag = client != unset;
+                        Py_DECREF(client);
+                    }
                 }
-                PyObject *b = flag ? Py_True : Py_False;
-                Py_INCREF(b);
-                PyTuple_SET_ITEM(key, 5, b);
+                MemoKey mk = {0};
+                if (k == 4 && memo != NULL) {
+                    memo_key(&mk, method, parts[1], parts[2], parts[3], parts[4], flag, unset);
+                    if (mk.hash && (co = memo_find(memo, &mk)) != NULL)
+                        Py_INCREF(co);
+                }
+                if (k == 4 && co == NULL) {
+                    parts[5] = Py_NewRef(flag ? Py_True : Py_False);
+                    key = PyTuple_New(6);
+                    if (key != NULL)
+                        for (int j = 0; j < 6; j++) { /* (the tuple takes the references) */
+                            PyTuple_SET_ITEM(key, j, parts[j]);
+                            parts[j] = NULL;
+                        }
+                }
+                for (int j = 0; j < 6; j++)
+                    Py_XDECREF(parts[j]);
+                if (co != NULL)
+                    goto append;
+                if (key == NULL)
+                    goto fail;
                 co = PyDict_GetItemWithError(functions, key); /* (borrowed) */
                 if (co != NULL && co != Py_None) {
                     Py_INCREF(co);
@@ -2801,11 +3177,35 @@ tt_bind_heads(PyObject *self, PyObject *args)
                     if (co == NULL || PyDict_SetItem(functions, key, co) < 0)
                         goto fail;
                 }
+                if (mk.hash && co != Py_None) {
+                    /* (the memo keeps the key's strings: borrowed from the tuple until then) */
+                    memo_key(&mk, PyTuple_GET_ITEM(key, 0), PyTuple_GET_ITEM(key, 1),
+                             PyTuple_GET_ITEM(key, 2), PyTuple_GET_ITEM(key, 3),
+                             PyTuple_GET_ITEM(key, 4), flag, unset);
+                    if (mk.hash)
+                        memo_add(memo, &mk, co);
+                }
                 Py_CLEAR(key);
                 goto append;
             }
         }
         Py_DECREF(method);
+        if (tags != NULL) { /* an HTTP request whose code object the cache holds */
+            key = request_key(&layout, call, unset, tags);
+            if (key == NULL)
+                goto fail;
+            if (key != Py_None) {
+                co = PyDict_GetItemWithError(functions, key); /* (borrowed) */
+                if (co == NULL && PyErr_Occurred())
+                    goto fail;
+            }
+            Py_CLEAR(key);
+            if (co != NULL && co != Py_None) {
+                Py_INCREF(co);
+                goto append;
+            }
+            co = NULL;
+        }
         co = PyObject_CallOneArg(resolve, call);
         if (co == NULL)
             goto fail;
@@ -3218,4 +3618,193 @@ tt_fold_loops(PyObject *self, PyObject *args)
         }
     }
     return items;
+}
+
+/* ------------------------------------------------------------------ SQL literals masked */
+
+/* The end (one past the closing quote) of the quoted text that opens at `p[i]` (the quote
+ * `q`), as `q(?:[^q]|qq)*q` matches it: the first lone quote closes it; with none before the
+ * end, the first quote of the last doubled pair does (the regex gives tokens back from the
+ * end); -1 when there is no pair either (no match). */
+static Py_ssize_t
+quoted_end(const unsigned char *p, Py_ssize_t i, Py_ssize_t n, unsigned char q)
+{
+    Py_ssize_t last_pair = -1;
+    for (Py_ssize_t k = i + 1; k < n;) {
+        if (p[k] != q)
+            k++;
+        else if (k + 1 < n && p[k + 1] == q) {
+            last_pair = k;
+            k += 2;
+        }
+        else
+            return k + 1;
+    }
+    return last_pair < 0 ? -1 : last_pair + 1;
+}
+
+static inline int
+ascii_word(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+           c == '_';
+}
+
+static inline int
+ascii_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* sql_premask(sql) -> str, or None: `tracetool.diagram.digests._PRE.sub` of an ASCII text
+ * (quoted names kept; '...' strings and plain numbers written `?`), scanning as the regex
+ * does: at each place, its alternatives in order (a "name" with doubled quotes, a `name`, a
+ * [name], a 'string' with doubled quotes, then a number: digits, maybe `.digits`, not after
+ * a word character or one of `$.?:@`, not before a word character or `.`), else the character
+ * is kept and the scan moves on by one. None for what is not an exact ASCII str (the regex's
+ * \w and \d are Unicode's there): the caller uses the regex. */
+PyObject *
+tt_sql_premask(PyObject *self, PyObject *sql)
+{
+    if (!PyUnicode_CheckExact(sql) || PyUnicode_READY(sql) < 0 || !PyUnicode_IS_ASCII(sql)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(sql);
+    const unsigned char *p = PyUnicode_1BYTE_DATA(sql);
+    unsigned char *out = PyMem_Malloc(n > 0 ? (size_t)n : 1);
+    if (out == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t o = 0;
+    for (Py_ssize_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        Py_ssize_t end = -1;
+        int masked = 0;
+        if (c == '"')
+            end = quoted_end(p, i, n, '"');
+        else if (c == '`' || c == '[') {
+            const unsigned char *close = memchr(p + i + 1, c == '`' ? '`' : ']', (size_t)(n - i - 1));
+            if (close != NULL)
+                end = close - p + 1;
+        }
+        else if (c == '\'') {
+            end = quoted_end(p, i, n, '\'');
+            masked = 1;
+        }
+        else if (ascii_digit(c)) {
+            unsigned char before = i > 0 ? p[i - 1] : ' ';
+            if (!(ascii_word(before) || before == '$' || before == '.' || before == '?' ||
+                  before == ':' || before == '@')) {
+                Py_ssize_t j = i + 1;
+                while (j < n && ascii_digit(p[j]))
+                    j++;
+                if (j + 1 < n && p[j] == '.' && ascii_digit(p[j + 1])) {
+                    j += 2;
+                    while (j < n && ascii_digit(p[j]))
+                        j++;
+                }
+                /* (when the lookahead fails, giving digits back cannot help: a digit or the
+                 * `.` then follows) */
+                if (j == n || !(ascii_word(p[j]) || p[j] == '.')) {
+                    end = j;
+                    masked = 1;
+                }
+            }
+        }
+        if (end < 0) {
+            out[o++] = c;
+            i++;
+        }
+        else if (masked) {
+            out[o++] = '?';
+            i = end;
+        }
+        else {
+            memcpy(out + o, p + i, (size_t)(end - i));
+            o += end - i;
+            i = end;
+        }
+    }
+    PyObject *result = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, out, o);
+    PyMem_Free(out);
+    return result;
+}
+
+/* sql_keywords_upper(sql, keywords) -> str, or None: `digests._canonical`'s
+ * `_WORD.sub(upper, text)` of an ASCII text, `keywords` its set of lower-case keywords: quoted
+ * names ("name" to the next quote, `name`, [name]) kept, and every word of letters and `_`
+ * between non-word characters (not next to a letter, digit or `_`) upper-cased when its
+ * lower-case form is a keyword. None for what is not an exact ASCII str (the regex's \b is
+ * Unicode's there): the caller uses the regex. */
+PyObject *
+tt_sql_keywords_upper(PyObject *self, PyObject *args)
+{
+    PyObject *sql, *keywords;
+    if (!PyArg_ParseTuple(args, "OO:sql_keywords_upper", &sql, &keywords))
+        return NULL;
+    if (!PyUnicode_CheckExact(sql) || PyUnicode_READY(sql) < 0 || !PyUnicode_IS_ASCII(sql)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(sql);
+    const unsigned char *p = PyUnicode_1BYTE_DATA(sql);
+    PyObject *result = PyUnicode_New(n, 127);
+    if (result == NULL)
+        return NULL;
+    unsigned char *out = PyUnicode_1BYTE_DATA(result);
+    memcpy(out, p, (size_t)n);
+    for (Py_ssize_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        if (c == '"' || c == '`' || c == '[') {
+            const unsigned char *close =
+                memchr(p + i + 1, c == '[' ? ']' : c, (size_t)(n - i - 1));
+            i = close != NULL ? close - p + 1 : i + 1;
+            continue;
+        }
+        int letter = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+        if (!letter || (i > 0 && ascii_word(p[i - 1]))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i + 1;
+        while (j < n && ((p[j] >= 'A' && p[j] <= 'Z') || (p[j] >= 'a' && p[j] <= 'z') ||
+                         p[j] == '_'))
+            j++;
+        if (j < n && ascii_word(p[j])) { /* (no word boundary after the run) */
+            i = j;
+            continue;
+        }
+        /* word.lower() in keywords */
+        char lower[32];
+        if (j - i < (Py_ssize_t)sizeof(lower)) {
+            for (Py_ssize_t k = i; k < j; k++)
+                lower[k - i] = (char)(p[k] >= 'A' && p[k] <= 'Z' ? p[k] + 32 : p[k]);
+            PyObject *word = PyUnicode_FromStringAndSize(lower, j - i);
+            int keyword = word == NULL ? -1 : PySequence_Contains(keywords, word);
+            Py_XDECREF(word);
+            if (keyword < 0) {
+                Py_DECREF(result);
+                return NULL;
+            }
+            if (keyword)
+                for (Py_ssize_t k = i; k < j; k++)
+                    out[k] = (unsigned char)(p[k] >= 'a' && p[k] <= 'z' ? p[k] - 32 : p[k]);
+        }
+        else { /* (longer than any keyword could be: asked of the set all the same) */
+            PyObject *word = PyUnicode_FromStringAndSize((const char *)p + i, j - i);
+            PyObject *low = word == NULL ? NULL : PyObject_CallMethod(word, "lower", NULL);
+            int keyword = low == NULL ? -1 : PySequence_Contains(keywords, low);
+            Py_XDECREF(word);
+            Py_XDECREF(low);
+            if (keyword < 0) {
+                Py_DECREF(result);
+                return NULL;
+            }
+            if (keyword)
+                for (Py_ssize_t k = i; k < j; k++)
+                    out[k] = (unsigned char)(p[k] >= 'a' && p[k] <= 'z' ? p[k] - 32 : p[k]);
+        }
+        i = j;
+    }
+    return result;
 }

@@ -173,3 +173,52 @@ def test_c_loop_as_python(monkeypatch: Any) -> None:
                 slow = _bound(calls, [], "now", sql_names)
             assert fast == slow
             assert fast == _bound(calls, [], "before", sql_names)
+
+
+_KEY_PARTS: dict[str, list[Any]] = {
+    # equal by == across types (1, True, 1.0), strings of each width, long and near-equal ones
+    "method_id": ["m", "n", "m\u00e9", "m\U0001f600", "a_rather_long_method_name_x", 7],
+    "path": ["a.rb", "a.rc", "app/models/long/file.rb", "app/models/long/file.rc", None, "\u0434"],
+    "lineno": [1, 2, True, 1.0, None, 10**30, -(2**63), 2**62],
+    "defined_class": ["A", "B", "a.C", "\u00c4", None, "Abcdefgh", "Abcdefgi"],
+    "static": [True, False, None, 1, 0],
+}
+
+
+def test_memo_across_batches(monkeypatch: Any) -> None:
+    """The C loop's memo of the function cache (`BindState.memo`) answers as the cache does,
+    batch after batch of one state: keys equal by == though of other types (`1`, `True` and
+    `1.0` as lineno, `1` as static: left to the dict, which shares their entry), strings of
+    every width, long ones that differ in their last byte, ints past a C long."""
+    if apply._BIND_HEADS is None:
+        return
+    rng = random.Random(11)
+    for _ in range(40):
+        batches: list[list[Any]] = []
+        for _ in range(rng.randrange(1, 5)):
+            batch: list[Any] = []
+            for i in range(rng.randrange(1, 40)):
+                fields: dict[str, Any] = {k: rng.choice(v) for k, v in _KEY_PARTS.items()}
+                if rng.random() < 0.2:
+                    del fields[rng.choice(list(fields))]  # (read UNSET)
+                if rng.random() < 0.1:
+                    fields["http_client_request"] = {"request_method": "GET", "url": "u"}
+                head = EventHead(id=i, event="call", thread_id=1, **fields)
+                if rng.random() < 0.5:
+                    fields = msgspec.structs.asdict(head)
+                    del fields["event"], fields["parent_id"], fields["elapsed_instrumentation"]
+                    head = SlimCall(**fields)
+                batch.append(head)
+            batches.append(batch)
+        outcomes = []
+        for c_loop in (True, False):
+            with monkeypatch.context() as m:
+                if not c_loop:
+                    m.setattr(apply, "_BIND_HEADS", None)
+                cmap = accel.class_map([])
+                state = BindState(cmap, True)
+                cos = [co for batch in batches for co in apply._bind_heads(batch, cmap, state)]
+            first: dict[int, int] = {}
+            shared = [first.setdefault(id(co), i) for i, co in enumerate(cos)]
+            outcomes.append(([co.fqid for co in cos], shared, sorted(map(repr, state.functions))))
+        assert outcomes[0] == outcomes[1]

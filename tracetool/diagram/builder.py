@@ -915,7 +915,8 @@ def _subtree_digests(
     folder = (fold if tally is None else functools.partial(fold, tally=tally)) if loops else None
     if _SUBTREES is not None:  # the same loop in C (`tracetool/_speedups_diagram.c`)
         try:
-            _SUBTREES(order, leaves, inner, _leaf_digest, _inner_digest, folder, Action)
+            # (hashlib.sha256: the C loop hashes ASCII digests itself, as the two helpers do)
+            _SUBTREES(order, leaves, inner, _leaf_digest, _inner_digest, folder, Action, _SHA256)
         finally:
             if caches is not None:
                 _bound_caches(caches)
@@ -953,6 +954,9 @@ def _bound_caches(caches: tuple[dict[str, str], dict[tuple[str, ...], str]]) -> 
     if len(caches[0]) + len(caches[1]) > _SHARED_MAX:
         caches[0].clear()
         caches[1].clear()
+
+
+_SHA256 = hashlib.sha256
 
 
 def _leaf_digest(own: str) -> str:
