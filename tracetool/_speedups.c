@@ -317,6 +317,48 @@ scan_string(const Src *src, Py_ssize_t pos, char *esc)
     }
 }
 
+/* `scan_string` of a text already checked as JSON (prune's events: no strict mode): s[pos] is
+ * a quote, the position after the closing one (*esc set when a backslash is met), or BAIL.
+ * 16 bytes at a time (the last ones padded). */
+static inline Py_ssize_t
+pr_string(const unsigned char *s, Py_ssize_t n, Py_ssize_t pos, char *esc)
+{
+    pos++;
+    while (pos < n) {
+#if defined(__SSE2__)
+        unsigned char pad[16];
+        const unsigned char *p = s + pos;
+        if (n - pos < 16) {
+            memset(pad, 'a', sizeof(pad));
+            memcpy(pad, p, (size_t)(n - pos));
+            p = pad;
+        }
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                               _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+        if (m == 0) {
+            pos += 16;
+            continue;
+        }
+        pos += __builtin_ctz((unsigned int)m);
+#else
+        if (s[pos] != '"' && s[pos] != '\\') {
+            pos++;
+            continue;
+        }
+#endif
+        if (pos >= n) {
+            break;
+        }
+        if (s[pos] == '"') {
+            return pos + 1;
+        }
+        *esc = 1;
+        pos += 2; /* (whatever follows is escaped) */
+    }
+    return BAIL;
+}
+
 static inline int
 is_number_byte(unsigned char c)
 {
@@ -1047,6 +1089,48 @@ static const char *const EVENT_FIELDS[F_COUNT] = {
     "static", "sql_query", "http_server_request", "http_client_request",
     "elapsed_instrumentation"};
 
+/* An object's key (`read_key`): its name, decoded (into the scratch buffer) when it holds a
+ * backslash; `end` the position after its closing quote, or BAIL. */
+typedef struct {
+    const unsigned char *name;
+    size_t len;
+    Py_ssize_t end;
+} Key;
+
+/* The object key at s[pos] (which must be its opening quote), scanned by `pr_string` when
+ * `checked` (prune: a text already checked as JSON) or else by `scan_string`; end BAIL when
+ * there is none (*rc set when its decoding failed). `checked` is a constant at each call, so
+ * the inlined copy keeps only its own scanner. */
+static inline Key
+read_key(const Src *src, Py_ssize_t pos, int checked, Buf *scratch, int *rc)
+{
+    Key out = {NULL, 0, BAIL};
+    if (pos >= src->n || src->s[pos] != '"') {
+        return out;
+    }
+    Tok key; /* (its end is stored once: an initializer would store it twice per key) */
+    key.start = pos;
+    key.type = 's';
+    key.esc = 0;
+    key.end = checked ? pr_string(src->s, src->n, pos, &key.esc)
+                      : scan_string(src, pos, &key.esc);
+    if (key.end < 0) {
+        return out;
+    }
+    out.name = src->s + pos + 1;
+    out.len = (size_t)(key.end - pos - 2);
+    if (key.esc) {
+        scratch->len = 0;
+        if ((*rc = decode_string(src, &key, scratch)) < 0) {
+            return out;
+        }
+        out.name = scratch->p;
+        out.len = scratch->len;
+    }
+    out.end = key.end;
+    return out;
+}
+
 /* Parse the object at pos (`{`, nested at `depth`), recording the values of the `count` keys
  * `names` in toks (a duplicate is BAIL); the position after it, or BAIL. */
 static Py_ssize_t
@@ -1066,36 +1150,19 @@ scan_object(const Src *src, Py_ssize_t pos, long depth, const char *const *names
         return pos + 1;
     }
     for (;;) {
-        if (pos >= src->n || s[pos] != '"') {
+        Key key = read_key(src, pos, 0, scratch, rc);
+        if ((pos = key.end) < 0) {
             return BAIL;
-        }
-        Tok key;
-        key.start = pos;
-        key.type = 's';
-        key.esc = 0;
-        key.end = scan_string(src, pos, &key.esc);
-        if (key.end < 0) {
-            return BAIL;
-        }
-        const unsigned char *name = s + key.start + 1;
-        size_t len = (size_t)(key.end - key.start - 2);
-        if (key.esc) {
-            scratch->len = 0;
-            if ((*rc = decode_string(src, &key, scratch)) < 0) {
-                return BAIL;
-            }
-            name = scratch->p;
-            len = scratch->len;
         }
         int field = -1;
-        for (int i = 0; len > 0 && i < count; i++) {
-            if (names[i][0] == name[0] && strlen(names[i]) == len &&
-                memcmp(names[i], name, len) == 0) {
+        for (int i = 0; key.len > 0 && i < count; i++) {
+            if (names[i][0] == key.name[0] && strlen(names[i]) == key.len &&
+                memcmp(names[i], key.name, key.len) == 0) {
                 field = i;
                 break;
             }
         }
-        pos = skip_ws(src, key.end);
+        pos = skip_ws(src, pos);
         if (pos >= src->n || s[pos] != ':') {
             return BAIL;
         }
@@ -4552,47 +4619,6 @@ pr_ws(const unsigned char *s, Py_ssize_t n, Py_ssize_t pos)
     return pos;
 }
 
-/* s[pos] is a quote: the position after the closing one (*esc set when a backslash is met),
- * or BAIL. 16 bytes at a time (the last ones padded). */
-static inline Py_ssize_t
-pr_string(const unsigned char *s, Py_ssize_t n, Py_ssize_t pos, char *esc)
-{
-    pos++;
-    while (pos < n) {
-#if defined(__SSE2__)
-        unsigned char pad[16];
-        const unsigned char *p = s + pos;
-        if (n - pos < 16) {
-            memset(pad, 'a', sizeof(pad));
-            memcpy(pad, p, (size_t)(n - pos));
-            p = pad;
-        }
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-        int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-                                               _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
-        if (m == 0) {
-            pos += 16;
-            continue;
-        }
-        pos += __builtin_ctz((unsigned int)m);
-#else
-        if (s[pos] != '"' && s[pos] != '\\') {
-            pos++;
-            continue;
-        }
-#endif
-        if (pos >= n) {
-            break;
-        }
-        if (s[pos] == '"') {
-            return pos + 1;
-        }
-        *esc = 1;
-        pos += 2; /* (whatever follows is escaped) */
-    }
-    return BAIL;
-}
-
 /* The field of PR_NAMES a key names, or -1. */
 static int
 pr_field(const unsigned char *name, size_t len)
@@ -4652,29 +4678,12 @@ pr_scan_event(const Src *src, Tok *toks, Buf *scratch, int *rc)
         return pos + 1;
     }
     for (;;) {
-        if (pos >= n || s[pos] != '"') {
+        Key key = read_key(src, pos, 1, scratch, rc);
+        if ((pos = key.end) < 0) {
             return BAIL;
         }
-        Tok key;
-        key.start = pos;
-        key.type = 's';
-        key.esc = 0;
-        key.end = pr_string(s, n, pos, &key.esc);
-        if (key.end < 0) {
-            return BAIL;
-        }
-        const unsigned char *name = s + key.start + 1;
-        size_t len = (size_t)(key.end - key.start - 2);
-        if (key.esc) {
-            scratch->len = 0;
-            if ((*rc = decode_string(src, &key, scratch)) < 0) {
-                return BAIL;
-            }
-            name = scratch->p;
-            len = scratch->len;
-        }
-        int field = len > 0 ? pr_field(name, len) : -1;
-        pos = pr_ws(s, n, key.end);
+        int field = key.len > 0 ? pr_field(key.name, key.len) : -1;
+        pos = pr_ws(s, n, pos);
         if (pos >= n || s[pos] != ':') {
             return BAIL;
         }
