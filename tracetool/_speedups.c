@@ -3578,6 +3578,106 @@ huge_number_risk(PyObject *module, PyObject *arg)
     return PyBool_FromLong(found);
 }
 
+/* ------------------------------------------------------------------ wide-integer pre-check
+ *
+ * `wide_int_risk(buffer)`: whether the text may hold an integer that orjson reads as a float
+ * (outside [-2**63, 2**64)) while msgspec keeps it exact (`tracetool.trace.checks.orjson_ints`),
+ * with the GIL released: `checks.maybe_wide_int`, a pre-filter. An integer token of 20 or more
+ * digits, or of 19 from a 9 after a `-` (a run of digits after a separator or the start, or
+ * after a `-` there, and before neither `.` nor an exponent); strings are not told apart (a
+ * string whose text is such a token after a space only costs the exact pass over the values).
+ * Such a run holds a word of 8 digits at a multiple of 8; only those are looked at closer, so
+ * the scan reads 16 bytes at a time (from a multiple of 8: two such words) and stops nowhere
+ * else. */
+
+static inline int
+wi_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static inline int
+wi_separator(unsigned char c)
+{
+    return c == ':' || c == ',' || c == '[' || c == ']' || c == '{' || c == '}' || c == ' ' ||
+           c == '\t' || c == '\r' || c == '\n';
+}
+
+/* The digits around the all-digit word at p[at..at+8): its run's end, *risk when the run is an
+ * integer token that wide. */
+static Py_ssize_t
+wi_run(const unsigned char *p, Py_ssize_t n, Py_ssize_t at, int *risk)
+{
+    Py_ssize_t start = at, end = at + 8;
+    while (start > 0 && wi_digit(p[start - 1])) {
+        start--;
+    }
+    while (end < n && wi_digit(p[end])) {
+        end++;
+    }
+    Py_ssize_t before = start; /* (the token's start: its `-` if it has one) */
+    int negative = before > 0 && p[before - 1] == '-';
+    before -= negative;
+    Py_ssize_t digits = end - start;
+    *risk = (digits >= 20 || (digits == 19 && negative && p[start] == '9')) &&
+            (before == 0 || wi_separator(p[before - 1])) &&
+            (end == n || (p[end] != '.' && p[end] != 'e' && p[end] != 'E'));
+    return end;
+}
+
+static int
+wi_scan(const unsigned char *p, Py_ssize_t n)
+{
+    Py_ssize_t at = 0;
+    int risk = 0;
+#if defined(__SSE2__)
+    while (at + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + at));
+        int m = _mm_movemask_epi8(hn_between(v, '0', '9'));
+        if ((m & 0xff) != 0xff && (m & 0xff00) != 0xff00) {
+            at += 16;
+            continue;
+        }
+        Py_ssize_t word = (m & 0xff) == 0xff ? at : at + 8;
+        Py_ssize_t end = wi_run(p, n, word, &risk);
+        if (risk) {
+            return 1;
+        }
+        at = (end + 7) & ~(Py_ssize_t)7; /* (the next aligned word past the run) */
+    }
+#endif
+    for (; at + 8 <= n; at += 8) {
+        int all = 1;
+        for (int k = 0; k < 8; k++) {
+            all &= wi_digit(p[at + k]);
+        }
+        if (all) {
+            Py_ssize_t end = wi_run(p, n, at, &risk);
+            if (risk) {
+                return 1;
+            }
+            at = ((end + 7) & ~(Py_ssize_t)7) - 8;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+wide_int_risk(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    int found;
+    Py_BEGIN_ALLOW_THREADS
+    found = wi_scan((const unsigned char *)view.buf, view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
+}
+
 /* ------------------------------------------------------------------ first timestamp */
 
 /* `first_timestamp(events)`: `tracetool.index.rows.first_timestamp` of a list of dicts (the
@@ -3917,6 +4017,8 @@ static PyMethodDef methods[] = {
      "bound_class_map(roots, used, object_type) -> index.canonical.bound_class_map."},
     {"huge_number_risk", huge_number_risk, METH_O,
      "huge_number_risk(buffer) -> trace.checks.maybe_huge_number of the whole text, GIL released."},
+    {"wide_int_risk", wide_int_risk, METH_O,
+     "wide_int_risk(buffer) -> whether an int may be one orjson reads as a float; GIL released."},
     {"tree_links", tree_links, METH_O,
      "tree_links(events) -> tracetool.trace.tree.tree_links(events), or None (module doc)."},
     {"diagram_digests", tt_diagram_digests, METH_VARARGS,
