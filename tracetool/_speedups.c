@@ -3562,20 +3562,28 @@ hn_scan(const unsigned char *p, Py_ssize_t n)
     }
 }
 
+/* Whether `scan` finds something in a buffer's bytes, read with the GIL released. */
+static PyObject *
+scan_buffer(PyObject *arg, int (*scan)(const unsigned char *, Py_ssize_t))
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    int found;
+    Py_BEGIN_ALLOW_THREADS
+    found = scan((const unsigned char *)view.buf, view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
+}
+
 static PyObject *
 huge_number_risk(PyObject *module, PyObject *arg)
 {
     (void)module;
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
     hn_init();
-    int found;
-    Py_BEGIN_ALLOW_THREADS
-    found = hn_scan((const unsigned char *)view.buf, view.len);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
-    return PyBool_FromLong(found);
+    return scan_buffer(arg, hn_scan);
 }
 
 /* ------------------------------------------------------------------ wide-integer pre-check
@@ -3666,16 +3674,7 @@ static PyObject *
 wide_int_risk(PyObject *module, PyObject *arg)
 {
     (void)module;
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
-        return NULL;
-    }
-    int found;
-    Py_BEGIN_ALLOW_THREADS
-    found = wi_scan((const unsigned char *)view.buf, view.len);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
-    return PyBool_FromLong(found);
+    return scan_buffer(arg, wi_scan);
 }
 
 /* ------------------------------------------------------------------ first timestamp */
