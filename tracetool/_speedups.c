@@ -3595,7 +3595,7 @@ huge_number_risk(PyObject *module, PyObject *arg)
  * after a `-` there, and before neither `.` nor an exponent); strings are not told apart (a
  * string whose text is such a token after a space only costs the exact pass over the values).
  * Such a run holds a word of 8 digits at a multiple of 8; only those are looked at closer, so
- * the scan reads 16 bytes at a time (from a multiple of 8: two such words) and stops nowhere
+ * the scan reads 64 bytes at a time (from a multiple of 8: eight such words) and stops nowhere
  * else. */
 
 static inline int
@@ -3639,6 +3639,29 @@ wi_scan(const unsigned char *p, Py_ssize_t n)
     Py_ssize_t at = 0;
     int risk = 0;
 #if defined(__SSE2__)
+    /* 64 bytes at a time: a bit a digit (a byte + 0x50 below -118, signed), then a byte of
+     * those bits all ones is a word of 8 digits (the lowest zero byte of their complement) */
+    const __m128i shift = _mm_set1_epi8((char)(0x80 - '0'));
+    const __m128i limit = _mm_set1_epi8((char)(0x80 + 10));
+    while (at + 64 <= n) {
+        uint64_t m = 0;
+        for (int k = 0; k < 4; k++) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + at + 16 * k));
+            __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(v, shift), limit);
+            m |= (uint64_t)(unsigned int)_mm_movemask_epi8(digit) << (16 * k);
+        }
+        uint64_t x = ~m;
+        uint64_t words = (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL;
+        if (words == 0) {
+            at += 64;
+            continue;
+        }
+        Py_ssize_t end = wi_run(p, n, at + 8 * (__builtin_ctzll(words) >> 3), &risk);
+        if (risk) {
+            return 1;
+        }
+        at = (end + 7) & ~(Py_ssize_t)7; /* (the next aligned word past the run) */
+    }
     while (at + 16 <= n) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + at));
         int m = _mm_movemask_epi8(hn_between(v, '0', '9'));
