@@ -317,6 +317,48 @@ scan_string(const Src *src, Py_ssize_t pos, char *esc)
     }
 }
 
+/* `scan_string` of a text already checked as JSON (prune's events: no strict mode): s[pos] is
+ * a quote, the position after the closing one (*esc set when a backslash is met), or BAIL.
+ * 16 bytes at a time (the last ones padded). */
+static inline Py_ssize_t
+pr_string(const unsigned char *s, Py_ssize_t n, Py_ssize_t pos, char *esc)
+{
+    pos++;
+    while (pos < n) {
+#if defined(__SSE2__)
+        unsigned char pad[16];
+        const unsigned char *p = s + pos;
+        if (n - pos < 16) {
+            memset(pad, 'a', sizeof(pad));
+            memcpy(pad, p, (size_t)(n - pos));
+            p = pad;
+        }
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                               _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+        if (m == 0) {
+            pos += 16;
+            continue;
+        }
+        pos += __builtin_ctz((unsigned int)m);
+#else
+        if (s[pos] != '"' && s[pos] != '\\') {
+            pos++;
+            continue;
+        }
+#endif
+        if (pos >= n) {
+            break;
+        }
+        if (s[pos] == '"') {
+            return pos + 1;
+        }
+        *esc = 1;
+        pos += 2; /* (whatever follows is escaped) */
+    }
+    return BAIL;
+}
+
 static inline int
 is_number_byte(unsigned char c)
 {
@@ -1047,6 +1089,48 @@ static const char *const EVENT_FIELDS[F_COUNT] = {
     "static", "sql_query", "http_server_request", "http_client_request",
     "elapsed_instrumentation"};
 
+/* An object's key (`read_key`): its name, decoded (into the scratch buffer) when it holds a
+ * backslash; `end` the position after its closing quote, or BAIL. */
+typedef struct {
+    const unsigned char *name;
+    size_t len;
+    Py_ssize_t end;
+} Key;
+
+/* The object key at s[pos] (which must be its opening quote), scanned by `pr_string` when
+ * `checked` (prune: a text already checked as JSON) or else by `scan_string`; end BAIL when
+ * there is none (*rc set when its decoding failed). `checked` is a constant at each call, so
+ * the inlined copy keeps only its own scanner. */
+static inline Key
+read_key(const Src *src, Py_ssize_t pos, int checked, Buf *scratch, int *rc)
+{
+    Key out = {NULL, 0, BAIL};
+    if (pos >= src->n || src->s[pos] != '"') {
+        return out;
+    }
+    Tok key; /* (its end is stored once: an initializer would store it twice per key) */
+    key.start = pos;
+    key.type = 's';
+    key.esc = 0;
+    key.end = checked ? pr_string(src->s, src->n, pos, &key.esc)
+                      : scan_string(src, pos, &key.esc);
+    if (key.end < 0) {
+        return out;
+    }
+    out.name = src->s + pos + 1;
+    out.len = (size_t)(key.end - pos - 2);
+    if (key.esc) {
+        scratch->len = 0;
+        if ((*rc = decode_string(src, &key, scratch)) < 0) {
+            return out;
+        }
+        out.name = scratch->p;
+        out.len = scratch->len;
+    }
+    out.end = key.end;
+    return out;
+}
+
 /* Parse the object at pos (`{`, nested at `depth`), recording the values of the `count` keys
  * `names` in toks (a duplicate is BAIL); the position after it, or BAIL. */
 static Py_ssize_t
@@ -1066,36 +1150,19 @@ scan_object(const Src *src, Py_ssize_t pos, long depth, const char *const *names
         return pos + 1;
     }
     for (;;) {
-        if (pos >= src->n || s[pos] != '"') {
+        Key key = read_key(src, pos, 0, scratch, rc);
+        if ((pos = key.end) < 0) {
             return BAIL;
-        }
-        Tok key;
-        key.start = pos;
-        key.type = 's';
-        key.esc = 0;
-        key.end = scan_string(src, pos, &key.esc);
-        if (key.end < 0) {
-            return BAIL;
-        }
-        const unsigned char *name = s + key.start + 1;
-        size_t len = (size_t)(key.end - key.start - 2);
-        if (key.esc) {
-            scratch->len = 0;
-            if ((*rc = decode_string(src, &key, scratch)) < 0) {
-                return BAIL;
-            }
-            name = scratch->p;
-            len = scratch->len;
         }
         int field = -1;
-        for (int i = 0; len > 0 && i < count; i++) {
-            if (names[i][0] == name[0] && strlen(names[i]) == len &&
-                memcmp(names[i], name, len) == 0) {
+        for (int i = 0; key.len > 0 && i < count; i++) {
+            if (names[i][0] == key.name[0] && strlen(names[i]) == key.len &&
+                memcmp(names[i], key.name, key.len) == 0) {
                 field = i;
                 break;
             }
         }
-        pos = skip_ws(src, key.end);
+        pos = skip_ws(src, pos);
         if (pos >= src->n || s[pos] != ':') {
             return BAIL;
         }
@@ -3497,20 +3564,142 @@ hn_scan(const unsigned char *p, Py_ssize_t n)
     }
 }
 
+/* Whether `scan` finds something in a buffer's bytes, read with the GIL released. */
+static PyObject *
+scan_buffer(PyObject *arg, int (*scan)(const unsigned char *, Py_ssize_t))
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    int found;
+    Py_BEGIN_ALLOW_THREADS
+    found = scan((const unsigned char *)view.buf, view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
+}
+
 static PyObject *
 huge_number_risk(PyObject *module, PyObject *arg)
 {
     (void)module;
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
     hn_init();
-    int found;
-    Py_BEGIN_ALLOW_THREADS
-    found = hn_scan((const unsigned char *)view.buf, view.len);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
-    return PyBool_FromLong(found);
+    return scan_buffer(arg, hn_scan);
+}
+
+/* ------------------------------------------------------------------ wide-integer pre-check
+ *
+ * `wide_int_risk(buffer)`: whether the text may hold an integer that orjson reads as a float
+ * (outside [-2**63, 2**64)) while msgspec keeps it exact (`tracetool.trace.checks.orjson_ints`),
+ * with the GIL released: `checks.maybe_wide_int`, a pre-filter. An integer token of 20 or more
+ * digits, or of 19 from a 9 after a `-` (a run of digits after a separator or the start, or
+ * after a `-` there, and before neither `.` nor an exponent); strings are not told apart (a
+ * string whose text is such a token after a space only costs the exact pass over the values).
+ * Such a run holds a word of 8 digits at a multiple of 8; only those are looked at closer, so
+ * the scan reads 64 bytes at a time (from a multiple of 8: eight such words) and stops nowhere
+ * else. */
+
+static inline int
+wi_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static inline int
+wi_separator(unsigned char c)
+{
+    return c == ':' || c == ',' || c == '[' || c == ']' || c == '{' || c == '}' || c == ' ' ||
+           c == '\t' || c == '\r' || c == '\n';
+}
+
+/* The digits around the all-digit word at p[at..at+8): its run's end, *risk when the run is an
+ * integer token that wide. */
+static Py_ssize_t
+wi_run(const unsigned char *p, Py_ssize_t n, Py_ssize_t at, int *risk)
+{
+    Py_ssize_t start = at, end = at + 8;
+    while (start > 0 && wi_digit(p[start - 1])) {
+        start--;
+    }
+    while (end < n && wi_digit(p[end])) {
+        end++;
+    }
+    Py_ssize_t before = start; /* (the token's start: its `-` if it has one) */
+    int negative = before > 0 && p[before - 1] == '-';
+    before -= negative;
+    Py_ssize_t digits = end - start;
+    *risk = (digits >= 20 || (digits == 19 && negative && p[start] == '9')) &&
+            (before == 0 || wi_separator(p[before - 1])) &&
+            (end == n || (p[end] != '.' && p[end] != 'e' && p[end] != 'E'));
+    return end;
+}
+
+static int
+wi_scan(const unsigned char *p, Py_ssize_t n)
+{
+    Py_ssize_t at = 0;
+    int risk = 0;
+#if defined(__SSE2__)
+    /* 64 bytes at a time: a bit a digit (a byte + 0x50 below -118, signed), then a byte of
+     * those bits all ones is a word of 8 digits (the lowest zero byte of their complement) */
+    const __m128i shift = _mm_set1_epi8((char)(0x80 - '0'));
+    const __m128i limit = _mm_set1_epi8((char)(0x80 + 10));
+    while (at + 64 <= n) {
+        uint64_t m = 0;
+        for (int k = 0; k < 4; k++) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + at + 16 * k));
+            __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(v, shift), limit);
+            m |= (uint64_t)(unsigned int)_mm_movemask_epi8(digit) << (16 * k);
+        }
+        uint64_t x = ~m;
+        uint64_t words = (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL;
+        if (words == 0) {
+            at += 64;
+            continue;
+        }
+        Py_ssize_t end = wi_run(p, n, at + 8 * (__builtin_ctzll(words) >> 3), &risk);
+        if (risk) {
+            return 1;
+        }
+        at = (end + 7) & ~(Py_ssize_t)7; /* (the next aligned word past the run) */
+    }
+    while (at + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + at));
+        int m = _mm_movemask_epi8(hn_between(v, '0', '9'));
+        if ((m & 0xff) != 0xff && (m & 0xff00) != 0xff00) {
+            at += 16;
+            continue;
+        }
+        Py_ssize_t word = (m & 0xff) == 0xff ? at : at + 8;
+        Py_ssize_t end = wi_run(p, n, word, &risk);
+        if (risk) {
+            return 1;
+        }
+        at = (end + 7) & ~(Py_ssize_t)7; /* (the next aligned word past the run) */
+    }
+#endif
+    for (; at + 8 <= n; at += 8) {
+        int all = 1;
+        for (int k = 0; k < 8; k++) {
+            all &= wi_digit(p[at + k]);
+        }
+        if (all) {
+            Py_ssize_t end = wi_run(p, n, at, &risk);
+            if (risk) {
+                return 1;
+            }
+            at = ((end + 7) & ~(Py_ssize_t)7) - 8;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+wide_int_risk(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    return scan_buffer(arg, wi_scan);
 }
 
 /* ------------------------------------------------------------------ first timestamp */
@@ -3857,6 +4046,8 @@ static PyMethodDef methods[] = {
      "bound_class_map(roots, used, object_type) -> index.canonical.bound_class_map."},
     {"huge_number_risk", huge_number_risk, METH_O,
      "huge_number_risk(buffer) -> trace.checks.maybe_huge_number of the whole text, GIL released."},
+    {"wide_int_risk", wide_int_risk, METH_O,
+     "wide_int_risk(buffer) -> whether an int may be one orjson reads as a float; GIL released."},
     {"tree_links", tree_links, METH_O,
      "tree_links(events) -> tracetool.trace.tree.tree_links(events), or None (module doc)."},
     {"diagram_digests", tt_diagram_digests, METH_VARARGS,
@@ -4559,47 +4750,6 @@ pr_ws(const unsigned char *s, Py_ssize_t n, Py_ssize_t pos)
     return pos;
 }
 
-/* s[pos] is a quote: the position after the closing one (*esc set when a backslash is met),
- * or BAIL. 16 bytes at a time (the last ones padded). */
-static inline Py_ssize_t
-pr_string(const unsigned char *s, Py_ssize_t n, Py_ssize_t pos, char *esc)
-{
-    pos++;
-    while (pos < n) {
-#if defined(__SSE2__)
-        unsigned char pad[16];
-        const unsigned char *p = s + pos;
-        if (n - pos < 16) {
-            memset(pad, 'a', sizeof(pad));
-            memcpy(pad, p, (size_t)(n - pos));
-            p = pad;
-        }
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-        int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-                                               _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
-        if (m == 0) {
-            pos += 16;
-            continue;
-        }
-        pos += __builtin_ctz((unsigned int)m);
-#else
-        if (s[pos] != '"' && s[pos] != '\\') {
-            pos++;
-            continue;
-        }
-#endif
-        if (pos >= n) {
-            break;
-        }
-        if (s[pos] == '"') {
-            return pos + 1;
-        }
-        *esc = 1;
-        pos += 2; /* (whatever follows is escaped) */
-    }
-    return BAIL;
-}
-
 /* The field of PR_NAMES a key names, or -1. */
 static int
 pr_field(const unsigned char *name, size_t len)
@@ -4659,29 +4809,12 @@ pr_scan_event(const Src *src, Tok *toks, Buf *scratch, int *rc)
         return pos + 1;
     }
     for (;;) {
-        if (pos >= n || s[pos] != '"') {
+        Key key = read_key(src, pos, 1, scratch, rc);
+        if ((pos = key.end) < 0) {
             return BAIL;
         }
-        Tok key;
-        key.start = pos;
-        key.type = 's';
-        key.esc = 0;
-        key.end = pr_string(s, n, pos, &key.esc);
-        if (key.end < 0) {
-            return BAIL;
-        }
-        const unsigned char *name = s + key.start + 1;
-        size_t len = (size_t)(key.end - key.start - 2);
-        if (key.esc) {
-            scratch->len = 0;
-            if ((*rc = decode_string(src, &key, scratch)) < 0) {
-                return BAIL;
-            }
-            name = scratch->p;
-            len = scratch->len;
-        }
-        int field = len > 0 ? pr_field(name, len) : -1;
-        pos = pr_ws(s, n, key.end);
+        int field = key.len > 0 ? pr_field(key.name, key.len) : -1;
+        pos = pr_ws(s, n, pos);
         if (pos >= n || s[pos] != ':') {
             return BAIL;
         }

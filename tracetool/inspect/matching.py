@@ -36,6 +36,17 @@ _SCREENED = {
 }
 
 
+def _numeric(text: str) -> bool:
+    """Whether a name's last part may be a number's: a number-valued `method_id` is named as the
+    value read (`1.2345678901234568e+29` for a 30-digit integer: `tracetool.trace.checks.
+    orjson_ints`), which the text need not spell that way."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 class Matcher:
     def __init__(self, ref: CodeObjectRef) -> None:
         from tracetool.identifiers import loose
@@ -66,7 +77,7 @@ class Matcher:
         if t in ("external-service", "external-route"):
             return b'"http_client_request"' in raw
         last = self.ident.replace("#", "/").replace(".", "/").replace("::", "/").split("/")[-1]
-        return last.encode() in raw
+        return last.encode() in raw or _numeric(last)
 
     def screen(self, events: list[dict[str, Any]]) -> list[int] | None:
         """The positions of the call events among `events` that may match (a superset of those

@@ -27,6 +27,7 @@ from tracetool.inspect.context import CodeObjects, Notable, context, unlink, wal
 from tracetool.inspect.matching import Matcher
 from tracetool.inspect.refs import CodeObjectRef, Match
 from tracetool.inspect.sql_names import ANALYZE, IndexedSql, IndexReader, SqlNames
+from tracetool.trace.checks import orjson_ints
 from tracetool.trace.document import TraceDocument, from_data, gc_paused, parse
 from tracetool.trace.reader import guarded
 from tracetool.trace.slim import _Request
@@ -353,7 +354,7 @@ def _parse(raw: bytes, source: str) -> TraceDocument:
     """The recording with only the fields inspect reads (`InspectEvent`); anything unusual (an event
     or request that is not an object, invalid JSON) is read by the full parser, which reports it."""
     try:
-        data = _DOC.decode(raw)
+        data = orjson_ints(_DOC.decode(raw), raw)  # (numbers as orjson reads them)
     except msgspec.DecodeError:
         return parse(raw, source)
     # decoded as `_Doc`, the events are a list of objects: `from_data` checks the document with

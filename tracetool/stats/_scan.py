@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional
 import msgspec
 
 from tracetool import accel
-from tracetool.trace.checks import MAX_DEPTH
+from tracetool.trace.checks import MAX_DEPTH, orjson_ints
 from tracetool.trace.stream import UNSET, EventHead
 
 _HEAD = msgspec.json.Decoder(EventHead)
@@ -43,6 +43,11 @@ _MOST_CHAINS = 100_000  # (names of chains kept: then they start again)
 _OTHERS: dict[bytes, tuple[Any, EventHead, Optional[str]]] = {}
 _MOST_OTHERS = 100_000
 _HTTP = (b"S", b"C")
+
+
+def _decoded(decoder: msgspec.json.Decoder[Any], text: Any) -> Any:
+    # (numbers as orjson reads them, as the index reads them: tracetool.trace.checks)
+    return orjson_ints(decoder.decode(text), text)
 
 
 def _load() -> Optional[Callable[..., Any]]:
@@ -93,7 +98,7 @@ def scanned_sums(
             entry = raw_sums[placeholder]
             if known is None:
                 start, end = entry[2]
-                sample = _HEAD.decode(view[start:end])
+                sample = _decoded(_HEAD, view[start:end])
                 known = (other_key(sample), sample, name_of(sample))
                 if placeholder[:1] in _HTTP:  # (named from its request alone: any recording's)
                     if len(_OTHERS) > _MOST_OTHERS:
@@ -113,7 +118,7 @@ def scanned_sums(
             }
     class_map: Any = []
     if span is not None:
-        class_map = functools.partial(_ANY.decode, view[span[0] : span[1]])
+        class_map = functools.partial(_decoded, _ANY, view[span[0] : span[1]])
     return raw_sums, class_map, view
 
 
@@ -128,7 +133,7 @@ class Samples:
         if isinstance(sample, EventHead):
             return sample
         start, end = sample
-        return _HEAD.decode(self.view[start:end])
+        return _decoded(_HEAD, self.view[start:end])  # type: ignore[no-any-return]
 
     def dict_of(self, sample: Any) -> dict[str, Any]:
         return self.head(sample).to_dict()  # type: ignore[no-any-return]

@@ -13,6 +13,9 @@ one message on every path:
   parser fails (or that skips content unchecked) asks `bytes_defect(raw)` for the message, which
   checks UTF-8 first and then parses with orjson, so the same defect reads the same whatever
   parser met it first.
+- **Numbers.** Every reader takes the value orjson reads: an integer outside [-2**63, 2**64)
+  is a float (`orjson_ints` on what msgspec decoded, when the pre-filter `maybe_wide_int`, in C
+  `wide_int_risk`, flags the text; ijson overflows there and hands over to the referee).
 - **Document.** `document_defect(kinds)` is the top-level check (an object with `events`,
   `classMap` or `metadata`; `events`/`classMap` arrays, `metadata` an object, null meaning
   absent), given each top-level key's kind so that a path holding only raw bytes (`kind_of_raw`)
@@ -281,6 +284,111 @@ def huge_number_scan() -> Callable[[Any], bool]:
     return maybe_huge_number if scan is None else scan
 
 
+# -- numbers as orjson reads them -------------------------------------------------------------
+# orjson reads an integer outside [-2**63, 2**64) as the nearest double; msgspec and ijson keep
+# it exact. The index (orjson) cannot keep such an int, and AppMap's JSON.parse reads every
+# number as a double (a 30-digit `method_id` names `C#1.2345678901234568e+29`, as JavaScript
+# prints it too), so a reader that decodes with msgspec takes orjson's value (`orjson_ints`):
+# float(value), the same double (both round correctly). 2**1024 and past never get that far:
+# orjson refuses them, and so does every reader's huge-number check.
+_INT_LOW = -(2**63)
+_INT_END = 2**64
+
+
+def as_orjson_ints(value: Any) -> Any:
+    """Decoded JSON (dicts, lists, msgspec structs) with every int outside [-2**63, 2**64)
+    made the float orjson reads for it, in place; returns the value (a new one only when the
+    value itself is such an int). A pass over everything, without recursion: for the texts
+    `wide_int_risk` flags."""
+    if value.__class__ is int:
+        return value if _INT_LOW <= value < _INT_END else float(value)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, field in item.items():
+                if field.__class__ is int:
+                    if not _INT_LOW <= field < _INT_END:
+                        item[key] = float(field)  # (a value replaced: no key added)
+                elif isinstance(field, (dict, list)) or hasattr(field, "__struct_fields__"):
+                    stack.append(field)
+        elif isinstance(item, list):
+            for at, element in enumerate(item):
+                if element.__class__ is int:
+                    if not _INT_LOW <= element < _INT_END:
+                        item[at] = float(element)
+                elif isinstance(element, (dict, list)) or hasattr(element, "__struct_fields__"):
+                    stack.append(element)
+        else:  # a msgspec struct (`EventHead`, the slim reader's events)
+            for name in getattr(item, "__struct_fields__", ()):
+                field = getattr(item, name)
+                if field.__class__ is int:
+                    if not _INT_LOW <= field < _INT_END:
+                        setattr(item, name, float(field))
+                elif isinstance(field, (dict, list)) or hasattr(field, "__struct_fields__"):
+                    stack.append(field)
+    return value
+
+
+# digits -> `0`, the bytes before a value (`:,[]{}`, white space) -> `:`, `-` kept, the rest
+# `x` (`.` and exponents among them: what follows the digits of a float)
+_INT_CLASSES = bytearray(b"x" * 256)
+for _byte in b"0123456789":
+    _INT_CLASSES[_byte] = ord("0")
+for _byte in b":,[]{} \t\r\n":
+    _INT_CLASSES[_byte] = ord(":")
+_INT_CLASSES[ord("-")] = ord("-")
+_INT_CLASS_MAP = bytes(_INT_CLASSES)
+_RUN = b"0" * 19
+
+
+def maybe_wide_int(raw: Any) -> bool:
+    """Whether the text may hold an integer orjson reads as a float: an integer token of 20 or
+    more digits, or of 19 from a 9 after a `-` (a pre-filter: strings are not told apart)."""
+    text = bytes(raw)
+    classes = text.translate(_INT_CLASS_MAP)
+    at = classes.find(_RUN)
+    while at >= 0:
+        end = at + len(_RUN)
+        while end < len(classes) and classes[end] == 0x30:
+            end += 1
+        while at > 0 and classes[at - 1] == 0x30:
+            at -= 1
+        negative = at > 0 and classes[at - 1] == 0x2D
+        before = at - negative
+        digits = end - at
+        if (
+            (digits >= 20 or (digits == 19 and negative and text[at] == 0x39))
+            and (before == 0 or classes[before - 1] == 0x3A)
+            and (end == len(classes) or text[end] not in b".eE")
+        ):
+            return True
+        at = classes.find(_RUN, end)
+    return False
+
+
+@functools.cache
+def _wide_int_scan() -> Callable[[Any], bool]:
+    try:
+        from tracetool.accel import function
+    except ImportError:  # pragma: no cover - the agent's distribution
+        return maybe_wide_int
+    scan: Optional[Callable[[Any], bool]] = function("wide_int_risk")
+    return maybe_wide_int if scan is None else scan
+
+
+def wide_int_risk(raw: Any) -> bool:
+    """`maybe_wide_int`, made in C where the tool's accelerator is built (`wide_int_risk`, the
+    GIL released)."""
+    return bool(_wide_int_scan()(raw))
+
+
+def orjson_ints(value: Any, raw: Any) -> Any:
+    """`value`, decoded from the text `raw` by msgspec, as orjson reads `raw`
+    (`as_orjson_ints`, when `wide_int_risk` flags the text)."""
+    return as_orjson_ints(value) if wide_int_risk(raw) else value
+
+
 _ROOM = threading.Lock()
 
 
@@ -441,6 +549,7 @@ __all__ = [
     "DOCUMENT_KEYS",
     "MAX_DEPTH",
     "DepthScan",
+    "as_orjson_ints",
     "bad_structure",
     "bytes_defect",
     "clean_structure",
@@ -454,9 +563,12 @@ __all__ = [
     "kind_of_raw",
     "lenient_json",
     "maybe_huge_number",
+    "maybe_wide_int",
     "orjson_defect",
+    "orjson_ints",
     "recursion_room",
     "type_defect",
     "unchecked_defect",
     "utf8_defect",
+    "wide_int_risk",
 ]

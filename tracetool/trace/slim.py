@@ -29,6 +29,12 @@ Contract:
   a double) is checked before decoding; for a big ASCII text the accelerator's huge-number scan
   runs in a thread beside the decode instead (it releases the GIL, so on a second core the check
   costs no wall time), and a text it flags gets the same verdict before anything is returned.
+- Numbers read as orjson reads them (`tracetool.trace.checks.orjson_ints`): an integer outside
+  [-2**63, 2**64) is the float nearest to it, as in the whole-document loader and the index,
+  where msgspec would keep the exact int (so a call's `method_id` names one function on every
+  path); the byte pre-filter (`wide_int_risk`) runs beside the decode with the huge-number scan
+  for a big text, and the values are passed over only when it flags the text. The raw texts
+  stay the file's own.
 """
 
 from __future__ import annotations
@@ -45,7 +51,12 @@ import orjson
 
 from tracetool import accel
 from tracetool.errors import TraceFormatError
-from tracetool.trace.checks import bytes_defect, unchecked_defect
+from tracetool.trace.checks import (
+    as_orjson_ints,
+    bytes_defect,
+    unchecked_defect,
+    wide_int_risk,
+)
 from tracetool.trace.document import (
     TraceDocument,
     dumps,
@@ -354,6 +365,9 @@ def parse_slim(
         return _fallback(path, data, source, raw)  # the full loader decides, in the shared words
     if beside is not None:
         beside.settle(source)
+    wide = beside.wide if beside is not None else wide_int_risk(data)
+    if wide:
+        as_orjson_ints(obj)  # (numbers as orjson reads them: tracetool.trace.checks)
     events = obj.get("events") if isinstance(obj, dict) else None
     if events is not None:
         # kept out of from_data's check that every event is a dict: structs (`minimal`), or
@@ -392,6 +406,7 @@ class _Beside:
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.flagged: bool | None = None
+        self.wide: bool | None = None  # `wide_int_risk` of the text
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="huge-number-check", daemon=True)
         self.thread.start()
@@ -399,6 +414,7 @@ class _Beside:
     def _run(self) -> None:
         try:
             self.flagged = bool(_HUGE_NUMBER_RISK(self.data))
+            self.wide = bool(wide_int_risk(self.data))
         except BaseException as exc:  # (MemoryError…) re-raised in the caller by settle
             self.error = exc
 

@@ -59,6 +59,7 @@ from tracetool.trace.checks import (
     kind,
     kind_of_raw,
     lenient_json,
+    orjson_ints,
     recursion_room,
     unchecked_defect,
 )
@@ -337,6 +338,7 @@ class TraceStream:
                             items = (_HEAD_ITEMS if self.heads else _decoder(self.fields)).decode(
                                 block
                             )
+                            items = orjson_ints(items, block)  # (numbers as orjson reads them)
                         except (msgspec.ValidationError, RecursionError):
                             break  # not an object, or a field not of its type: ijson, whole
                     else:
@@ -683,7 +685,7 @@ def _open_heads(path: Path, raw: bytes) -> Optional[TraceStream]:
         return None  # what msgspec would skip unchecked: the dict reader decides
     try:
         with gc_paused():
-            data = _HEAD_DOC.decode(raw)
+            data = orjson_ints(_HEAD_DOC.decode(raw), raw)  # (numbers as orjson reads them)
     except (msgspec.DecodeError, RecursionError):
         return None
     if document_defect({key: kind(value) for key, value in data.items()}) is not None:
