@@ -75,7 +75,8 @@ static PyObject *s_caller, *s_callee, *s_type, *s_class, *s_package, *s_labels, 
     *s_http_client_request, *s_sql_query, *s_method_id, *s_defined_class, *s_path, *s_lineno,
     *s_static, *s_parameters, *s_exceptions, *s_fqid, *s_sql, *s_database_type, *s_location, *s_function, *s_colon, *s_value, *s_self, *s_cls, *s_ellipsis, *s_properties, *s_name;
 static PyObject *s_by_fqid, *s_normalized, *s_database, *s_query, *s_database_root, *s_http,
-    *s_route, *s_external_service, *s_external_route;
+    *s_route, *s_external_service, *s_external_route, *s_http_server_response,
+    *s_http_client_response, *s_status_code, *s_status, *s_message;
 static PyObject *one, *minus_one, *thousand;
 
 static int
@@ -126,6 +127,11 @@ intern_names(void)
     INTERN(s_query, "query")
     INTERN(s_database_root, "Database")
     INTERN(s_http, "http")
+    INTERN(s_http_server_response, "http_server_response")
+    INTERN(s_http_client_response, "http_client_response")
+    INTERN(s_status_code, "status_code")
+    INTERN(s_status, "status")
+    INTERN(s_message, "message")
     INTERN(s_route, "route")
     INTERN(s_external_service, "external-service")
     INTERN(s_external_route, "external-route")
@@ -541,8 +547,10 @@ typedef struct {
         *packages, *labels, *class_seen, *package_seen, *locations, *logs, *messages,
         *last_params, *sql_normalized, *sql_tables;
     /* What `Extractor._sql` and `_code_object` read, for the dynamic code objects made here
-     * (`new_sql`, `http_code_object`): (sql.analyze, _SQL_FACTS, _sql_facts, cmap._children,
-     * cmap.roots, fts_sql, cmap, _SERVER_FACTS, _CLIENT_FACTS, routes, HTTP_ROOT) */
+     * (`new_sql`, `http_code_object`) and an HTTP server request's row (`server_row`):
+     * (sql.analyze, _SQL_FACTS, _sql_facts, cmap._children, cmap.roots, fts_sql, cmap,
+     * _SERVER_FACTS, _CLIENT_FACTS, routes, HTTP_ROOT, requests, fts_routes,
+     * httpServerRequests' values) */
     PyObject *dynamic;
     /* (code object, parent code object) pairs known to be in `pairs`, by address: the pair
      * is not looked up again in this walk (the code objects outlive it) */
@@ -1460,7 +1468,7 @@ dynamic_child(PyObject *children, PyObject *roots, PyObject *parent, PyObject *t
     return obj;
 }
 
-#define N_DYNAMIC 11
+#define N_DYNAMIC 14
 #define D(i) PyTuple_GET_ITEM(c->dynamic, i)
 
 /* Checks `Context.dynamic`: 1 when the dynamic objects may be made here, 0 when not (the
@@ -1486,7 +1494,7 @@ unpack_dynamic(Context *c)
  * for fields of the usual types), its route object made here when first met (`cmap.route`,
  * `cmap.external_route`); NULL without an error: declined (`_code_object` does it). */
 static PyObject *
-http_code_object(Context *c, PyObject *call, int kind)
+http_code_object(Context *c, PyObject *call, int kind, PyObject **facts_out)
 {
     int ok = unpack_dynamic(c);
     if (ok <= 0)
@@ -1551,6 +1559,8 @@ http_code_object(Context *c, PyObject *call, int kind)
     }
     if ((co_id = ID(co)) == NULL || PyDict_SetItem(c->used, co_id, co) < 0)
         Py_CLEAR(co);
+    else
+        *facts_out = Py_NewRef(facts);
 done:
     if (co != NULL && co_id == NULL)
         Py_CLEAR(co); /* (declined or failed before it was marked used) */
@@ -1561,6 +1571,139 @@ done:
     Py_XDECREF(root);
     Py_XDECREF(co_id);
     return co;
+}
+
+/* `ev.status_code(ret)` (new ref) for the usual shapes: NULL without an error when declined
+ * (a status that is not an int, objects of dict subclasses). */
+static PyObject *
+status_of(PyObject *ret)
+{
+    if (ret == Py_None)
+        Py_RETURN_NONE;
+    if (!PyDict_CheckExact(ret))
+        return NULL;
+    if (PyDict_GET_SIZE(ret) == 0)
+        Py_RETURN_NONE;
+    PyObject *resp = PyDict_GetItemWithError(ret, s_http_server_response);
+    if (resp == NULL && PyErr_Occurred())
+        return NULL;
+    int truthy = resp == NULL ? 0 : PyObject_IsTrue(resp);
+    if (truthy < 0)
+        return NULL;
+    if (!truthy) {
+        resp = PyDict_GetItemWithError(ret, s_http_client_response);
+        if (resp == NULL && PyErr_Occurred())
+            return NULL;
+    }
+    if (resp == NULL || !PyDict_Check(resp))
+        Py_RETURN_NONE;
+    if (!PyDict_CheckExact(resp))
+        return NULL;
+    PyObject *value = PyDict_GetItemWithError(resp, s_status_code);
+    if (value == NULL && !PyErr_Occurred())
+        value = PyDict_GetItemWithError(resp, s_status);
+    if (value == NULL && PyErr_Occurred())
+        return NULL;
+    if (value == NULL || value == Py_None)
+        Py_RETURN_NONE;
+    return PyLong_CheckExact(value) ? Py_NewRef(value) : NULL; /* (`int(value)`: the same) */
+}
+
+/* `"(a,b)"` of `canonical._request`: the sorted names (`str(m.get("name"))`) of the objects of
+ * a request's `message` list (new ref); NULL without an error when declined (a message that
+ * is not a list or None, objects of dict subclasses). */
+static PyObject *
+request_parameters(PyObject *message)
+{
+    PyObject *names = PyList_New(0);
+    if (names == NULL)
+        return NULL;
+    if (message != NULL && message != Py_None) {
+        if (!PyList_CheckExact(message)) {
+            Py_DECREF(names);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(message); i++) {
+            PyObject *m = PyList_GET_ITEM(message, i);
+            if (!PyDict_Check(m))
+                continue;
+            if (!PyDict_CheckExact(m)) {
+                Py_DECREF(names);
+                return NULL;
+            }
+            PyObject *name = PyDict_GetItemWithError(m, s_name);
+            if (name == NULL && PyErr_Occurred()) {
+                Py_DECREF(names);
+                return NULL;
+            }
+            PyObject *text = PyObject_Str(name == NULL ? Py_None : name);
+            int failed = text == NULL || PyList_Append(names, text) < 0;
+            Py_XDECREF(text);
+            if (failed) {
+                Py_DECREF(names);
+                return NULL;
+            }
+        }
+    }
+    PyObject *sep = NULL, *joined = NULL, *out = NULL;
+    if (PyList_Sort(names) == 0 && (sep = PyUnicode_FromString(",")) != NULL &&
+        (joined = PyUnicode_Join(sep, names)) != NULL)
+        out = PyUnicode_FromFormat("(%U)", joined);
+    Py_DECREF(names);
+    Py_XDECREF(sep);
+    Py_XDECREF(joined);
+    return out;
+}
+
+/* `Extractor._http_server(node, call, event_id, ms, counted)` (new ref: the request's row) of
+ * a request whose `facts` `http_code_object` found, with `Canonical.http_server` when counted;
+ * NULL without an error: declined before anything was done (`_http_server` does it). */
+static PyObject *
+server_row(Context *c, PyObject *call, PyObject *ret, PyObject *event_id, PyObject *ms,
+           int counted, PyObject *facts)
+{
+    if (facts == NULL || !PyTuple_CheckExact(facts) || PyTuple_GET_SIZE(facts) != 8 ||
+        !PyDict_CheckExact(call) || !PyList_CheckExact(D(11)) || !PyDict_CheckExact(D(12)) ||
+        !PyList_CheckExact(D(13)))
+        return NULL;
+    PyObject *status = status_of(ret), *message = NULL, *parameters = NULL, *row = NULL,
+             *value = NULL, *zero = NULL, *zero_ms = NULL;
+    if (status == NULL)
+        return NULL;
+    if (counted) {
+        message = PyDict_GetItemWithError(call, s_message);
+        if ((message == NULL && PyErr_Occurred()) ||
+            (parameters = request_parameters(message)) == NULL)
+            goto done;
+    }
+    PyObject *const *f = &PyTuple_GET_ITEM(facts, 0);
+    /* [event_id, method, template, path, status, ms, 0, 0.0, shape] */
+    if ((zero = PyLong_FromLong(0)) == NULL || (zero_ms = PyFloat_FromDouble(0.0)) == NULL ||
+        (row = PyList_New(9)) == NULL)
+        goto done;
+    PyObject *fields[9] = {event_id, f[0], f[1], f[5], status, ms, zero, zero_ms, f[3]};
+    for (int i = 0; i < 9; i++)
+        PyList_SET_ITEM(row, i, Py_NewRef(fields[i]));
+    if (PyList_Append(D(11), row) < 0 || PyDict_SetDefault(c->items, f[6], f[7]) == NULL ||
+        PyDict_SetDefault(D(12), f[2], Py_None) == NULL)
+        goto failed;
+    if (counted) {
+        if ((value = PyDict_New()) == NULL || PyDict_SetItem(value, s_route, f[4]) < 0 ||
+            PyDict_SetItem(value, s_parameters, parameters) < 0 ||
+            PyDict_SetItem(value, s_status, status) < 0 || PyList_Append(D(13), value) < 0 ||
+            names_of(c, message == NULL ? Py_None : message) < 0)
+            goto failed;
+    }
+    goto done;
+failed:
+    Py_CLEAR(row);
+done:
+    Py_DECREF(status);
+    Py_XDECREF(parameters);
+    Py_XDECREF(value);
+    Py_XDECREF(zero);
+    Py_XDECREF(zero_ms);
+    return row;
 }
 
 /* `Extractor._sql(key)` (new ref: its `sql_cache` entry) for a SQL text first met in this
@@ -1649,7 +1792,7 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
     PyObject *call = NULL, *ret = NULL, *ms = NULL, *event_id = NULL, *key = NULL,
              *resolved = NULL, *co = NULL, *fqid = NULL, *sql_values = NULL,
              *agg = NULL, *node_id = NULL, *co_id = NULL, *request = NULL, *request_id = NULL,
-             *children = NULL, *r = NULL, *raised = NULL, *is_log = NULL;
+             *children = NULL, *r = NULL, *raised = NULL, *is_log = NULL, *http_facts = NULL;
     double d = 0.0;
 
     if (PyList_Append(nodes, node) < 0)
@@ -1710,7 +1853,7 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
     }
     else {
         if (kind == K_HTTP_SERVER || kind == K_HTTP_CLIENT)
-            co = http_code_object(c, call, kind);
+            co = http_code_object(c, call, kind, &http_facts);
         if ((co == NULL && (PyErr_Occurred() ||
                             (co = PyObject_CallOneArg(c->code_object, call)) == NULL)) ||
             (fqid = attr(co, s_fqid)) == NULL)
@@ -1793,8 +1936,12 @@ visit(Context *c, Stack *stack, Entry *e, PyObject *nodes, PyObject *codes,
     }
     else if (kind == K_HTTP_SERVER) {
         Py_CLEAR(request);
-        if ((request = PyObject_CallFunctionObjArgs(c->http_server, node, call, event_id, ms_value,
-                                                    counted ? Py_True : Py_False, NULL)) == NULL)
+        request = server_row(c, call, ret, event_id, ms_value, counted, http_facts);
+        if (request == NULL &&
+            (PyErr_Occurred() ||
+             (request = PyObject_CallFunctionObjArgs(c->http_server, node, call, event_id,
+                                                     ms_value, counted ? Py_True : Py_False,
+                                                     NULL)) == NULL))
             goto done;
     }
     else if (kind == K_SQL) {
@@ -1894,6 +2041,7 @@ done:
     Py_XDECREF(r);
     Py_XDECREF(raised);
     Py_XDECREF(is_log);
+    Py_XDECREF(http_facts);
     return rc;
 }
 

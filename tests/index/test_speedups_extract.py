@@ -347,14 +347,40 @@ def _http_and_sql_calls(rng: random.Random, n: int, functions: bool) -> list[Any
             call_id = open_ids.pop()
             ret: dict[str, Any] = {"event": "return", "id": 10_000 + i, "parent_id": call_id}
             ret["elapsed"] = rng.choice([0.25, 1, 0.001])
-            ret["http_server_response"] = rng.choice([{"status_code": 200}, {"status": "404"}])
+            response = rng.choice(
+                [
+                    {"status_code": 200},
+                    {"status": "404"},
+                    {"status_code": True},
+                    {"status_code": None, "status": 5},
+                    {"status_code": 201.0},
+                    {},
+                    [],
+                    None,
+                ]
+            )
+            ret[rng.choice(["http_server_response", "http_client_response"])] = response
+            if rng.random() < 0.2:
+                ret["http_client_response"] = {"status_code": 502}
             events.append(ret)
             continue
         call: dict[str, Any] = {"event": "call", "id": i, "thread_id": 1}
         pick = rng.random()
         if pick < 0.3:
             call["http_server_request"] = copy.deepcopy(rng.choice(servers))
-            call["message"] = [{"name": "id", "value": "1"}]
+            message = rng.choice(
+                [
+                    [{"name": "id", "value": "1"}, {"name": "a", "properties": [{"name": "b"}]}],
+                    [{"name": "é"}, {"name": 1}, "x", {"value": 2}, {"name": None}],
+                    [],
+                    None,
+                    {"name": "id"},
+                    "id",
+                    "missing",
+                ]
+            )
+            if message != "missing":
+                call["message"] = message
         elif pick < 0.5:
             call["http_client_request"] = copy.deepcopy(rng.choice(clients))
         elif pick < 0.75 or not functions:

@@ -370,6 +370,9 @@ class Extractor:
                     _CLIENT_FACTS,
                     self.routes,
                     HTTP_ROOT,
+                    self.out.requests,  # (and `_http_server` for them)
+                    self.fts_routes,
+                    canonical.values["httpServerRequests"],
                 ),
             )
             self.n_calls += _WALK(roots, CallNode, nodes, codes, in_order, context)
