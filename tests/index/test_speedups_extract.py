@@ -305,3 +305,102 @@ def test_events_with_key_objects_of_their_own(monkeypatch: pytest.MonkeyPatch) -
             for event in events
         ]
         _same(_document(mixed), monkeypatch)
+
+
+def _http_and_sql_calls(rng: random.Random, n: int, functions: bool) -> list[Any]:
+    """Calls and returns of HTTP server and client requests and SQL, with fields of the usual
+    and of odd types, repeated (the C walk makes their dynamic code objects once their facts
+    are kept), and function calls the classMap does not have (resolving one makes the
+    ClassMap keep `by_fqid`: then the Python makes the dynamic objects)."""
+    servers = [
+        {"request_method": "GET", "path_info": "/a/1"},
+        {"request_method": "GET", "path_info": "/a/2", "normalized_path_info": "/a/{id}"},
+        {"request_method": "post", "path_info": "/b"},
+        {"request_method": None, "path_info": "/c"},
+        {"request_method": 1, "path_info": "/d"},
+        {"path_info": ["/e"]},
+        {},
+        [],
+        None,
+        "GET /f",
+    ]
+    clients = [
+        {"request_method": "GET", "url": "http://svc:8/x?q=1"},
+        {"request_method": "PUT", "url": "https://u:p@svc/y"},
+        {"url": None},
+        {"url": 3},
+        {},
+        None,
+    ]
+    queries = [
+        {"sql": "SELECT * FROM t WHERE id = 1", "database_type": "postgres"},
+        {"sql": "SELECT * FROM t WHERE id = 2", "database_type": "postgres"},
+        {"sql": "INSERT INTO u VALUES (1)"},
+        {"sql": "select 1", "database_type": ""},
+        "UPDATE v SET a = 1",
+        {"sql": 5},
+    ]
+    events: list[Any] = []
+    open_ids: list[int] = []
+    for i in range(1, n + 1):
+        if open_ids and rng.random() < 0.45:
+            call_id = open_ids.pop()
+            ret: dict[str, Any] = {"event": "return", "id": 10_000 + i, "parent_id": call_id}
+            ret["elapsed"] = rng.choice([0.25, 1, 0.001])
+            response = rng.choice(
+                [
+                    {"status_code": 200},
+                    {"status": "404"},
+                    {"status_code": True},
+                    {"status_code": None, "status": 5},
+                    {"status_code": 201.0},
+                    {},
+                    [],
+                    None,
+                ]
+            )
+            ret[rng.choice(["http_server_response", "http_client_response"])] = response
+            if rng.random() < 0.2:
+                ret["http_client_response"] = {"status_code": 502}
+            events.append(ret)
+            continue
+        call: dict[str, Any] = {"event": "call", "id": i, "thread_id": 1}
+        pick = rng.random()
+        if pick < 0.3:
+            call["http_server_request"] = copy.deepcopy(rng.choice(servers))
+            message = rng.choice(
+                [
+                    [{"name": "id", "value": "1"}, {"name": "a", "properties": [{"name": "b"}]}],
+                    [{"name": "é"}, {"name": 1}, "x", {"value": 2}, {"name": None}],
+                    [],
+                    None,
+                    {"name": "id"},
+                    "id",
+                    "missing",
+                ]
+            )
+            if message != "missing":
+                call["message"] = message
+        elif pick < 0.5:
+            call["http_client_request"] = copy.deepcopy(rng.choice(clients))
+        elif pick < 0.75 or not functions:
+            call["sql_query"] = copy.deepcopy(rng.choice(queries))
+        elif functions:
+            call.update(defined_class=rng.choice(["Unknown", "app.C"]), method_id="m")
+            call.update(path="nowhere.py", lineno=rng.randint(1, 3), static=False)
+        events.append(call)
+        open_ids.append(i)
+    return events
+
+
+@needs_c
+def test_dynamic_code_objects(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP and SQL calls' code objects, made in C from the kept facts where the Python would
+    make them from the same (routes, external routes, queries), or by the Python."""
+    rng = random.Random(47)
+    for _ in range(60):
+        data = _document(_http_and_sql_calls(rng, rng.randint(5, 60), rng.random() < 0.3))
+        # (a document without a classMap list keeps `by_fqid` from the start)
+        data["classMap"] = rng.choice([CLASS_MAP, [], None])
+        _same(data, monkeypatch)
+        _same(data, monkeypatch, batches=3)

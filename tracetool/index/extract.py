@@ -57,7 +57,7 @@ from tracetool.index.rows import (
 )
 from tracetool.trace import TraceDocument
 from tracetool.trace import events as ev
-from tracetool.trace.codeobjects import CodeObject, service_host
+from tracetool.trace.codeobjects import HTTP_ROOT, CodeObject, service_host
 from tracetool.trace.normalize import apply_event_updates
 from tracetool.trace.tree import CallNode
 
@@ -356,6 +356,24 @@ class Extractor:
                 canonical._last_params,
                 canonical.values["sqlNormalized"],  # (C does `sql` for its usual arguments)
                 canonical.values["sqlTables"],
+                # (C does `_sql` for a new SQL text, and `_code_object` for an HTTP request
+                # whose facts are kept, their dynamic objects made as `ClassMap.child` makes them)
+                (
+                    sql.analyze,
+                    _SQL_FACTS,
+                    _sql_facts,
+                    self.cmap._children,
+                    self.cmap.roots,
+                    self.fts_sql,
+                    self.cmap,
+                    _SERVER_FACTS,
+                    _CLIENT_FACTS,
+                    self.routes,
+                    HTTP_ROOT,
+                    self.out.requests,  # (and `_http_server` for them)
+                    self.fts_routes,
+                    canonical.values["httpServerRequests"],
+                ),
             )
             self.n_calls += _WALK(roots, CallNode, nodes, codes, in_order, context)
         else:
@@ -643,8 +661,10 @@ class Extractor:
         not read)."""
         out, funcs, items = self.out, self.funcs, self.out.items
         # Children timed longer than their caller (clock skew) must not make self time negative.
+        # (`max(own, 0.0)`, without a builtin call per function)
         out.functions = [
-            (f, n, total, max(own, 0.0), top) for f, (n, total, own, top, _) in funcs.items()
+            (f, n, total, 0.0 if 0.0 > own else own, top)
+            for f, (n, total, own, top, _) in funcs.items()
         ]
         out.canonical = self.canonical.result()
         out.class_map = bound_class_map(self.cmap, self.used)
