@@ -2,7 +2,7 @@
 
 One executable serves both: the build copies it to `tracetool-lsp` beside it, and the name it was
 started under chooses the program. Nothing heavy is imported before the choice; `tracetool
---version` and `tracetool --help` alone answer before click is imported (tracetool.cli.main,
+--version` and `tracetool --help` alone answer before click is imported (tracetool.cli.answer_alone,
 --help from tracetool/cli/help_texts.txt; benchmarks/binary_startup.py), and before
 PyInstaller's runtime hooks for multiprocessing and pkgutil, which tracetool.spec defers to here.
 """
@@ -36,10 +36,10 @@ def _deferred_runtime_hooks() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] in (["--version"], ["--help"]) and _program() == "cli":
-        from tracetool.cli import main
+    if _program() == "cli":
+        from tracetool.cli import answer_alone
 
-        main()  # answers without click or the deferred hooks, and exits
+        answer_alone()  # `--version`, `--help`: answered (and ended) before the deferred hooks
     _deferred_runtime_hooks()
     if _multiprocessing_child():
         import multiprocessing

@@ -20,7 +20,7 @@ from tracetool import __version__
 if TYPE_CHECKING:
     from tracetool.cli._group import LazyGroup, cli
 
-__all__ = ["COMMANDS", "SHORT_HELP", "LazyGroup", "cli", "main"]
+__all__ = ["COMMANDS", "SHORT_HELP", "LazyGroup", "answer_alone", "cli", "main"]
 
 # name -> "module:attribute"; the attribute is a click.Command.
 COMMANDS: dict[str, str] = {
@@ -116,8 +116,19 @@ def stored_help(width: int) -> str | None:
     return texts[index] if 0 <= index < len(texts) else None
 
 
-def _answer(text: str | None, argv: list[str] | None) -> None:
-    """Write `text` and end the run (exit status 0) as click would after `--version`/`--help`."""
+def answer_alone(argv: list[str] | None = None) -> None:
+    """Answer `tracetool --version` or `tracetool --help` given alone, exactly as click would,
+    without importing click (more than half of a start-up), and end the run; anything else
+    returns. `argv` None: the process's own arguments, and the process ends here."""
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--version"]:
+        text: str | None = __version__
+    elif args == ["--help"]:
+        text = stored_help(help_width(terminal_columns()))
+    else:
+        return
+    if text is None:  # no stored help: click renders it
+        return
     try:
         sys.stdout.write(f"{text}\n")
         sys.stdout.flush()
@@ -129,18 +140,9 @@ def _answer(text: str | None, argv: list[str] | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console-script entry point. Always ends in `sys.exit` (tracetool.cli.common.run_cli).
-
-    `tracetool --version` and `tracetool --help` alone are answered here, exactly as click
-    would answer them, without importing click: more than half of the start-up.
-    """
-    args = sys.argv[1:] if argv is None else argv
-    if args == ["--version"]:
-        _answer(__version__, argv)
-    if args == ["--help"]:
-        text = stored_help(help_width(terminal_columns()))
-        if text is not None:
-            _answer(text, argv)
+    """Console-script entry point. Always ends in `sys.exit` (tracetool.cli.common.run_cli);
+    `--version` and `--help` alone are answered before click is imported (`answer_alone`)."""
+    answer_alone(argv)
     from tracetool.cli._group import cli
     from tracetool.cli.common import run_cli
 

@@ -390,11 +390,10 @@ def _update(
     unchanged = 0
     run_id = os.urandom(8).hex()  # (Task.run: what a worker has sent is per run)
     side_root = str(sidecar.sidecar_root(query_db))
-    sidecars = _files_in(
-        {sidecar.sidecar_file(side_root, rel).rpartition("/")[0] for rel in on_disk if rel in known}
-    )
+    sides = {rel: sidecar.sidecar_file(side_root, rel) for rel in on_disk}
+    sidecars = _files_in({sides[rel].rpartition("/")[0] for rel in on_disk if rel in known})
     for rel, (path, size, mtime_ns) in on_disk.items():
-        side = sidecar.sidecar_file(side_root, rel)
+        side = sides[rel]
         old = known.get(rel)
         if old is not None:
             has_sidecar = side in sidecars
