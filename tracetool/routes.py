@@ -231,6 +231,18 @@ def normalize_url(url: str) -> str:
     return prefix + host + _normalize_segments(path)
 
 
+# `scheme://userinfo@`: the userinfo runs to the authority's last "@" (a password may hold one;
+# cutting at the first would keep the rest of it)
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
+
+
+def without_credentials(url: str) -> str:
+    """`url` without its `user:password@`: `https://deploy:tok@host/o/r.git` →
+    `https://host/o/r.git`; anything else unchanged. The one rule for repository URLs that go
+    into recordings (the agent), sanitized files and the index: a credential never does."""
+    return _USERINFO.sub(r"\1", url, count=1)
+
+
 def _rewrite(template: str, render: Callable[[str], str]) -> str:
     """Rewrite every parameter of every template dialect with `render(name)`."""
     if "(?P<" in template:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import subprocess
 import threading
 from typing import Any
 
 from tracetool import __version__
 from tracetool.agent.config import active_config
+from tracetool.routes import without_credentials
 
 CLIENT_URL = "https://github.com/tracetool/tracetool"
 GIT_TIMEOUT = 2.0  # seconds per git command
@@ -45,11 +45,6 @@ def _git(args: list[str], cwd: str) -> str | None:
     return proc.stdout
 
 
-def _strip_credentials(url: str) -> str:
-    """`https://user:token@host/x` → `https://host/x`: never write a credential into a file."""
-    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", url.strip())
-
-
 def git_info(root: str | None = None) -> dict[str, Any]:
     """`{repository, branch, commit, status}` of the project (cached; `{}` when unavailable)."""
     global _git_cache
@@ -62,9 +57,8 @@ def git_info(root: str | None = None) -> dict[str, Any]:
         info: dict[str, Any] = {}
         commit = _git(["rev-parse", "HEAD"], cwd)
         if commit:
-            info["repository"] = _strip_credentials(
-                _git(["config", "--get", "remote.origin.url"], cwd) or ""
-            )
+            remote = _git(["config", "--get", "remote.origin.url"], cwd) or ""
+            info["repository"] = without_credentials(remote.strip())
             branch = (_git(["rev-parse", "--abbrev-ref", "HEAD"], cwd) or "").strip()
             info["branch"] = branch
             info["commit"] = commit.strip()

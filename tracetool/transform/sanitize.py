@@ -44,7 +44,7 @@ from typing import Any
 import orjson
 
 from tracetool import __version__
-from tracetool.routes import normalize_path, normalize_url
+from tracetool.routes import normalize_path, normalize_url, without_credentials
 from tracetool.trace import TraceDocument, gc_paused, rawdoc
 from tracetool.transform import captured, files
 from tracetool.transform.tokens import Tokenizer
@@ -63,7 +63,6 @@ _TOKENIZED = frozenset(
     )
 )
 _TOKEN_NUMBER = re.compile(rb"<(?:[a-z0-9]+:)?v([0-9]+)>")
-_URL_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
 
 
 @dataclass(frozen=True)
@@ -153,7 +152,7 @@ class _Masker:
 def _strip_git_credentials(metadata: dict[str, Any]) -> None:
     git = metadata.get("git")
     if isinstance(git, dict) and isinstance(git.get("repository"), str):
-        git["repository"] = _URL_USERINFO.sub(r"\1", git["repository"])
+        git["repository"] = without_credentials(git["repository"])
 
 
 def _digest(doc: rawdoc.RawDocument, values: dict[str, Any]) -> str:
