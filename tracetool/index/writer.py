@@ -354,7 +354,7 @@ class Writer:
         # fqid (or None) -> code object id, by plain subscription: the rows below name code
         # objects hundreds of thousands of times, nearly always one of `items`.
         code = _CodeIds(zip(items, cids), self._code_id, items)
-        cids.sort()  # (the table is keyed by code object: in key order, a page after another)
+        cids.sort()  # (in the table's key order: appended, a page after another)
         if not replacing or not self._same_code_objects(rid, cids):
             conn.executemany(
                 "INSERT INTO recording_code_objects (code_object_id, recording_id) VALUES (?, ?)",
