@@ -51,11 +51,9 @@ def test_create_indexes_with_threads_builds_every_index(tmp_path: Path, threads:
     assert not conn.in_transaction
     # the index gives what the table holds, in index order
     assert conn.execute(
-        "SELECT recording_id, code_object_id FROM recording_code_objects "
-        "INDEXED BY recording_code_objects_recording ORDER BY recording_id, code_object_id"
-    ).fetchall() == sorted(
-        (r, c) for c, r in conn.execute("SELECT * FROM recording_code_objects").fetchall()
-    )
+        "SELECT code_object_id, recording_id FROM recording_code_objects "
+        "INDEXED BY recording_code_objects_code ORDER BY code_object_id, recording_id"
+    ).fetchall() == sorted(conn.execute("SELECT * FROM recording_code_objects").fetchall())
 
 
 class _NoTempFiles(sqlite3.Connection):

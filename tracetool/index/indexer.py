@@ -294,13 +294,16 @@ def _index(
                     analyses,
                 )
             analyses.save()
+            if fresh:
+                writer.commit()
+                # (the worker processes are gone: their cores help sort the index keys)
+                schema.create_indexes(conn, threads=min(workers, 4) if workers > 1 else 0)
             if fresh or run.added or run.updated or run.deleted:
+                # (after a cold load's indexes: counting by code object needs one)
                 writer.finish_code_objects(everything=fresh)
             writer.set_meta(trace_dir=str(root), tool_version=__version__, indexed_at=time.time())
             writer.commit()
             if fresh:
-                # (the worker processes are gone: their cores help sort the index keys)
-                schema.create_indexes(conn, threads=min(workers, 4) if workers > 1 else 0)
                 conn.execute("ANALYZE")
             elif scope is None:
                 conn.execute("PRAGMA optimize")
