@@ -967,3 +967,26 @@ def _leaf_digest(own: str) -> str:
 def _inner_digest(key: tuple[str, ...]) -> str:
     """The subtree digest of (an action's digest, its children's subtree digests...)."""
     return hashlib.sha256("\n".join(key).encode()).hexdigest()
+
+
+class BoundDigests:
+    """`bound_digest` of a recording bound in batches of whole call trees, added in document
+    order (the indexer reads a big recording tree by tree and frees each batch).
+
+    The same digest as for the whole tree: a root action's subtree digest depends on its own
+    call tree only. The code objects "live" in the rest of the recording decide which packages
+    are lifelines, but not whether a call has one: a call's innermost package (the first one
+    above a class or function) is a lifeline whenever the call is in the recording, so
+    `actor_for` finds an actor in a batch exactly when it finds one in the whole recording, and
+    which actor it is does not enter a digest."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()  # `roots_digest`, fed a root at a time
+
+    def add(self, bound: Bound) -> None:
+        update = self._hash.update
+        for digest in root_digests(bound, sql_names=False):
+            update(digest.encode())
+
+    def result(self) -> str:
+        return self._hash.hexdigest()

@@ -5,12 +5,13 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from tracetool import accel
 from tracetool.errors import UsageError
 from tracetool.filters.state import ROOT_EVENT_LABELS, FilterState
+from tracetool.lazyre import lazy
+from tracetool.records import Record
 from tracetool.trace.codeobjects import DATABASE_ROOT, ClassMap, CodeObject
 from tracetool.trace.document import TraceDocument, gc_paused
 from tracetool.trace.slim import MinimalEvent, SlimCall, SlimReturn
@@ -22,7 +23,7 @@ _MEDIA_EXTENSIONS = frozenset(
     "oga ogg ogv ogx opus otf png svg tif tiff ts ttf wav weba webm webp woff woff2 xhtml 3gp "
     "3g2".split()
 )
-_MEDIA_TYPE = re.compile(
+_MEDIA_TYPE = lazy(
     r"application/javascript|application/ecmascript|audio/.+|font/.+|image/.+|text/javascript"
     r"|text/ecmascript|text/css|video/.+",
     re.IGNORECASE,
@@ -103,20 +104,43 @@ def matching_code_objects(
 # ---------------------------------------------------------------- applying
 
 
-@dataclass
-class Bound:
-    """A recording's call tree with the code object of every call (shared by filters and prune)."""
+class Bound(Record):
+    """A recording's call tree with the code object of every call (shared by filters and prune).
 
-    doc: TraceDocument
-    events: list[dict[str, Any]]
-    nodes: list[CallNode]  # pre-order
-    roots: list[CallNode]
-    cmap: ClassMap
-    static: set[int]  # ids of code objects that came from the document's classMap
-    code_objects: dict[int, CodeObject]  # id(node) -> code object
-    # the same, as a list parallel to `nodes` (when `bind` made it): walks in pre-order read it
-    # in order instead of looking each node up
-    node_code_objects: list[CodeObject] | None = None
+    (A record, as the dataclass it was: the same fields, init, repr and equality.)"""
+
+    _fields = (
+        "doc",
+        "events",
+        "nodes",
+        "roots",
+        "cmap",
+        "static",
+        "code_objects",
+        "node_code_objects",
+    )
+
+    def __init__(
+        self,
+        doc: TraceDocument,
+        events: list[dict[str, Any]],
+        nodes: list[CallNode],  # pre-order
+        roots: list[CallNode],
+        cmap: ClassMap,
+        static: set[int],  # ids of code objects that came from the document's classMap
+        code_objects: dict[int, CodeObject],  # id(node) -> code object
+        # the same, as a list parallel to `nodes` (when `bind` made it): walks in pre-order
+        # read it in order instead of looking each node up
+        node_code_objects: list[CodeObject] | None = None,
+    ) -> None:
+        self.doc = doc
+        self.events = events
+        self.nodes = nodes
+        self.roots = roots
+        self.cmap = cmap
+        self.static = static
+        self.code_objects = code_objects
+        self.node_code_objects = node_code_objects
 
 
 # what an eventUpdates entry that replaces its event is: an object (a dict, or the struct of a
