@@ -22,6 +22,8 @@ from tests.index.shop import make_shop
 # machinery when --trace-dir is given, and tempfile (with shutil, random, bz2, lzma...).
 NOT_IMPORTED = (
     "tracetool.stats._api",
+    "tracetool.trace.slim",
+    "tracetool.filters.state",
     "tracetool.diagram.service",
     "tracetool.diagram.plantuml",
     "tracetool.diagram.diff",

@@ -31,7 +31,7 @@ import functools
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracetool import accel
 from tracetool.diagram import digests as dg
@@ -46,18 +46,14 @@ from tracetool.diagram.model import (
     Diagram,
     parents_first,
 )
-from tracetool.filters import (
-    Bound,
-    FilterState,
-    bind,
-    filter_nodes,
-    has_patterns,
-    without_sql_names,
-)
+from tracetool.filters import Bound, bind, filter_nodes, has_patterns, without_sql_names
 from tracetool.filters.apply import unnamed_query
 from tracetool.trace.codeobjects import CodeObject
 from tracetool.trace.document import TraceDocument, dispose, gc_paused
 from tracetool.trace.tree import CallNode, field_getter
+
+if TYPE_CHECKING:  # (imported where a filter is given: not by the indexer's digest hook)
+    from tracetool.filters.state import FilterState
 
 ACTOR_TYPES = frozenset({"package", "database", "http", "external-service"})
 HTTP_ACTOR = "http:HTTP server requests"
