@@ -219,7 +219,9 @@ def run_cli(group: click.Group, argv: list[str] | None = None, one_shot: bool = 
     try:
         rv = group.main(args=argv, prog_name="tracetool", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
-        if one_shot:
+        # (not under a profiler or tracer, `python -m cProfile` or coverage: they write their
+        # data at the interpreter's exit)
+        if one_shot and sys.getprofile() is None and sys.gettrace() is None:
             document = sys.modules.get("tracetool.trace.document")
             if (
                 not _state["invoked"]
