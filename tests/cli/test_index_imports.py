@@ -135,3 +135,17 @@ def test_lazy_patterns_behave_as_compiled_ones() -> None:
     assert pattern.groupindex == real.groupindex
     assert vars(pattern)["compiled"] is real  # (re's own cache hands back the same object)
     assert lazy(rb"\\u").search(b"a\\u") is not None
+
+
+def test_a_profiled_one_shot_index_still_writes_its_profile(tmp_path: Path) -> None:
+    """Under a profiler the run exits normally (cProfile writes its data at exit)."""
+    trace_dir = make_shop(tmp_path / "recordings")
+    profile = tmp_path / "index.prof"
+    command = ["index", "--trace-dir", str(trace_dir), "--query-db", str(tmp_path / "q.db")]
+    subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "tracetool", *command],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    assert profile.stat().st_size > 0
