@@ -248,6 +248,8 @@ class SqlCache:
 
     def add(self, entries: dict[str, list[Any]]) -> None:
         """Keep `encoded` analyses (made in a worker: what it sends is their stored form)."""
+        if not entries:  # (most recordings of a re-index: the file need not be parsed)
+            return
         rows = self.rows
         for stored, row in entries.items():
             if stored not in rows:
