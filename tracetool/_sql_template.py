@@ -33,11 +33,12 @@ Contract:
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
+from tracetool.lazyre import lazy
+
 # A text with any of these is not templated (module doc); \x01 and \x02 are the markers.
-_UNSAFE = re.compile(
+_UNSAFE = lazy(
     r"--|/\*|\*/|[#`\[\]{}\\\x01\x02]|\$(?![0-9])|\$[0-9]+\$|'''|\"\"\""
     r"|(?i:\b(?:create|alter)\b)"
 )
@@ -59,10 +60,10 @@ _UNSAFE_PIECES = (
     "'''",
     '"""',
 )
-_UNSAFE_DOLLAR = re.compile(r"\$(?![0-9])|\$[0-9]+\$")
-_UNSAFE_DDL = re.compile(r"(?i:\b(?:create|alter)\b)")
+_UNSAFE_DOLLAR = lazy(r"\$(?![0-9])|\$[0-9]+\$")
+_UNSAFE_DDL = lazy(r"(?i:\b(?:create|alter)\b)")
 # `tracetool._sql_analysis.to_toks`: a token text matching this has a keyword-like `word`.
-_WORD = re.compile(r"[^\W\d][\w$]*\Z")
+_WORD = lazy(r"[^\W\d][\w$]*\Z")
 _BEFORE_STRING = frozenset(" \t\r\n(,=<>")
 # What may stand before any quote: anything else (a letter, `&`, `:`...) may be a prefix that
 # makes another kind of string (Oracle's `q'!...!'` ends at `!'`, not at the next quote).
@@ -74,7 +75,7 @@ _AFTER_NUMBER = frozenset(" \t\r\n),;=<>+-*/")
 # quote or a quoted name after a character not in `_BEFORE_NAME` (3: not templated), the end.
 # What lies between them is skipped inside the regex: characters that start no unit, and
 # `"…"` names after a character of `_BEFORE_NAME` (or at the start), kept as written.
-_UNITS = re.compile(
+_UNITS = lazy(
     r"(?:[^'\"0-9]++|(?:\A|(?<=[ \t\r\n(,=<>+\-*/|;!'.\"]))\"[^\"]*+\")*+"
     r"(?:'([^']*+)'|([0-9]++)|(['\"])|\Z)"
 )

@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
+
+from tracetool.records import FrozenRecord
 
 DATA_ROOT = Path(".trace") / "data"
 QUERY_DB = "query.db"
@@ -27,14 +28,21 @@ DISCOVERY_FILE = "daemon.json"
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-@dataclass(frozen=True)
-class DaemonInfo:
+class DaemonInfo(FrozenRecord):
     """What a running daemon announced in its discovery file."""
 
+    _fields = ("pid", "port", "version", "path")
     pid: int
     port: int
     version: str
     path: Path
+
+    def __init__(self, pid: int, port: int, version: str, path: Path) -> None:
+        fields = self.__dict__
+        fields["pid"] = pid
+        fields["port"] = port
+        fields["version"] = version
+        fields["path"] = path
 
 
 KEY_LENGTH = 16

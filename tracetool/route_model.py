@@ -41,6 +41,7 @@ from typing import Any
 
 from tracetool import routes
 from tracetool.errors import UsageError
+from tracetool.lazyre import lazy
 
 __all__ = [
     "HTTP_METHODS",
@@ -61,8 +62,8 @@ HTTP_METHODS = frozenset(
 
 _OPENAPI_PARAM = re.compile(r"\{([^{}/]*)\}")
 _LOOPBACK = frozenset(("127.0.0.1", "localhost", "::1", "[::1]", "0.0.0.0", "ip6-localhost"))
-_NON_WORD = re.compile(r"[^A-Za-z0-9]+")
-_HEX_WORD = re.compile(r"[a-fA-F]{12,}")
+_NON_WORD = lazy(r"[^A-Za-z0-9]+")
+_HEX_WORD = lazy(r"[a-fA-F]{12,}")
 
 
 def _text(value: Any) -> str:

@@ -52,6 +52,8 @@ from functools import lru_cache
 from typing import Callable, Optional
 from urllib.parse import unquote
 
+from tracetool.lazyre import lazy
+
 __all__ = [
     "KINDS",
     "classify_segment",
@@ -69,39 +71,39 @@ KINDS = frozenset(("int", "float", "uuid", "date", "iso8601", "email", "hex", "t
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
 # RFC 3986 appendix B: matches every string, so a malformed URL can never raise.
-_URL = re.compile(r"^(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)")
+_URL = lazy(r"^(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)")
 
-_INT = re.compile(r"-?[0-9]+")
-_FLOAT = re.compile(r"-?[0-9]+\.[0-9]+(?:[eE][-+]?[0-9]+)?")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-_ISO8601 = re.compile(
+_INT = lazy(r"-?[0-9]+")
+_FLOAT = lazy(r"-?[0-9]+\.[0-9]+(?:[eE][-+]?[0-9]+)?")
+_UUID = lazy(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_DATE = lazy(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_ISO8601 = lazy(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]+)?)?"
     r"(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?"
 )
-_EMAIL = re.compile(r"[^@\s/]+@[^@\s/.]+(?:\.[^@\s/.]+)+")
-_HEX = re.compile(r"[0-9a-fA-F]{8,}")
-_DIGIT = re.compile(r"[0-9]")
-_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.~]{16,}")
-_TOKEN_RUN = re.compile(r"[A-Za-z0-9]{12,}")
+_EMAIL = lazy(r"[^@\s/]+@[^@\s/.]+(?:\.[^@\s/.]+)+")
+_HEX = lazy(r"[0-9a-fA-F]{8,}")
+_DIGIT = lazy(r"[0-9]")
+_TOKEN = lazy(r"[A-Za-z0-9_\-+/=.~]{16,}")
+_TOKEN_RUN = lazy(r"[A-Za-z0-9]{12,}")
 
 # A template parameter anywhere in a segment (one level of braces inside `{name:regex}`).
-_PARAM = re.compile(
+_PARAM = lazy(
     r"\{(" + _NAME + r")(?::(?:[^{}]|\{[^{}]*\})*)?\}"  # {id}, {id:int}, {id:[0-9]{4}}
     r"|<(?:" + _NAME + r":)?(" + _NAME + r")>"  # <id>, <int:id>, <path:rest>
     r"|(?:^|(?<=[/(.\-]))[:*](" + _NAME + r")"  # :id, *path (segment start, or after ( . -)
 )
-_RAILS_FORMAT = re.compile(r"\(\.:format\)")
+_RAILS_FORMAT = lazy(r"\(\.:format\)")
 # Rails optional groups such as "(/:page)" or "(.:format)"; they start with "/" or ".".
-_OPTIONAL = re.compile(r"\([./][^()]*\)")
+_OPTIONAL = lazy(r"\([./][^()]*\)")
 # Django regex routes: (?P<name>pattern), pattern with at most one level of parentheses.
-_DJANGO_GROUP = re.compile(r"\(\?P<(" + _NAME + r")>(?:[^()]|\([^()]*\))*\)")
+_DJANGO_GROUP = lazy(r"\(\?P<(" + _NAME + r")>(?:[^()]|\([^()]*\))*\)")
 
-_UNSAFE = re.compile(r"[/?#]")
-_WORD_SPLIT = re.compile(r"[-_.~:]")
-_VERSION_WORD = re.compile(r"[vV][0-9]{1,3}(?:(?:alpha|beta|rc|dev|pre)[0-9]{0,3})?")
-_VERSION_DOTTED = re.compile(r"[vV][0-9]{1,3}(?:\.[0-9]{1,3}){1,2}")
-_ONE_DIGIT_WORD = re.compile(r"[a-z]{1,12}[0-9]|[A-Z]{1,12}[0-9]")
+_UNSAFE = lazy(r"[/?#]")
+_WORD_SPLIT = lazy(r"[-_.~:]")
+_VERSION_WORD = lazy(r"[vV][0-9]{1,3}(?:(?:alpha|beta|rc|dev|pre)[0-9]{0,3})?")
+_VERSION_DOTTED = lazy(r"[vV][0-9]{1,3}(?:\.[0-9]{1,3}){1,2}")
+_ONE_DIGIT_WORD = lazy(r"[a-z]{1,12}[0-9]|[A-Z]{1,12}[0-9]")
 # Route words with several digits that are common enough to keep; all compared lower-cased.
 _KNOWN_DIGIT_WORDS = frozenset(
     """sha224 sha256 sha384 sha512 sha3 base16 base32 base58 base64 x509 pkcs12 pkcs11 utf16

@@ -69,28 +69,48 @@ import functools
 import re
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
 from tracetool._sql_analysis import Tok, operations_and_tables, to_toks
 from tracetool._sql_plain import plain_normalized
 from tracetool._sql_template import template
+from tracetool.lazyre import lazy
+from tracetool.records import FrozenRecord
 
 __all__ = ["SqlInfo", "analyze", "dialect_for", "normalize", "parameterize", "same_query"]
 
 
-@dataclass(frozen=True)
-class SqlInfo:
-    """What one SQL text is: its parameterized form, how far to trust it, what it touches."""
+class SqlInfo(FrozenRecord):
+    """What one SQL text is: its parameterized form, how far to trust it, what it touches.
 
+    (A frozen record, as the frozen dataclass it was: equal, hashable, the same repr.)"""
+
+    _fields = ("normalized", "reliable", "operation", "tables", "operations", "parameterized")
     normalized: str
     reliable: bool
     operation: str
     tables: tuple[str, ...]
     # Operation of every statement, in order, without repeats (`operation` is the first one).
-    operations: tuple[str, ...] = ()
+    operations: tuple[str, ...]
     # Literals masked, bind placeholders as written (`$1::VARCHAR`, `%s`): what sanitize keeps.
-    parameterized: str = ""
+    parameterized: str
+
+    def __init__(
+        self,
+        normalized: str,
+        reliable: bool,
+        operation: str,
+        tables: tuple[str, ...],
+        operations: tuple[str, ...] = (),
+        parameterized: str = "",
+    ) -> None:
+        fields = self.__dict__
+        fields["normalized"] = normalized
+        fields["reliable"] = reliable
+        fields["operation"] = operation
+        fields["tables"] = tables
+        fields["operations"] = operations
+        fields["parameterized"] = parameterized
 
 
 # AppMap database_type values (Ruby adapter names, Python driver names, JDBC product names), by
@@ -154,16 +174,16 @@ _SIGN_CONTEXT_WORDS = frozenset(
     "BETWEEN ON HAVING CASE DEFAULT BY TOP FETCH".split()
 )
 _VALUE_ENDING_TYPES = frozenset(("VAR", "IDENTIFIER", "R_PAREN", "R_BRACKET", "R_BRACE"))
-_WORD = re.compile(r"[^\W\d][\w$]*\Z")
-_SURVIVOR = re.compile(r"['\"`\\]|--|/\*|\*/")
-_DIGIT_WORD = re.compile(r"(?<![\w$:?@.])\d+(?![\w.])")
-_WS = re.compile(r"\s+")
-_DOLLAR_PLACEHOLDER = re.compile(r"\$(?:\d+|[^\W\d]\w*)\Z")
-_ALNUM = re.compile(r"\w+\Z")
+_WORD = lazy(r"[^\W\d][\w$]*\Z")
+_SURVIVOR = lazy(r"['\"`\\]|--|/\*|\*/")
+_DIGIT_WORD = lazy(r"(?<![\w$:?@.])\d+(?![\w.])")
+_WS = lazy(r"\s+")
+_DOLLAR_PLACEHOLDER = lazy(r"\$(?:\d+|[^\W\d]\w*)\Z")
+_ALNUM = lazy(r"\w+\Z")
 # sqlglot calls some unquoted words IDENTIFIER too (`0x5Gq`); only quoted ones are exempt.
 _IDENTIFIER_QUOTES = frozenset('"`[')
-_ODD_IDENTIFIER = re.compile(r"['\r\n]|--|/\*|\*/|\A\s|\s\Z")
-_DOLLAR_WORD = re.compile(r"[^\W\d]\w*(?:\$\w+)*\Z")
+_ODD_IDENTIFIER = lazy(r"['\r\n]|--|/\*|\*/|\A\s|\s\Z")
+_DOLLAR_WORD = lazy(r"[^\W\d]\w*(?:\$\w+)*\Z")
 
 
 def _blank(gap: str, mysql: bool) -> bool:
@@ -781,13 +801,13 @@ def _survivors(plain: str, dialect: Optional[str]) -> bool:
     return "#" in plain and dialect != "postgres"  # a MySQL comment; XOR in Postgres
 
 
-_FALLBACK_LITERALS = re.compile(
+_FALLBACK_LITERALS = lazy(
     r"""(?:[A-Za-z]|U&)?'(?:[^'\\]|\\.|'')*(?:'|\Z)"""  # strings, unterminated ones too
     r"""|\$([A-Za-z_]\w*)?\$.*?(?:\$\1\$|\Z)"""  # dollar quotes
     r"""|(?<![\w$:?@])-?\b(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\b""",
     re.S,
 )
-_FALLBACK_COMMENTS = re.compile(r"--[^\n]*|/\*.*?(?:\*/|\Z)|#[^\n]*", re.S)
+_FALLBACK_COMMENTS = lazy(r"--[^\n]*|/\*.*?(?:\*/|\Z)|#[^\n]*", re.S)
 
 
 def _fallback(sql: str, dialect: Optional[str]) -> SqlInfo:

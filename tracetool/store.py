@@ -37,6 +37,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from tracetool.errors import TraceToolError
+from tracetool.lazyre import lazy
 
 ENV_QUERY_DB = "TRACETOOL_QUERY_DB"
 URL_FILE = "store.url"
@@ -350,7 +351,7 @@ def _group_bare_columns(select: Any) -> None:
                 have.add(column.sql())
 
 
-_FTS_ALIAS = re.compile(r"\brecordings_fts\s+(?:AS\s+)?(\w+)", re.I)
+_FTS_ALIAS = lazy(r"\brecordings_fts\s+(?:AS\s+)?(\w+)", re.I)
 
 
 @lru_cache(maxsize=4096)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from tracetool.cli.common import common_options, is_verbose
+from tracetool.cli.common import common_options, end_at_once, is_one_shot, is_verbose
 
 
 def _summary(result: object) -> str:
@@ -95,10 +95,14 @@ def command(
     """
     from tracetool import store
     from tracetool.cli.render import print_json, progress_bar, warn
-    from tracetool.config import resolve_trace_dir
     from tracetool.index import IndexOptions, index_directory
 
-    root = resolve_trace_dir(trace_dir)
+    if trace_dir:  # as resolve_trace_dir takes it, without importing the config machinery
+        root = Path(trace_dir)
+    else:
+        from tracetool.config import resolve_trace_dir
+
+        root = resolve_trace_dir(trace_dir)
     options = IndexOptions(
         query_db=store.location(query_db, root),
         max_bytes=int(max_size * 1_000_000) if max_size else None,
@@ -119,6 +123,10 @@ def command(
         if verbose and outcome != "skipped":
             click.echo(f'{outcome.capitalize()} "{Path(root, relpath).absolute()}"', err=True)
 
+    if is_one_shot():
+        # Nothing to run at exit: the database is closed and the worker pool, if any, shut
+        # down (waited for) before index_directory returns.
+        end_at_once()
     with progress_bar("Indexing recordings") as update:
         result = index_directory(root, options, progress=update, report=report)
     for skip in result.skipped:

@@ -15,28 +15,57 @@ Public API:
 - `diff_diagrams(base, head, request) -> DiffReport`: what `tracetool sequence-diagram-diff`
   does, for two files (diagram JSON, or recordings) or two directories of `*.sequence.json`.
 
-Model, builder, digests, loops, renderers and diff live in the submodules.
+Model, builder, digests, loops, renderers and diff live in the submodules. The names here are
+imported on first use: the indexer's digest hook (`BoundDigests`, tracetool.diagram.builder)
+does not import the commands' service, renderers and diff.
 """
 
 from __future__ import annotations
 
-from tracetool.diagram.builder import DiagramOptions, build_diagram
-from tracetool.diagram.model import Action, Actor, Diagram, from_json, to_json
-from tracetool.diagram.service import (
-    BoundDigests,
-    DiagramRequest,
-    DiffReport,
-    DiffRequest,
-    WrittenDiagram,
-    bound_digest,
-    diagram_of,
-    diff_diagrams,
-    load_diagram,
-    recording_digest,
-    render,
-    roots_digest,
-    write_diagrams,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tracetool.diagram.builder import BoundDigests, DiagramOptions, build_diagram
+    from tracetool.diagram.model import Action, Actor, Diagram, from_json, to_json
+    from tracetool.diagram.service import (
+        DiagramRequest,
+        DiffReport,
+        DiffRequest,
+        WrittenDiagram,
+        bound_digest,
+        diagram_of,
+        diff_diagrams,
+        load_diagram,
+        recording_digest,
+        render,
+        roots_digest,
+        write_diagrams,
+    )
+
+# public name -> the submodule that defines it
+_EXPORTS: dict[str, str] = {
+    "BoundDigests": "builder",
+    "DiagramOptions": "builder",
+    "build_diagram": "builder",
+    "Action": "model",
+    "Actor": "model",
+    "Diagram": "model",
+    "from_json": "model",
+    "to_json": "model",
+    "DiagramRequest": "service",
+    "DiffReport": "service",
+    "DiffRequest": "service",
+    "WrittenDiagram": "service",
+    "bound_digest": "service",
+    "diagram_of": "service",
+    "diff_diagrams": "service",
+    "load_diagram": "service",
+    "recording_digest": "service",
+    "render": "service",
+    "roots_digest": "service",
+    "write_diagrams": "service",
+}
 
 __all__ = [
     "BoundDigests",
@@ -60,3 +89,12 @@ __all__ = [
     "to_json",
     "write_diagrams",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    submodule = _EXPORTS.get(name)
+    if submodule is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{submodule}"), name)
+    globals()[name] = value
+    return value

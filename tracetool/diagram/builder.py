@@ -31,7 +31,7 @@ import functools
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracetool import accel
 from tracetool.diagram import digests as dg
@@ -46,18 +46,14 @@ from tracetool.diagram.model import (
     Diagram,
     parents_first,
 )
-from tracetool.filters import (
-    Bound,
-    FilterState,
-    bind,
-    filter_nodes,
-    has_patterns,
-    without_sql_names,
-)
+from tracetool.filters import Bound, bind, filter_nodes, has_patterns, without_sql_names
 from tracetool.filters.apply import unnamed_query
 from tracetool.trace.codeobjects import CodeObject
 from tracetool.trace.document import TraceDocument, dispose, gc_paused
 from tracetool.trace.tree import CallNode, field_getter
+
+if TYPE_CHECKING:  # (imported where a filter is given: not by the indexer's digest hook)
+    from tracetool.filters.state import FilterState
 
 ACTOR_TYPES = frozenset({"package", "database", "http", "external-service"})
 HTTP_ACTOR = "http:HTTP server requests"
@@ -967,3 +963,26 @@ def _leaf_digest(own: str) -> str:
 def _inner_digest(key: tuple[str, ...]) -> str:
     """The subtree digest of (an action's digest, its children's subtree digests...)."""
     return hashlib.sha256("\n".join(key).encode()).hexdigest()
+
+
+class BoundDigests:
+    """`bound_digest` of a recording bound in batches of whole call trees, added in document
+    order (the indexer reads a big recording tree by tree and frees each batch).
+
+    The same digest as for the whole tree: a root action's subtree digest depends on its own
+    call tree only. The code objects "live" in the rest of the recording decide which packages
+    are lifelines, but not whether a call has one: a call's innermost package (the first one
+    above a class or function) is a lifeline whenever the call is in the recording, so
+    `actor_for` finds an actor in a batch exactly when it finds one in the whole recording, and
+    which actor it is does not enter a digest."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()  # `roots_digest`, fed a root at a time
+
+    def add(self, bound: Bound) -> None:
+        update = self._hash.update
+        for digest in root_digests(bound, sql_names=False):
+            update(digest.encode())
+
+    def result(self) -> str:
+        return self._hash.hexdigest()

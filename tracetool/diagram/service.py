@@ -19,7 +19,8 @@ import orjson
 from tracetool import accel
 from tracetool.diagram import diff as diffmod
 from tracetool.diagram import plantuml, text
-from tracetool.diagram.builder import DiagramOptions, build_diagram, release, root_digests
+from tracetool.diagram.builder import BoundDigests as BoundDigests  # (defined there now)
+from tracetool.diagram.builder import DiagramOptions, build_diagram, release
 from tracetool.diagram.model import Action, Actor, Diagram, from_json, json_default, to_json
 from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError, UsageError
 from tracetool.filters import Bound, FilterState, bind
@@ -83,29 +84,6 @@ def bound_digest(bound: Bound) -> str:
     digests = BoundDigests()
     digests.add(bound)
     return digests.result()
-
-
-class BoundDigests:
-    """`bound_digest` of a recording bound in batches of whole call trees, added in document
-    order (the indexer reads a big recording tree by tree and frees each batch).
-
-    The same digest as for the whole tree: a root action's subtree digest depends on its own
-    call tree only. The code objects "live" in the rest of the recording decide which packages
-    are lifelines, but not whether a call has one: a call's innermost package (the first one
-    above a class or function) is a lifeline whenever the call is in the recording, so
-    `actor_for` finds an actor in a batch exactly when it finds one in the whole recording, and
-    which actor it is does not enter a digest."""
-
-    def __init__(self) -> None:
-        self._hash = hashlib.sha256()  # `roots_digest`, fed a root at a time
-
-    def add(self, bound: Bound) -> None:
-        update = self._hash.update
-        for digest in root_digests(bound, sql_names=False):
-            update(digest.encode())
-
-    def result(self) -> str:
-        return self._hash.hexdigest()
 
 
 def render(diagram: Diagram, fmt: str, **kwargs: Any) -> str:

@@ -47,6 +47,9 @@ regex), a media response is hidden whatever the request method, and unknown keys
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from tracetool.filters.apply import (
     Bound,
     apply_filter,
@@ -60,17 +63,36 @@ from tracetool.filters.apply import (
     rebuild,
     without_sql_names,
 )
-from tracetool.filters.state import (
-    DEFAULT_CONTEXT_DEPTH,
-    DEFAULT_DEPENDENCY_FOLDERS,
-    ROOT_EVENT_LABELS,
-    FilterState,
-    decode,
-    describe,
-    encode,
-    merge,
-    to_json,
-    with_hidden_names,
+
+if TYPE_CHECKING:
+    from tracetool.filters.state import (
+        DEFAULT_CONTEXT_DEPTH,
+        DEFAULT_DEPENDENCY_FOLDERS,
+        ROOT_EVENT_LABELS,
+        FilterState,
+        decode,
+        describe,
+        encode,
+        merge,
+        to_json,
+        with_hidden_names,
+    )
+
+# Names of tracetool.filters.state, imported on first use: binding a recording (the indexer)
+# needs none of them.
+_STATE_NAMES = frozenset(
+    (
+        "DEFAULT_CONTEXT_DEPTH",
+        "DEFAULT_DEPENDENCY_FOLDERS",
+        "ROOT_EVENT_LABELS",
+        "FilterState",
+        "decode",
+        "describe",
+        "encode",
+        "merge",
+        "to_json",
+        "with_hidden_names",
+    )
 )
 
 __all__ = [
@@ -96,3 +118,11 @@ __all__ = [
     "with_hidden_names",
     "without_sql_names",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _STATE_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module("tracetool.filters.state"), name)
+    globals()[name] = value
+    return value

@@ -4,25 +4,29 @@ from __future__ import annotations
 
 import operator
 import re
+import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracetool import accel
 from tracetool.errors import UsageError
-from tracetool.filters.state import ROOT_EVENT_LABELS, FilterState
+from tracetool.lazyre import lazy
+from tracetool.records import Record
 from tracetool.trace.codeobjects import DATABASE_ROOT, ClassMap, CodeObject
 from tracetool.trace.document import TraceDocument, gc_paused
-from tracetool.trace.slim import MinimalEvent, SlimCall, SlimReturn
 from tracetool.trace.stream import UNSET, EventHead
 from tracetool.trace.tree import CallNode, CallTree, CallTreeBuilder, field_getter, preorder
+
+if TYPE_CHECKING:  # (tracetool.filters.state is imported where a filter is applied: the indexer
+    # binds recordings without one, and spares its frozen dataclass)
+    from tracetool.filters.state import FilterState
 
 _MEDIA_EXTENSIONS = frozenset(
     "aac avi bmp css flv gif htm html ico jpeg jpg js json jsonld mid midi mjs mov mp3 mp4 mpeg "
     "oga ogg ogv ogx opus otf png svg tif tiff ts ttf wav weba webm webp woff woff2 xhtml 3gp "
     "3g2".split()
 )
-_MEDIA_TYPE = re.compile(
+_MEDIA_TYPE = lazy(
     r"application/javascript|application/ecmascript|audio/.+|font/.+|image/.+|text/javascript"
     r"|text/ecmascript|text/css|video/.+",
     re.IGNORECASE,
@@ -103,25 +107,68 @@ def matching_code_objects(
 # ---------------------------------------------------------------- applying
 
 
-@dataclass
-class Bound:
-    """A recording's call tree with the code object of every call (shared by filters and prune)."""
+class Bound(Record):
+    """A recording's call tree with the code object of every call (shared by filters and prune).
 
-    doc: TraceDocument
-    events: list[dict[str, Any]]
-    nodes: list[CallNode]  # pre-order
-    roots: list[CallNode]
-    cmap: ClassMap
-    static: set[int]  # ids of code objects that came from the document's classMap
-    code_objects: dict[int, CodeObject]  # id(node) -> code object
-    # the same, as a list parallel to `nodes` (when `bind` made it): walks in pre-order read it
-    # in order instead of looking each node up
-    node_code_objects: list[CodeObject] | None = None
+    (A record, as the dataclass it was: the same fields, init, repr and equality.)"""
+
+    _fields = (
+        "doc",
+        "events",
+        "nodes",
+        "roots",
+        "cmap",
+        "static",
+        "code_objects",
+        "node_code_objects",
+    )
+
+    def __init__(
+        self,
+        doc: TraceDocument,
+        events: list[dict[str, Any]],
+        nodes: list[CallNode],  # pre-order
+        roots: list[CallNode],
+        cmap: ClassMap,
+        static: set[int],  # ids of code objects that came from the document's classMap
+        code_objects: dict[int, CodeObject],  # id(node) -> code object
+        # the same, as a list parallel to `nodes` (when `bind` made it): walks in pre-order
+        # read it in order instead of looking each node up
+        node_code_objects: list[CodeObject] | None = None,
+    ) -> None:
+        self.doc = doc
+        self.events = events
+        self.nodes = nodes
+        self.roots = roots
+        self.cmap = cmap
+        self.static = static
+        self.code_objects = code_objects
+        self.node_code_objects = node_code_objects
 
 
-# what an eventUpdates entry that replaces its event is: an object (a dict, or the struct of a
-# slim document of structs, `load_slim(minimal=True)` or `load_slim(structs=True)`)
-_UPDATES = (dict, MinimalEvent, SlimCall, SlimReturn)
+# The event structs of tracetool.trace.slim, read from the module once it is loaded (until then
+# no event can be one of them): this module does not import it (~5 M instructions of struct
+# classes that the indexer, whose events are dicts or `EventHead`s, never makes).
+_SLIM = "tracetool.trace.slim"
+_SLIM_KINDS: list[tuple[tuple[type, ...], tuple[type, ...], type | None]] = []
+
+
+def _slim_kinds() -> tuple[tuple[type, ...], tuple[type, ...], type | None]:
+    """(what an eventUpdates entry that replaces its event is: an object, a dict or the struct
+    of a slim document of structs, `load_slim(minimal=True)` or `load_slim(structs=True)`;
+    the events `_bind_heads` binds; `MinimalEvent`, or None before slim is loaded)."""
+    if _SLIM_KINDS:
+        return _SLIM_KINDS[0]
+    slim = sys.modules.get(_SLIM)
+    if slim is None or not hasattr(slim, "load_slim"):  # (not loaded, or still loading)
+        return (dict,), (EventHead,), None
+    kinds = (
+        (dict, slim.MinimalEvent, slim.SlimCall, slim.SlimReturn),
+        (EventHead, slim.SlimCall),
+        slim.MinimalEvent,
+    )
+    _SLIM_KINDS.append(kinds)
+    return kinds
 
 
 def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
@@ -135,8 +182,9 @@ def bind(doc: TraceDocument, *, sql_names: bool = True) -> Bound:
     events: list[Any] = doc.events  # (minimal documents: `MinimalEvent`s)
     with gc_paused():
         if updates:
+            kinds = _slim_kinds()[0]
             events = [
-                u if isinstance(u := updates.get(str(e.get("id"))), _UPDATES) else e for e in events
+                u if isinstance(u := updates.get(str(e.get("id"))), kinds) else e for e in events
             ]
         tree = call_tree(events)
         cmap = accel.class_map(doc.class_map)
@@ -213,10 +261,12 @@ def bind_calls(calls: list[Any], cmap: ClassMap, state: BindState) -> list[CodeO
     append = out.append
     # Function calls repeat: resolve each (location, name) once.
     functions = state.functions
-    if calls and isinstance(calls[0], _HEADS):
-        return _bind_heads(calls, cmap, state)
-    if calls and type(calls[0]) is MinimalEvent:
-        return _bind_minimal(calls, cmap, state)
+    if calls:
+        _, heads, minimal = _slim_kinds()
+        if isinstance(calls[0], heads):
+            return _bind_heads(calls, cmap, state)
+        if type(calls[0]) is minimal:
+            return _bind_minimal(calls, cmap, state)
     # `get(call, key)` is `call.get(key)` without a Python-level call for event structs
     get = field_getter(calls[0]) if calls else dict.get
     # `key in call` of a struct is a Python-level call; its request fields are None when
@@ -296,8 +346,6 @@ def _bind_minimal(calls: list[Any], cmap: ClassMap, state: BindState) -> list[Co
     return out
 
 
-# events whose missing fields read UNSET (`_bind_heads`)
-_HEADS = (EventHead, SlimCall)
 # `_bind_heads`' loop in C (tracetool/_speedups_diagram.c), or None
 _BIND_HEADS = accel.function("bind_heads")
 
@@ -430,6 +478,8 @@ def apply_filter(doc: TraceDocument, state: FilterState) -> TraceDocument:
 
 def filter_nodes(bound: Bound, state: FilterState) -> set[int]:
     """ids (`id(node)`) of the call nodes that survive every step of `state`."""
+    from tracetool.filters.state import ROOT_EVENT_LABELS
+
     nodes, cos = bound.nodes, bound.code_objects
     kept = {id(n) for n in nodes}
 

@@ -149,14 +149,20 @@ def _relpath(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix() if path != root else path.name
 
 
+def _inline(tasks: list[Task], workers: int) -> bool:
+    """Whether `_run_tasks` runs `tasks` in this process (too little work for a pool)."""
+    if workers <= 1 or len(tasks) < POOL_MIN_FILES:
+        return True
+    return sum(t.size for t in tasks) < POOL_MIN_BYTES
+
+
 def _run_tasks(
     tasks: list[Task], workers: int, executor: Executor | None = None
 ) -> Iterator[Result]:
     if executor is not None:
         yield from _completed(executor, tasks)
         return
-    total_bytes = sum(t.size for t in tasks)
-    if workers <= 1 or len(tasks) < POOL_MIN_FILES or total_bytes < POOL_MIN_BYTES:
+    if _inline(tasks, workers):
         for task in tasks:
             yield process(task)
         return
@@ -408,8 +414,10 @@ def _update(
             hashes = tuple(by_size.get(size, ()))
         tasks.append(Task(str(path), rel, size, mtime_ns, side, limit[0], hashes, limit[1], run_id))
     tasks.sort(key=lambda t: -t.size)  # biggest first: the pool finishes evenly
-    if tasks and analyses is not None:
-        analyses.read()  # before a pool forks: its workers inherit what was read
+    if tasks and analyses is not None and (executor is not None or not _inline(tasks, workers)):
+        # before a pool forks: its workers inherit what was read (inline, the cache looks the
+        # first statements up without parsing the file, `SqlCache.get`)
+        analyses.read()
 
     total = len(tasks)
     if progress is not None:

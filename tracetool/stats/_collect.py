@@ -23,9 +23,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
-import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -34,6 +32,8 @@ import orjson
 
 from tracetool import accel
 from tracetool.errors import TraceToolError
+from tracetool.lazyre import lazy
+from tracetool.records import Record
 from tracetool.stats import _scan
 from tracetool.stats._names import Names, process_names
 from tracetool.trace import events as ev
@@ -53,14 +53,21 @@ SqlKey = Union[tuple[str, str], tuple[str]]  # (sql text, database type or ""), 
 Key = Union[str, SqlKey]  # fqid, or SQL awaiting its name
 
 
-@dataclass
-class OverheadPartial:
+class OverheadPartial(Record):
     """Sums over some recordings: key -> [calls, [seconds summed in each recording]];
-    mergeable in any order."""
+    mergeable in any order. (A record, as the dataclass it was.)"""
 
-    sums: dict[Key, list[Any]] = field(default_factory=dict)
-    files: int = 0
-    warnings: list[str] = field(default_factory=list)
+    _fields = ("sums", "files", "warnings")
+
+    def __init__(
+        self,
+        sums: dict[Key, list[Any]] | None = None,
+        files: int = 0,
+        warnings: list[str] | None = None,
+    ) -> None:
+        self.sums: dict[Key, list[Any]] = {} if sums is None else sums
+        self.files = files
+        self.warnings: list[str] = [] if warnings is None else warnings
 
     def add(self, sums: Iterable[tuple[Key, Any, float]]) -> None:
         """Add one recording's sums: (key, calls, seconds), a key possibly more than once."""
@@ -388,12 +395,12 @@ def js_length(encoded: bytes) -> int:
 # classes (`_CLASSES`: separators `,:[]}` -> `:`, digits -> `0`, `.eE` -> `e`, `-` kept, the
 # rest -> `x`): after whitespace is stripped a number always follows a separator, so a number
 # token is `:` then `-?0+`; digits inside a string follow a quote (`x`), or are a false alarm.
-_ESCAPE_RISK = re.compile(rb"\\[u/]")
+_ESCAPE_RISK = lazy(rb"\\[u/]")
 # (`:-?0+e|:-0:|:-?0{19}` as two searches, each with a two-byte literal prefix that re finds
 # fast: `:` alone starts most keys and values; `0*+` is possessive, so an integer's digits are
 # not tried again one by one)
-_NUMBER_RISK = re.compile(rb":0(?:0*+e|0{18})")
-_NEGATIVE_RISK = re.compile(rb":-0(?:0*+e|:|0{18})")
+_NUMBER_RISK = lazy(rb":0(?:0*+e|0{18})")
+_NEGATIVE_RISK = lazy(rb":-0(?:0*+e|:|0{18})")
 
 
 def _number_risk(text: bytes) -> bool:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import codecs
 import functools
-import re
 import sys
 import threading
 from array import array
@@ -43,6 +42,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from itertools import accumulate
 from typing import Any, Optional
+
+from tracetool.lazyre import lazy
 
 # orjson refuses JSON nested deeper than this (its own fixed limit): every other path refuses
 # what it refuses, with the same words.
@@ -96,7 +97,7 @@ _KEEP = b'[]{}"'
 _ESCAPES = b'\\/bfnrtu"'  # a backslash and every character that may follow it in JSON
 _DROP = bytes(b for b in range(256) if b not in _KEEP)
 _DROP_ESCAPED = bytes(b for b in range(256) if b not in _KEEP + _ESCAPES)
-_STRING = re.compile(rb'"[^"]*"')
+_STRING = lazy(rb'"[^"]*"')
 _SIGNS = bytes.maketrans(b"[]{}", b"\x01\xff\x01\xff")
 
 
@@ -167,7 +168,7 @@ _NUMBER_CLASSES = bytes(_CLASSES)
 _LONG_DIGITS = b"0" * 309
 
 
-_EXPONENT = re.compile(rb"e0000*(?::|\Z)")  # a literal prefix: re searches it fast
+_EXPONENT = lazy(rb"e0000*(?::|\Z)")  # a literal prefix: re searches it fast
 
 
 def maybe_huge_number(raw: Any) -> bool:
@@ -203,7 +204,7 @@ def _huge_in(classes: bytes) -> bool:
     return False
 
 
-_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = lazy(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def lenient_json(raw: Any) -> bool:

@@ -26,13 +26,14 @@ Stdlib only (the agent may import `tracetool.trace`); parser modules are recogni
 from __future__ import annotations
 
 import logging
+import operator
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Optional
+from typing import BinaryIO, Optional, cast
 
 from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError
 from tracetool.trace.atomic import remove_orphans
@@ -120,6 +121,22 @@ def is_trace_name(name: str) -> bool:
     return name.endswith(TRACE_SUFFIXES) and not name.startswith(".")
 
 
+def _child_maker() -> Callable[[Path, str], Path]:
+    """`directory / name` for one more component `name`: pathlib's own shortcut for walking
+    directories (`Path._make_child_relpath`, 3.11-3.12), which skips parsing the path again
+    (a third of `find_trace_files`' time over 1000 recordings), else the `/` it stands for."""
+    child = getattr(Path, "_make_child_relpath", None)
+    if child is not None:
+        try:
+            probe = Path("/d/sub")
+            made = child(probe, "x.trace.json")
+            if made == probe / "x.trace.json" and str(made) == str(probe / "x.trace.json"):
+                return cast("Callable[[Path, str], Path]", child)
+        except Exception:  # (another pathlib: its own `/`)
+            pass
+    return operator.truediv
+
+
 def find_trace_files(
     root: Path | str, skipped: Optional[list[tuple[Path, str]]] = None
 ) -> list[Path]:
@@ -148,6 +165,7 @@ def find_trace_files(
     found: list[Path] = []
     seen = {(st.st_dev, st.st_ino)}
     stack = [base]
+    child = _CHILD
     while stack:
         directory = stack.pop()
         try:
@@ -168,14 +186,14 @@ def find_trace_files(
                     key = (dst.st_dev, dst.st_ino)
                     if key not in seen:
                         seen.add(key)
-                        stack.append(Path(entry.path))
+                        stack.append(child(directory, name))
                     if is_trace_name(name):
                         skip(entry.path, "is a directory, not a trace document")
                     continue
                 if not is_trace_name(name):
                     continue
                 if entry.is_file():  # a regular file (from the directory entry: no syscall)
-                    found.append(Path(entry.path))
+                    found.append(child(directory, name))
                     continue
                 fst = entry.stat()
             except FileNotFoundError:  # a dangling symlink, or gone meanwhile
@@ -188,6 +206,9 @@ def find_trace_files(
             skip(entry.path, str(not_regular("", fst.st_mode))[2:])
     found.sort(key=lambda path: path.parts)  # Path order, without its slow __lt__
     return found
+
+
+_CHILD = _child_maker()
 
 
 def skip_lines(skipped: list[tuple[Path, str]], root: Optional[Path | str] = None) -> list[str]:
