@@ -18,6 +18,15 @@ from tracetool.routes import without_credentials
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
+@pytest.fixture(autouse=True)
+def _no_ci_or_git_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The source comes from git here, not from a CI job's variables or a GIT_DIR."""
+    for names in source._ENV.values():
+        for name in names:
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("GIT_DIR", raising=False)
+
+
 def _git(cwd: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", "-c", "user.email=a@b", "-c", "user.name=a", *args],
@@ -69,11 +78,6 @@ def test_without_credentials(url: str, expected: str) -> None:
 def test_outside_a_repository_no_git_process_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("GIT_DIR", raising=False)
-    for name in ("GITHUB_REPOSITORY", "GITHUB_SHA", "GITHUB_REF_NAME", "GITHUB_HEAD_REF"):
-        monkeypatch.delenv(name, raising=False)
-    for name in ("CI_PROJECT_PATH", "CI_COMMIT_SHA", "CI_COMMIT_REF_NAME"):
-        monkeypatch.delenv(name, raising=False)
     if any((p / ".git").exists() for p in (tmp_path, *tmp_path.parents)):
         pytest.skip("the temporary folder is inside a git repository")
     calls = _count_git(monkeypatch)
@@ -86,10 +90,6 @@ def test_outside_a_repository_no_git_process_starts(
 def test_in_a_repository_two_git_processes_and_no_credential(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("GIT_DIR", "GITHUB_REPOSITORY", "GITHUB_SHA", "GITHUB_REF_NAME"):
-        monkeypatch.delenv(name, raising=False)
-    for name in ("GITHUB_HEAD_REF", "CI_PROJECT_PATH", "CI_COMMIT_SHA", "CI_COMMIT_REF_NAME"):
-        monkeypatch.delenv(name, raising=False)
     repo = tmp_path / "app"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "trunk")
@@ -129,10 +129,6 @@ def test_in_a_repository_two_git_processes_and_no_credential(
 def test_unborn_repository_and_worktree_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("GIT_DIR", "GITHUB_REPOSITORY", "GITHUB_SHA", "GITHUB_REF_NAME"):
-        monkeypatch.delenv(name, raising=False)
-    for name in ("GITHUB_HEAD_REF", "CI_PROJECT_PATH", "CI_COMMIT_SHA", "CI_COMMIT_REF_NAME"):
-        monkeypatch.delenv(name, raising=False)
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")

@@ -16,18 +16,6 @@ from tracetool.trace.reader import find_trace_files, guarded, skip_lines
 SIZE_THRESHOLD = 1024 * 1024
 DEFAULT_LIMIT = 10
 
-__all__ = [
-    "DEFAULT_LIMIT",
-    "SIZE_THRESHOLD",
-    "DirectoryStats",
-    "FunctionOverhead",
-    "FunctionSize",
-    "LargeRecording",
-    "RecordingStats",
-    "directory_stats",
-    "recording_stats",
-]
-
 
 @dataclass(frozen=True)
 class LargeRecording:
