@@ -22,10 +22,14 @@ from typing import Any
 
 from tracetool.errors import ConfigError
 
+# (they live in tracetool.paths, where a command that is given its folder finds it without
+# importing this module)
+from tracetool.paths import DEFAULT_TRACE_DIR as DEFAULT_TRACE_DIR
+from tracetool.paths import ENV_TRACE_DIR as ENV_TRACE_DIR
+from tracetool.paths import resolve_trace_dir as resolve_trace_dir
+
 CONFIG_FILE = "trace.yml"
-DEFAULT_TRACE_DIR = "tmp/trace"
 ENV_CONFIG = "TRACETOOL_CONFIG"
-ENV_TRACE_DIR = "TRACETOOL_TRACE_DIR"
 
 
 @dataclass(frozen=True)
@@ -178,19 +182,3 @@ def load_config(path: Path | str | None = None, *, required: bool = False) -> Co
         raise ConfigError(f"{file}: not valid YAML{where}") from None
     config = parse_config(data, file.resolve().parent, str(file))
     return Config(**{**config.__dict__, "path": file})
-
-
-def resolve_trace_dir(option: str | Path | None = None, default: str = DEFAULT_TRACE_DIR) -> Path:
-    """Where recordings are: the flag, else $TRACETOOL_TRACE_DIR, else trace.yml, else `default`.
-
-    Relative defaults are taken from the current directory (which `-d/--directory` sets).
-    """
-    if option:
-        return Path(option)
-    env = os.environ.get(ENV_TRACE_DIR)
-    if env:
-        return Path(env)
-    file = find_config_file()
-    if file is not None:
-        return load_config(file).trace_dir
-    return Path(default)

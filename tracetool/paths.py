@@ -21,6 +21,8 @@ from typing import Optional, Union
 
 from tracetool.records import FrozenRecord
 
+DEFAULT_TRACE_DIR = "tmp/trace"
+ENV_TRACE_DIR = "TRACETOOL_TRACE_DIR"
 DATA_ROOT = Path(".trace") / "data"
 QUERY_DB = "query.db"
 DISCOVERY_FILE = "daemon.json"
@@ -46,6 +48,25 @@ class DaemonInfo(FrozenRecord):
 
 
 KEY_LENGTH = 16
+
+
+def resolve_trace_dir(option: str | Path | None = None, default: str = DEFAULT_TRACE_DIR) -> Path:
+    """Where recordings are: the flag, else $TRACETOOL_TRACE_DIR, else trace.yml, else `default`.
+
+    Relative defaults are taken from the current directory (which `-d/--directory` sets).
+    tracetool.config (trace.yml's machinery) is imported only when the file is looked for.
+    """
+    if option:
+        return Path(option)
+    env = os.environ.get(ENV_TRACE_DIR)
+    if env:
+        return Path(env)
+    from tracetool.config import find_config_file, load_config
+
+    file = find_config_file()
+    if file is not None:
+        return load_config(file).trace_dir
+    return Path(default)
 
 
 def trace_dir_key(trace_dir: PathLike) -> str:

@@ -19,7 +19,7 @@ from tests.index.shop import make_shop
 
 # What an index run must not import: the stats command's body, the diagram commands' service,
 # renderers and diff (the digest hook needs tracetool.diagram.builder only), trace.yml's
-# machinery when --trace-dir is given, and tempfile (with shutil, random, bz2, lzma...).
+# machinery when --trace-dir is given.
 NOT_IMPORTED = (
     "tracetool.stats._api",
     "tracetool.trace.slim",
@@ -28,8 +28,6 @@ NOT_IMPORTED = (
     "tracetool.diagram.plantuml",
     "tracetool.diagram.diff",
     "tracetool.config",
-    "tempfile",
-    "shutil",
 )
 
 _RUN = """

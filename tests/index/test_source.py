@@ -126,9 +126,7 @@ def test_in_a_repository_two_git_processes_and_no_credential(
 
 
 @needs_git
-def test_unborn_repository_and_worktree_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_unborn_repository_and_worktree_file(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")

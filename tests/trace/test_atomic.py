@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,42 +129,22 @@ def test_a_folder_removed_between_mkdir_and_mkstemp_is_created_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The index drops emptied sidecar folders while its workers write new sidecars into them.
-    from tracetool.trace import atomic
+    import tempfile
 
-    real = atomic._mkstemp
+    real = tempfile.mkstemp
     calls: list[str] = []
 
-    def racing_mkstemp(prefix: str, suffix: str, directory: Path) -> tuple[int, str]:
-        calls.append(str(directory))
+    def racing_mkstemp(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        calls.append(str(kwargs["dir"]))
         if len(calls) == 1:
-            Path(directory).rmdir()  # another process empties and removes the folder
-        return real(prefix, suffix, directory)
+            Path(kwargs["dir"]).rmdir()  # another process empties and removes the folder
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(atomic, "_mkstemp", racing_mkstemp)
+    monkeypatch.setattr(tempfile, "mkstemp", racing_mkstemp)
     target = tmp_path / "sidecars" / "poison" / "a.index.json"
     atomic_write_bytes(target, b"{}", fsync=False)
     assert target.read_bytes() == b"{}"
     assert len(calls) == 2
-
-
-def test_temporary_files_are_named_and_opened_as_tempfile_makes_them(tmp_path: Path) -> None:
-    """`_mkstemp` stands for `tempfile.mkstemp` (without importing it): mode 0600, an absolute
-    path, 8 random characters of tempfile's set between prefix and suffix, a new name each
-    time, and the temp-name pattern of `is_orphan` matches it."""
-    from tracetool.trace import atomic
-
-    names = set()
-    for _ in range(50):
-        fd, path = atomic._mkstemp(".a.json.tt1.", ".tmp", tmp_path)
-        os.close(fd)
-        name = os.path.basename(path)
-        assert os.path.isabs(path) and os.path.dirname(path) == str(tmp_path)
-        assert (os.stat(path).st_mode & 0o777) == 0o600
-        assert atomic._TEMP.fullmatch(name) is not None
-        middle = name[len(".a.json.tt1.") : -len(".tmp")]
-        assert len(middle) == 8 and set(middle) <= set("abcdefghijklmnopqrstuvwxyz0123456789_")
-        names.add(name)
-    assert len(names) == 50
 
 
 @pytest.mark.parametrize("fsync", [True, False])

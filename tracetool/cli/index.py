@@ -96,13 +96,9 @@ def command(
     from tracetool import store
     from tracetool.cli.render import print_json, progress_bar, warn
     from tracetool.index import IndexOptions, index_directory
+    from tracetool.paths import resolve_trace_dir
 
-    if trace_dir:  # as resolve_trace_dir takes it, without importing the config machinery
-        root = Path(trace_dir)
-    else:
-        from tracetool.config import resolve_trace_dir
-
-        root = resolve_trace_dir(trace_dir)
+    root = resolve_trace_dir(trace_dir)
     options = IndexOptions(
         query_db=store.location(query_db, root),
         max_bytes=int(max_size * 1_000_000) if max_size else None,

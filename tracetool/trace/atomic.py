@@ -24,7 +24,6 @@ Stdlib only (the agent writes recordings with it), Python 3.9+.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -46,35 +45,6 @@ def temp_prefix(target_name: str) -> str:
     return f".{target_name}.tt{os.getpid()}."
 
 
-# tempfile's names: 8 of these characters (`_TEMP` matches them)
-_NAME_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789_"
-_OPEN_FLAGS = (
-    os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-)
-_ATTEMPTS = 10000  # tempfile.TMP_MAX
-
-
-def _mkstemp(prefix: str, suffix: str, directory: Path) -> tuple[int, str]:
-    """`tempfile.mkstemp(prefix=, suffix=, dir=)`: the same flags, mode (0600) and names, without
-    importing tempfile (with shutil, random, bz2, lzma...: ~5 ms that every command writing a
-    file would pay)."""
-    chars = _NAME_CHARACTERS
-    for _ in range(_ATTEMPTS):
-        name = "".join([chars[byte % len(chars)] for byte in os.urandom(8)])
-        path = os.path.join(directory, f"{prefix}{name}{suffix}")
-        try:
-            fd = os.open(path, _OPEN_FLAGS, 0o600)
-        except FileExistsError:
-            continue
-        except PermissionError:
-            # Windows reports an existing directory of that name so (as tempfile knows)
-            if os.name == "nt" and os.path.isdir(directory) and os.access(directory, os.W_OK):
-                continue
-            raise
-        return fd, os.path.abspath(path)
-    raise FileExistsError(errno.EEXIST, "No usable temporary file name found")
-
-
 def _mkstemp_beside(target: Path) -> tuple[int, str]:
     """A new temporary file in `target`'s folder, creating the folder.
 
@@ -82,11 +52,15 @@ def _mkstemp_beside(target: Path) -> tuple[int, str]:
     emptied sidecar folders while its workers write into them), so a vanished folder is
     created again, a few times, before giving up.
     """
+    import tempfile  # (with shutil, random...: ~9 ms a command that only reads need not pay)
+
     directory = target.parent
     for attempt in range(5):
         directory.mkdir(parents=True, exist_ok=True)
         try:
-            return _mkstemp(temp_prefix(target.name), TEMP_SUFFIX, directory)
+            return tempfile.mkstemp(
+                prefix=temp_prefix(target.name), suffix=TEMP_SUFFIX, dir=directory
+            )
         except FileNotFoundError:
             if attempt == 4:
                 raise
