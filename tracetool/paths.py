@@ -13,7 +13,6 @@ plugin all call it. Importable by the agent and the pytest plugin: stdlib only, 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -126,6 +125,8 @@ def pid_alive(pid: int) -> bool:
 
 def read_discovery(trace_dir: PathLike) -> Optional[DaemonInfo]:
     """The live daemon for this trace_dir, or None (no file, unreadable, malformed, pid gone)."""
+    import json  # (only here: the agent imports this module through tracetool.config)
+
     path = discovery_file(trace_dir)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
