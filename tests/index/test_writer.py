@@ -4,14 +4,16 @@ deleting its rows) and after that (under a savepoint), and the others are indexe
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.index.conftest import rows, run
-from tracetool.index import indexer
-from tracetool.index.worker import Indexed, Result, Task
+from tracetool.index import indexer, schema
+from tracetool.index.worker import Indexed, Result, Task, process
+from tracetool.index.writer import Writer
 
 TABLES = (
     "recordings",
@@ -102,3 +104,55 @@ def test_refused_recordings_leave_no_rows(
     assert _contents(qdb) == _contents(expected)
     assert rows(qdb, "PRAGMA integrity_check") == [("ok",)]
     assert rows(qdb, "INSERT INTO recordings_fts(recordings_fts) VALUES ('integrity-check')") == []
+
+
+def _indexed(shop: Path, tmp_path: Path) -> list[Indexed]:
+    """The shop's recordings as the workers return them (sidecars under `tmp_path`)."""
+    out = []
+    for n, path in enumerate(sorted(shop.rglob("*.trace.json"))):
+        st = path.stat()
+        task = Task(
+            str(path),
+            path.relative_to(shop).as_posix(),
+            st.st_size,
+            st.st_mtime_ns,
+            str(tmp_path / "sidecars" / f"{n}.json"),
+            1 << 30,
+        )
+        result = process(task)
+        assert isinstance(result, Indexed)
+        out.append(result)
+    return out
+
+
+def _fts(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    return conn.execute("SELECT rowid, name FROM recordings_fts ORDER BY rowid").fetchall()
+
+
+def test_full_text_rows_are_written_with_their_transaction(shop: Path, tmp_path: Path) -> None:
+    """The writer holds a transaction's full-text rows back and inserts them as it commits
+    (one FTS5 segment per batch, not per recording): whatever reads or deletes full-text rows
+    in the same transaction sees them first, a rollback drops them, and none is lost."""
+    results = _indexed(shop, tmp_path)
+    assert len(results) >= 3
+    conn, fresh = schema.open_writer(tmp_path / "query.db")
+    assert fresh
+    writer = Writer(conn, batch_seconds=3600)
+    first = writer.put(results[0], fresh=True)
+    second = writer.put(results[1], fresh=True)
+    assert _fts(conn) == []  # (held until the transaction commits)
+    # Deleted in the transaction that added it: its row is not written back later.
+    writer.delete(second)
+    # Replaced in the same transaction: compared with the row it holds, not with nothing.
+    assert writer.put(results[0], replace_id=first) == first
+    writer.commit()
+    name = results[0].data.fts[0]
+    assert _fts(conn) == [(first, name)]
+
+    third = writer.put(results[2], fresh=True)
+    writer.rollback()
+    assert conn.execute("SELECT id FROM recordings WHERE id = ?", (third,)).fetchall() == []
+    writer.commit()
+    assert _fts(conn) == [(first, name)]
+    conn.execute("INSERT INTO recordings_fts(recordings_fts) VALUES ('integrity-check')")
+    conn.close()
