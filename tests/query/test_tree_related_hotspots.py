@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import DocBuilder
+from tests.conftest import CORPUS, DocBuilder
 from tests.index.shop import write
 from tests.query.conftest import NOW
 from tracetool.errors import NotFoundError, UsageError
@@ -223,3 +224,37 @@ def test_hotspots_refuses_unknown_kind_and_filters(db: sqlite3.Connection) -> No
         hotspots(db, "functions", parse_filters(table="users"))
     with pytest.raises(UsageError, match="unknown sort"):
         hotspots(db, sort="median")
+
+
+def test_tree_reads_what_the_whole_recording_says(tmp_path: Path) -> None:
+    """`tree` reads a slim document (`load_slim`, messages kept) and builds the call tree in C:
+    on every recording of the shared corpus (Ruby, Java, JS and Python agents), folded or not,
+    its rows are those of the whole document and the plain call-tree builder."""
+    from tracetool.trace import build_call_tree, load
+    from tracetool.trace.normalize import apply_event_updates
+
+    rows_of = importlib.import_module("tracetool.query.tree")._rows
+    trace = tmp_path / "trace"
+    for path in sorted(CORPUS.rglob("*.appmap.json")):
+        target = trace / path.relative_to(CORPUS)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    qdb = tmp_path / "query.db"
+    index_directory(trace, IndexOptions(query_db=qdb, workers=1))
+    db = open_db(query_db=qdb)
+    checked = 0
+    for rel, rid in db.execute("SELECT path, id FROM recordings ORDER BY path").fetchall():
+        labels = dict(
+            db.execute(
+                "SELECT q.event_id, co.name FROM sql_queries q JOIN code_objects co "
+                "ON co.id = q.code_object_id WHERE q.recording_id = ?",
+                (rid,),
+            ).fetchall()
+        )
+        doc = load(trace / rel)
+        apply_event_updates(doc)
+        roots = build_call_tree(doc.events).roots
+        for fold in (True, False):
+            assert tree(db, rel, fold=fold) == rows_of(roots, None, fold, 1000, labels), rel
+        checked += 1
+    assert checked >= 40

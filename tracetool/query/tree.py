@@ -18,12 +18,13 @@ import sqlite3
 from typing import Any
 
 from tracetool.errors import NotFoundError
+from tracetool.filters.apply import call_tree
 from tracetool.query.db import recording_file, resolve_recording, round_ms
-from tracetool.trace import build_call_tree, gc_paused, iter_postorder, load
 from tracetool.trace import events as ev
+from tracetool.trace import gc_paused
 from tracetool.trace.normalize import apply_event_updates
-from tracetool.trace.reader import guarded
-from tracetool.trace.tree import CallNode
+from tracetool.trace.slim import load_slim
+from tracetool.trace.tree import CallNode, preorder
 
 DEFAULT_LIMIT = 1000
 
@@ -85,12 +86,14 @@ def tree(
                 (row["id"],),
             ).fetchall()
         )
-    with gc_paused(), guarded(path):
-        doc = load(path)
+    with gc_paused():
+        # Only the fields the rows are made of (`load_slim`, with messages: `ev.kind`), a third
+        # less to decode and free than the whole document.
+        doc = load_slim(path, extras=False, messages=True)
         # The tree builder pairs calls and returns itself; only updates must be applied first.
         # Event ids stay the file's, as in the index.
         apply_event_updates(doc)
-        calls = build_call_tree(doc.events)
+        calls = call_tree(doc.events)
         rows = _rows(calls.roots, depth, fold, limit, sql_labels)
         calls.release()  # freed now by reference counting, not by a GC pass after this block
         del doc
@@ -107,13 +110,36 @@ def _rows(
 
     info: dict[int, tuple[str, str, dict[str, Any]]] = {}
     fn_labels: dict[tuple[Any, ...], str] = {}  # recordings repeat the same functions a lot
+    # A function call's row facts by what they are made of (its identity and location), and a
+    # leaf's signature by its row facts: most calls are leaves of a few functions.
+    fn_info: dict[tuple[Any, ...], tuple[str, str, dict[str, Any]]] = {}
+    leaf_sig: dict[int, int] = {}
     sig: dict[int, int] = {}
-    for node in iter_postorder(roots):
-        info[id(node)] = _label(node, sql_labels, fn_labels)
-        kind, label, extra = info[id(node)]
-        sig[id(node)] = hash(
-            (kind, label, extra.get("status"), tuple(sig[id(c)] for c in node.children))
-        )
+    # Children before their parents: a pre-order walked backwards.
+    for node in reversed(preorder(roots)):
+        call = node.call
+        if ev.kind(call) == ev.FUNCTION:
+            get = call.get
+            key: tuple[Any, ...] = (get("defined_class"), get("method_id"), get("static"))
+            where = get("path")
+            key += (where, get("lineno")) if where else (where,)
+            facts = fn_info.get(key)
+            if facts is None:
+                facts = fn_info[key] = _label(node, sql_labels, fn_labels)
+        else:
+            facts = _label(node, sql_labels, fn_labels)
+        info[id(node)] = facts
+        if node.children:
+            kind, label, extra = facts
+            sig[id(node)] = hash(
+                (kind, label, extra.get("status"), tuple([sig[id(c)] for c in node.children]))
+            )
+        else:
+            leaf = leaf_sig.get(id(facts))
+            if leaf is None:
+                kind, label, extra = facts
+                leaf = leaf_sig[id(facts)] = hash((kind, label, extra.get("status"), ()))
+            sig[id(node)] = leaf
 
     def runs(siblings: list[list[CallNode]]) -> list[list[CallNode]]:
         """Group position-aligned sibling lists into runs of identical subtrees."""

@@ -12,6 +12,8 @@ Contract:
 - `minimal=True` keeps even less: identity, thread, parent, function name and location, and
   only the presence of request/SQL/message objects (what size-mode `prune` needs), in
   `MinimalEvent` structs that read like dicts (`get`, `in`) at a third of the memory.
+- `messages=True` keeps each event's `message` as well (whole): what tells a message event
+  from others (`tracetool.trace.events.kind`), for readers that show every call's kind.
 - `structs=True` decodes the same fields into `SlimCall` / `SlimReturn` structs (tagged by
   `event`) that read like the dicts (`get`, `in`, `to_dict`) at a third of the memory; a
   recording whose events they cannot hold as the dicts would (an event that is neither a call
@@ -121,6 +123,13 @@ class _Event(TypedDict, total=False):
 
 # The event fields of a slim document (`load_slim`), for readers that decode events themselves
 SlimEvent = _Event
+
+
+class _TreeEvent(_Event, total=False):
+    """A slim event with its `message` (`messages=True`): `tracetool.trace.events.kind` tells
+    a message event by it, so readers that show every call's kind (`query tree`) need it."""
+
+    message: Any
 
 
 class BindEvent(TypedDict, total=False):
@@ -273,6 +282,14 @@ class _Doc(TypedDict, total=False):
     eventUpdates: Optional[dict[str, _Event]]
 
 
+class _TreeDoc(TypedDict, total=False):
+    version: Any
+    metadata: Any
+    classMap: Any
+    events: list[_TreeEvent]
+    eventUpdates: Optional[dict[str, _TreeEvent]]
+
+
 class _StructDoc(TypedDict, total=False):
     version: Any
     metadata: Any
@@ -312,6 +329,7 @@ def load_slim(
     minimal: bool = False,
     extras: bool = True,
     structs: bool = False,
+    messages: bool = False,
 ) -> SlimDocument:
     """Read a recording keeping only structural event fields (module doc)."""
     p = Path(path)
@@ -319,7 +337,14 @@ def load_slim(
     assert data is not None
     with guarded(p):
         return parse_slim(
-            data, str(p), raw=raw, minimal=minimal, path=p, extras=extras, structs=structs
+            data,
+            str(p),
+            raw=raw,
+            minimal=minimal,
+            path=p,
+            extras=extras,
+            structs=structs,
+            messages=messages,
         )
 
 
@@ -333,6 +358,7 @@ def parse_slim(
     extras: bool = True,
     structs: bool = False,
     checked: bool = False,
+    messages: bool = False,
 ) -> SlimDocument:
     beside: _Beside | None = None
     if checked:
@@ -346,7 +372,7 @@ def parse_slim(
         beside = _Beside(data)
     else:
         _check(data, source)
-    shape = _MinimalDoc if minimal else _StructDoc if structs else _Doc
+    shape = _MinimalDoc if minimal else _StructDoc if structs else _TreeDoc if messages else _Doc
     decoder = _decoder(shape)
     try:
         with gc_paused():
