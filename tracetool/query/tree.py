@@ -108,13 +108,14 @@ def _rows(
     sql_labels: dict[Any, str],
 ) -> list[dict[str, Any]]:
 
-    info: dict[int, tuple[str, str, dict[str, Any]]] = {}
+    # (keyed by the nodes themselves: CallNode hashes by identity)
+    info: dict[CallNode, tuple[str, str, dict[str, Any]]] = {}
     fn_labels: dict[tuple[Any, ...], str] = {}  # recordings repeat the same functions a lot
     # A function call's row facts by what they are made of (its identity and location), and a
     # leaf's signature by its row facts: most calls are leaves of a few functions.
     fn_info: dict[tuple[Any, ...], tuple[str, str, dict[str, Any]]] = {}
     leaf_sig: dict[int, int] = {}
-    sig: dict[int, int] = {}
+    sig: dict[CallNode, int] = {}
     # Children before their parents: a pre-order walked backwards.
     for node in reversed(preorder(roots)):
         call = node.call
@@ -128,18 +129,18 @@ def _rows(
                 facts = fn_info[key] = _label(node, sql_labels, fn_labels)
         else:
             facts = _label(node, sql_labels, fn_labels)
-        info[id(node)] = facts
+        info[node] = facts
         if node.children:
             kind, label, extra = facts
-            sig[id(node)] = hash(
-                (kind, label, extra.get("status"), tuple([sig[id(c)] for c in node.children]))
+            sig[node] = hash(
+                (kind, label, extra.get("status"), tuple([sig[c] for c in node.children]))
             )
         else:
             leaf = leaf_sig.get(id(facts))
             if leaf is None:
                 kind, label, extra = facts
                 leaf = leaf_sig[id(facts)] = hash((kind, label, extra.get("status"), ()))
-            sig[id(node)] = leaf
+            sig[node] = leaf
 
     def runs(siblings: list[list[CallNode]]) -> list[list[CallNode]]:
         """Group position-aligned sibling lists into runs of identical subtrees."""
@@ -149,7 +150,7 @@ def _rows(
         while i < width:
             j = i + 1
             if fold:
-                while j < width and sig[id(siblings[0][j])] == sig[id(siblings[0][i])]:
+                while j < width and sig[siblings[0][j]] == sig[siblings[0][i]]:
                     j += 1
             groups.append([nodes[k] for nodes in siblings for k in range(i, j)])
             i = j
@@ -161,7 +162,7 @@ def _rows(
     while stack and len(out) < cap:
         group, level = stack.pop()
         first = group[0]
-        kind, label, extra = info[id(first)]
+        kind, label, extra = info[first]
         times = [n.elapsed for n in group if n.elapsed is not None]
         out.append(
             {
