@@ -156,3 +156,22 @@ def test_full_text_rows_are_written_with_their_transaction(shop: Path, tmp_path:
     assert _fts(conn) == [(first, name)]
     conn.execute("INSERT INTO recordings_fts(recordings_fts) VALUES ('integrity-check')")
     conn.close()
+
+
+def test_held_full_text_rows_survive_a_replaced_recording_that_fails(
+    shop: Path, tmp_path: Path
+) -> None:
+    """A replaced recording is written under a savepoint: rows held for the recordings written
+    before it go in first, so a failure rolled back to that savepoint does not drop them."""
+    first, second, third = _indexed(shop, tmp_path)[:3]
+    conn, _ = schema.open_writer(tmp_path / "query.db")
+    writer = Writer(conn, batch_seconds=3600)
+    old = writer.put(first, fresh=True)
+    writer.commit()
+    added = writer.put(second, fresh=True)  # (held)
+    third.data.fts = (*third.data.fts[:5], ["not", "text"])  # refused by SQLite
+    with pytest.raises(Exception, match="bind|type"):
+        writer.put(third, replace_id=old)
+    writer.commit()
+    assert _fts(conn) == [(old, first.data.fts[0]), (added, second.data.fts[0])]
+    conn.close()

@@ -71,6 +71,27 @@ def test_tree_folds_repeated_siblings(tmp_path: Path, builder: DocBuilder) -> No
         tree(conn, "loop")
 
 
+def test_tree_labels_functions_by_what_they_record(tmp_path: Path, builder: DocBuilder) -> None:
+    """Calls of one function at two places keep their own location, and a call without a
+    class is not labelled as one whose class is null (rows' facts are computed once per
+    function and place)."""
+    for line in (3, 3, 7):
+        builder.ret(builder.function("Cart", "total", "cart.py", line), elapsed=0.5)
+    builder.ret(builder.call(method_id="tick"), elapsed=0.5)
+    builder.ret(builder.call(method_id="tick", defined_class=None), elapsed=0.5)
+    write(tmp_path / "t" / "labels.trace.json", builder.doc())
+    qdb = tmp_path / "q.db"
+    index_directory(tmp_path / "t", IndexOptions(query_db=qdb, workers=1))
+    rows = tree(open_db(query_db=qdb), "labels", fold=False)
+    assert [(r["label"], r.get("location")) for r in rows] == [
+        ("Cart#total", "cart.py:3"),
+        ("Cart#total", "cart.py:3"),
+        ("Cart#total", "cart.py:7"),
+        ("#tick", None),
+        ("None#tick", None),
+    ]
+
+
 def test_resolving_recordings(db: sqlite3.Connection) -> None:
     for ref in ("main/users_show.trace.json", "main/users_show", "users_show", "users show"):
         assert resolve_recording(db, ref)["path"] == "main/users_show.trace.json"

@@ -313,6 +313,9 @@ class Writer:
                 self._savepoints = True
                 raise
         codes = dict(self._codes)
+        # (the full-text rows held for recordings already written go in first: inserted under
+        # this savepoint, a rollback to it would drop them with this recording's rows)
+        self._flush_fts()
         self.conn.execute("SAVEPOINT put_recording")
         try:
             rid = self._put(result, replace_id, fresh)

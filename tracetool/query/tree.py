@@ -29,6 +29,16 @@ from tracetool.trace.tree import CallNode, preorder
 DEFAULT_LIMIT = 1000
 
 
+_ABSENT = object()
+
+
+def _function_key(call: dict[str, Any]) -> tuple[Any, ...]:
+    """What a function call's label is made of (`ev.function_name`): an absent class or
+    method reads differently from a null one."""
+    get = call.get
+    return (get("defined_class", _ABSENT), get("method_id", _ABSENT), bool(get("static")))
+
+
 def _label(
     node: CallNode, sql_labels: dict[Any, str], fn_labels: dict[tuple[Any, ...], str]
 ) -> tuple[str, str, dict[str, Any]]:
@@ -52,7 +62,7 @@ def _label(
 
             label = sql.normalize(ev.sql_text(call), ev.database_type(call))
     elif kind == ev.FUNCTION:
-        key = (call.get("defined_class"), call.get("method_id"), call.get("static"))
+        key = _function_key(call)
         label = fn_labels.get(key) or fn_labels.setdefault(key, ev.function_name(call))
         if call.get("path"):
             line = call.get("lineno")
@@ -120,10 +130,8 @@ def _rows(
     for node in reversed(preorder(roots)):
         call = node.call
         if ev.kind(call) == ev.FUNCTION:
-            get = call.get
-            key: tuple[Any, ...] = (get("defined_class"), get("method_id"), get("static"))
-            where = get("path")
-            key += (where, get("lineno")) if where else (where,)
+            where = call.get("path")
+            key = (*_function_key(call), where, call.get("lineno") if where else None)
             facts = fn_info.get(key)
             if facts is None:
                 facts = fn_info[key] = _label(node, sql_labels, fn_labels)
