@@ -175,3 +175,61 @@ def test_held_full_text_rows_survive_a_replaced_recording_that_fails(
     writer.commit()
     assert _fts(conn) == [(old, first.data.fts[0]), (added, second.data.fts[0])]
     conn.close()
+
+
+class _NoJson(sqlite3.Connection):
+    """A connection as SQLite built without its JSON functions answers `json_each`."""
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+        if "json_each" in sql:
+            raise sqlite3.OperationalError("no such table: json_each")
+        return super().execute(sql, *args)
+
+
+def _code_object_rows(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    return conn.execute(
+        "SELECT r.path, c.fqid FROM recording_code_objects rc JOIN recordings r "
+        "ON r.id = rc.recording_id JOIN code_objects c ON c.id = rc.code_object_id "
+        "ORDER BY r.path, c.fqid"
+    ).fetchall()
+
+
+def test_code_object_rows_are_the_same_without_json(shop: Path, tmp_path: Path) -> None:
+    """A recording's code objects go in as one statement over a JSON array; where SQLite has
+    no `json_each` they go in one statement per row, and the rows are the same (re-indexing a
+    changed recording replaces them the same way too)."""
+    results = _indexed(shop, tmp_path)
+    written = []
+    for name, factory in (("json", sqlite3.Connection), ("rows", _NoJson)):
+        path = tmp_path / name / "query.db"
+        path.parent.mkdir()
+        schema.open_writer(path)[0].close()
+        conn = sqlite3.connect(path, isolation_level=None, factory=factory)
+        writer = Writer(conn, batch_seconds=3600)
+        ids = [writer.put(result, fresh=True) for result in results]
+        writer.commit()
+        assert writer._json_each is (factory is sqlite3.Connection)
+        # the first recording re-indexed as the second's content: its rows are replaced
+        second = results[1]
+        writer.put(
+            Indexed(
+                results[0].relpath,
+                second.size,
+                second.mtime_ns,
+                second.sha256,
+                second.data,
+                second.digests,
+                second.sql,
+                second.overhead,
+            ),
+            replace_id=ids[0],
+        )
+        writer.commit()
+        written.append(_code_object_rows(conn))
+        conn.close()
+    assert written[0] == written[1]
+    first = results[0].relpath
+    assert {fqid for path, fqid in written[0] if path == first} == {
+        fqid for path, fqid in written[0] if path == results[1].relpath
+    }
+    assert len(written[0]) > 20

@@ -108,6 +108,13 @@ _CHUNK = 500
 _ROWS = 64
 _FTS_HEAD = "INSERT INTO recordings_fts (rowid, name, labels, routes, code, sql, messages)"
 _INSERT_FTS_ROW = f"{_FTS_HEAD} VALUES (?, ?, ?, ?, ?, ?, ?)"
+_INSERT_CODE_OBJECTS = (
+    "INSERT INTO recording_code_objects (code_object_id, recording_id) VALUES (?, ?)"
+)
+_INSERT_CODE_OBJECTS_JSON = (
+    "INSERT INTO recording_code_objects (code_object_id, recording_id) "
+    "SELECT value, ?1 FROM json_each(?2)"
+)
 
 
 @functools.cache
@@ -191,6 +198,7 @@ class Writer:
             conn.execute("SELECT key, value FROM meta WHERE key = ?", (_STALE_KEY,)).fetchall()
         )
         self._marked = False
+        self._json_each = not self._shared  # (`_insert_code_objects`)
         # `put`: the id of the recording being added (undone by deleting it if it fails), and
         # whether savepoints guard each recording instead (after the first undo of a run)
         self._adding: int | None = None
@@ -366,10 +374,7 @@ class Writer:
         code = _CodeIds(zip(items, cids), self._code_id, items)
         cids.sort()  # (in the table's key order: appended, a page after another)
         if not replacing or not self._same_code_objects(rid, cids):
-            conn.executemany(
-                "INSERT INTO recording_code_objects (code_object_id, recording_id) VALUES (?, ?)",
-                zip(cids, repeat(rid)),
-            )
+            self._insert_code_objects(rid, cids)
             self._touched.update(cids)
         new: list[tuple[Any, ...]] = [(rid, *row) for row in data.requests]
         if not replacing or not self._same("http_requests", _REQUEST_COLUMNS, rid, new):
@@ -464,6 +469,23 @@ class Writer:
         if old:
             self.conn.execute(f"DELETE FROM {table} WHERE recording_id = ?", (rid,))
         return False
+
+    def _insert_code_objects(self, rid: int, cids: list[int]) -> None:
+        """The recording's rows of recording_code_objects (`cids` sorted), in one statement
+        over a JSON array where SQLite has `json_each`: one INSERT ... SELECT keeps its cursor
+        at the end of the table, where the rows go, instead of seeking from the root for each
+        row as one statement per row does (~250 rows per recording: a cold load of 1000
+        recordings spends ~0.1 s there instead of ~0.45 s). One statement per row elsewhere (a
+        shared store, an SQLite built without JSON)."""
+        if self._json_each and cids:
+            try:
+                self.conn.execute(_INSERT_CODE_OBJECTS_JSON, (rid, orjson.dumps(cids).decode()))
+                return
+            except sqlite3.OperationalError as exc:
+                if "json_each" not in str(exc):
+                    raise
+                self._json_each = False
+        self.conn.executemany(_INSERT_CODE_OBJECTS, zip(cids, repeat(rid)))
 
     def _same_code_objects(self, rid: int, cids: list[int]) -> bool:
         """`_same` for recording_code_objects (`cids` sorted); a change touches the code
