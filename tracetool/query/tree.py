@@ -88,14 +88,24 @@ def tree(
     st = path.stat()
     sql_labels: dict[Any, str] = {}
     if (st.st_size, st.st_mtime_ns) == (row["size"], row["mtime_ns"]):
-        # The index already normalized every SQL call of this very file: reuse it.
-        sql_labels = dict(
-            db.execute(
-                "SELECT q.event_id, co.name FROM sql_queries q JOIN code_objects co "
-                "ON co.id = q.code_object_id WHERE q.recording_id = ?",
+        # The index already normalized every SQL call of this very file: reuse it. (Plain
+        # tuples, not rows: a big recording has thousands; each text looked up once.)
+        cursor: Any = db
+        if isinstance(db, sqlite3.Connection):  # (a shared store's rows are what they are)
+            cursor = db.cursor()
+            cursor.row_factory = None
+        queries = cursor.execute(
+            "SELECT event_id, code_object_id FROM sql_queries WHERE recording_id = ?",
+            (row["id"],),
+        ).fetchall()
+        texts = dict(
+            cursor.execute(
+                "SELECT id, name FROM code_objects WHERE id IN "
+                "(SELECT code_object_id FROM sql_queries WHERE recording_id = ?)",
                 (row["id"],),
             ).fetchall()
         )
+        sql_labels = {event_id: texts[code] for event_id, code in queries if code in texts}
     with gc_paused():
         # Only the fields the rows are made of (`load_slim`, with messages: `ev.kind`), a third
         # less to decode and free than the whole document.
