@@ -101,9 +101,9 @@ _CHUNK = 500
 # sqlite3 module and one sqlite3_step (GIL released and taken, mutexes, statement reset) instead
 # of one per row. Measured per table on a cold load of 1000 recordings: ~30% less for
 # sql_queries and function_calls (~110 and ~140 narrow rows per recording, into rowid tables);
-# nothing gained for log_messages, and more spent for recording_code_objects (2 columns, WITHOUT
-# ROWID: each row's cost is its b-tree insert) and http_requests (10 columns, mostly text):
-# those stay one statement per row. 64 rows of at most 15 columns stay below SQLite's oldest
+# nothing gained for log_messages and http_requests (10 columns, mostly text): those stay one
+# statement per row. recording_code_objects goes in as one INSERT ... SELECT over a JSON array
+# (`Writer._insert_code_objects`). 64 rows of at most 15 columns stay below SQLite's oldest
 # limit on parameters (999).
 _ROWS = 64
 _FTS_HEAD = "INSERT INTO recordings_fts (rowid, name, labels, routes, code, sql, messages)"
@@ -475,7 +475,7 @@ class Writer:
         over a JSON array where SQLite has `json_each`: one INSERT ... SELECT keeps its cursor
         at the end of the table, where the rows go, instead of seeking from the root for each
         row as one statement per row does (~250 rows per recording: a cold load of 1000
-        recordings spends ~0.1 s there instead of ~0.45 s). One statement per row elsewhere (a
+        recordings spends ~0.27 s there instead of ~0.7 s). One statement per row elsewhere (a
         shared store, an SQLite built without JSON)."""
         if self._json_each and cids:
             try:
