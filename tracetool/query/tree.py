@@ -136,23 +136,30 @@ def _rows(
     fn_info: dict[tuple[Any, ...], tuple[str, str, dict[str, Any]]] = {}
     leaf_sig: dict[int, int] = {}
     sig: dict[CallNode, int] = {}
+    function, kind_of, absent = ev.FUNCTION, ev.kind, _ABSENT
     # Children before their parents: a pre-order walked backwards.
     for node in reversed(preorder(roots)):
         call = node.call
-        if ev.kind(call) == ev.FUNCTION:
-            where = call.get("path")
-            key = (*_function_key(call), where, call.get("lineno") if where else None)
+        if kind_of(call) == function:  # (`_function_key` and the location, inline: most rows)
+            get = call.get
+            where = get("path")
+            key = (
+                get("defined_class", absent),
+                get("method_id", absent),
+                bool(get("static")),
+                where,
+                get("lineno") if where else None,
+            )
             facts = fn_info.get(key)
             if facts is None:
                 facts = fn_info[key] = _label(node, sql_labels, fn_labels)
         else:
             facts = _label(node, sql_labels, fn_labels)
         info[node] = facts
-        if node.children:
+        children = node.children
+        if children:
             kind, label, extra = facts
-            sig[node] = hash(
-                (kind, label, extra.get("status"), tuple([sig[c] for c in node.children]))
-            )
+            sig[node] = hash((kind, label, extra.get("status"), tuple([sig[c] for c in children])))
         else:
             leaf = leaf_sig.get(id(facts))
             if leaf is None:
