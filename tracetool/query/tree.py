@@ -89,23 +89,18 @@ def tree(
     sql_labels: dict[Any, str] = {}
     if (st.st_size, st.st_mtime_ns) == (row["size"], row["mtime_ns"]):
         # The index already normalized every SQL call of this very file: reuse it. (Plain
-        # tuples, not rows: a big recording has thousands; each text looked up once.)
+        # tuples where the database is SQLite: a big recording has thousands of rows.)
         cursor: Any = db
-        if isinstance(db, sqlite3.Connection):  # (a shared store's rows are what they are)
+        if isinstance(db, sqlite3.Connection):
             cursor = db.cursor()
             cursor.row_factory = None
-        queries = cursor.execute(
-            "SELECT event_id, code_object_id FROM sql_queries WHERE recording_id = ?",
-            (row["id"],),
-        ).fetchall()
-        texts = dict(
+        sql_labels = dict(
             cursor.execute(
-                "SELECT id, name FROM code_objects WHERE id IN "
-                "(SELECT code_object_id FROM sql_queries WHERE recording_id = ?)",
+                "SELECT q.event_id, co.name FROM sql_queries q JOIN code_objects co "
+                "ON co.id = q.code_object_id WHERE q.recording_id = ?",
                 (row["id"],),
             ).fetchall()
         )
-        sql_labels = {event_id: texts[code] for event_id, code in queries if code in texts}
     with gc_paused():
         # Only the fields the rows are made of (`load_slim`, with messages: `ev.kind`), a third
         # less to decode and free than the whole document.
@@ -136,30 +131,23 @@ def _rows(
     fn_info: dict[tuple[Any, ...], tuple[str, str, dict[str, Any]]] = {}
     leaf_sig: dict[int, int] = {}
     sig: dict[CallNode, int] = {}
-    function, kind_of, absent = ev.FUNCTION, ev.kind, _ABSENT
     # Children before their parents: a pre-order walked backwards.
     for node in reversed(preorder(roots)):
         call = node.call
-        if kind_of(call) == function:  # (`_function_key` and the location, inline: most rows)
-            get = call.get
-            where = get("path")
-            key = (
-                get("defined_class", absent),
-                get("method_id", absent),
-                bool(get("static")),
-                where,
-                get("lineno") if where else None,
-            )
+        if ev.kind(call) == ev.FUNCTION:
+            where = call.get("path")
+            key = (*_function_key(call), where, call.get("lineno") if where else None)
             facts = fn_info.get(key)
             if facts is None:
                 facts = fn_info[key] = _label(node, sql_labels, fn_labels)
         else:
             facts = _label(node, sql_labels, fn_labels)
         info[node] = facts
-        children = node.children
-        if children:
+        if node.children:
             kind, label, extra = facts
-            sig[node] = hash((kind, label, extra.get("status"), tuple([sig[c] for c in children])))
+            sig[node] = hash(
+                (kind, label, extra.get("status"), tuple([sig[c] for c in node.children]))
+            )
         else:
             leaf = leaf_sig.get(id(facts))
             if leaf is None:

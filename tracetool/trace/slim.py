@@ -46,7 +46,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Optional, TypedDict, Union
+from typing import Any, ClassVar, Generic, Optional, TypedDict, TypeVar, Union
 
 import msgspec
 import orjson
@@ -266,36 +266,23 @@ _VALUED = frozenset(
 )
 
 
-class _MinimalDoc(TypedDict, total=False):
+_E = TypeVar("_E")
+
+
+class _DocOf(TypedDict, Generic[_E], total=False):
+    """A document whose events (and event updates) decode as `_E`: one shape per event kind."""
+
     version: Any
     metadata: Any
     classMap: Any
-    events: list[MinimalEvent]
-    eventUpdates: Optional[dict[str, MinimalEvent]]
+    events: list[_E]
+    eventUpdates: Optional[dict[str, _E]]
 
 
-class _Doc(TypedDict, total=False):
-    version: Any
-    metadata: Any
-    classMap: Any
-    events: list[_Event]
-    eventUpdates: Optional[dict[str, _Event]]
-
-
-class _TreeDoc(TypedDict, total=False):
-    version: Any
-    metadata: Any
-    classMap: Any
-    events: list[_TreeEvent]
-    eventUpdates: Optional[dict[str, _TreeEvent]]
-
-
-class _StructDoc(TypedDict, total=False):
-    version: Any
-    metadata: Any
-    classMap: Any
-    events: list[Union[SlimCall, SlimReturn]]
-    eventUpdates: Optional[dict[str, Union[SlimCall, SlimReturn]]]
+_MinimalDoc = _DocOf[MinimalEvent]
+_Doc = _DocOf[_Event]
+_TreeDoc = _DocOf[_TreeEvent]
+_StructDoc = _DocOf[Union[SlimCall, SlimReturn]]
 
 
 class _RawDoc(TypedDict, total=False):
