@@ -3336,6 +3336,7 @@ done:
 PyObject *tt_diagram_actions(PyObject *self, PyObject *args);
 PyObject *tt_call_tree(PyObject *self, PyObject *args);
 PyObject *tt_preorder_calls(PyObject *self, PyObject *args);
+PyObject *tt_tree_facts(PyObject *self, PyObject *args);
 PyObject *tt_bind_heads(PyObject *self, PyObject *args);
 PyObject *tt_fold_loops(PyObject *self, PyObject *args);
 PyObject *tt_uml_lines(PyObject *self, PyObject *args);
@@ -4005,6 +4006,9 @@ static PyMethodDef methods[] = {
      "(tracetool/_speedups_diagram.c)."},
     {"preorder_calls", tt_preorder_calls, METH_VARARGS,
      "preorder_calls(roots, CallNode) -> (nodes, calls) (tracetool/_speedups_diagram.c)."},
+    {"tree_facts", tt_tree_facts, METH_VARARGS,
+     "tree_facts(nodes, sql_labels, fn_info, absent, label, info, sig, CallNode) -> None or\n"
+     "NotImplemented (tracetool/_speedups_diagram.c)."},
     {"bind_heads", tt_bind_heads, METH_VARARGS,
      "bind_heads(calls, functions, unnamed, resolve, UNSET[, memo]) -> code objects "
      "(tracetool/_speedups_diagram.c)."},

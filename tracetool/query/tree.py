@@ -17,6 +17,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from tracetool import accel
 from tracetool.errors import NotFoundError
 from tracetool.filters.apply import call_tree
 from tracetool.query.db import recording_file, resolve_recording, round_ms
@@ -115,22 +116,31 @@ def tree(
     return rows
 
 
-def _rows(
-    roots: list[CallNode],
-    depth: int | None,
-    fold: bool,
-    limit: int | None,
-    sql_labels: dict[Any, str],
-) -> list[dict[str, Any]]:
+# The loop of `_facts` in C (tracetool/_speedups_diagram.c), or None
+_TREE_FACTS = accel.function("tree_facts")
 
-    # (keyed by the nodes themselves: CallNode hashes by identity)
+
+def _facts(
+    roots: list[CallNode], sql_labels: dict[Any, str]
+) -> tuple[dict[CallNode, tuple[str, str, dict[str, Any]]], dict[CallNode, int]]:
+    """Each node's row facts (`_label`) and signature: the hash of its facts (but the
+    location) and its children's signatures, equal for identical subtrees. Keyed by the nodes
+    themselves (CallNode hashes by identity)."""
     info: dict[CallNode, tuple[str, str, dict[str, Any]]] = {}
+    sig: dict[CallNode, int] = {}
     fn_labels: dict[tuple[Any, ...], str] = {}  # recordings repeat the same functions a lot
     # A function call's row facts by what they are made of (its identity and location), and a
     # leaf's signature by its row facts: most calls are leaves of a few functions.
     fn_info: dict[tuple[Any, ...], tuple[str, str, dict[str, Any]]] = {}
+    if _TREE_FACTS is not None and roots.__class__ is list:
+
+        def label(node: CallNode) -> tuple[str, str, dict[str, Any]]:
+            return _label(node, sql_labels, fn_labels)
+
+        made = _TREE_FACTS(roots, sql_labels, fn_info, _ABSENT, label, CallNode)
+        if made is not NotImplemented:
+            return made  # type: ignore[no-any-return]
     leaf_sig: dict[int, int] = {}
-    sig: dict[CallNode, int] = {}
     # Children before their parents: a pre-order walked backwards.
     for node in reversed(preorder(roots)):
         call = node.call
@@ -144,16 +154,27 @@ def _rows(
             facts = _label(node, sql_labels, fn_labels)
         info[node] = facts
         if node.children:
-            kind, label, extra = facts
+            kind, label_, extra = facts
             sig[node] = hash(
-                (kind, label, extra.get("status"), tuple([sig[c] for c in node.children]))
+                (kind, label_, extra.get("status"), tuple([sig[c] for c in node.children]))
             )
         else:
             leaf = leaf_sig.get(id(facts))
             if leaf is None:
-                kind, label, extra = facts
-                leaf = leaf_sig[id(facts)] = hash((kind, label, extra.get("status"), ()))
+                kind, label_, extra = facts
+                leaf = leaf_sig[id(facts)] = hash((kind, label_, extra.get("status"), ()))
             sig[node] = leaf
+    return info, sig
+
+
+def _rows(
+    roots: list[CallNode],
+    depth: int | None,
+    fold: bool,
+    limit: int | None,
+    sql_labels: dict[Any, str],
+) -> list[dict[str, Any]]:
+    info, sig = _facts(roots, sql_labels)
 
     def runs(siblings: list[list[CallNode]]) -> list[list[CallNode]]:
         """Group position-aligned sibling lists into runs of identical subtrees."""
