@@ -3260,19 +3260,23 @@ tt_tree_facts(PyObject *self, PyObject *args)
         (c.sql_facts = PyDict_New()) == NULL)
         goto done;
     for (Py_ssize_t i = n; i-- > 0;) {
-        PyObject *node = nodes[i], *children = NODE_SLOT(node, N_CHILDREN);
-        /* (the node's call and children: checked above; `label` reads a node, changes none) */
-        if (children == NULL || !PyList_CheckExact(children) ||
-            PyList_GET_SIZE(children) != kids[i] || NODE_SLOT(node, N_CALL) == NULL) {
+        PyObject *node = nodes[i], *call = NODE_SLOT(node, N_CALL), *children = NULL;
+        if (call == NULL || !PyDict_CheckExact(call)) { /* (checked above: `label` changed it) */
             PyErr_SetString(PyExc_RuntimeError, "tree_facts: a call tree changed while read");
             goto done;
         }
-        PyObject *call = Py_NewRef(NODE_SLOT(node, N_CALL));
+        Py_INCREF(call);
         PyObject *facts = facts_of(&c, node, call), *status = NULL, *value = NULL;
         Py_DECREF(call);
         int failed = 1;
         if (facts == NULL)
             goto next;
+        children = Py_XNewRef(NODE_SLOT(node, N_CHILDREN)); /* (read after `label` ran) */
+        if (children == NULL || !PyList_CheckExact(children) ||
+            PyList_GET_SIZE(children) != kids[i]) {
+            PyErr_SetString(PyExc_RuntimeError, "tree_facts: a call tree changed while read");
+            goto next;
+        }
         if (!PyTuple_CheckExact(facts) || PyTuple_GET_SIZE(facts) != 3) {
             PyErr_SetString(PyExc_TypeError,
                             "tree_facts: a label is not a (kind, label, extra) tuple");
@@ -3308,6 +3312,7 @@ tt_tree_facts(PyObject *self, PyObject *args)
             goto next;
         failed = 0;
     next:
+        Py_XDECREF(children);
         Py_XDECREF(facts);
         Py_XDECREF(status);
         Py_XDECREF(value);

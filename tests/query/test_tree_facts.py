@@ -208,3 +208,21 @@ def test_declines_a_node_class_it_does_not_know(monkeypatch: pytest.MonkeyPatch)
     assert T._TREE_FACTS([odd], {}, {}, T._ABSENT, lambda n: None, Node) is NotImplemented
     info, sig = T._facts([odd], {})  # (the Python loop, then)
     assert info[odd] == ("function", "#m", {"location": "a.py"}) and odd in sig
+
+
+def test_a_tree_changed_while_read_is_an_error_not_a_crash() -> None:
+    """A label that empties a node's children (no real one does) is refused, not read."""
+    events = [
+        {"id": 1, "event": "call", "thread_id": 1, "http_client_request": {"url": "http://x"}},
+        {"id": 2, "event": "call", "thread_id": 1, "method_id": "m", "path": "a.py"},
+        {"id": 3, "event": "return", "thread_id": 1, "parent_id": 2},
+        {"id": 4, "event": "return", "thread_id": 1, "parent_id": 1},
+    ]
+    roots = build_call_tree(events).roots
+
+    def label(node: CallNode) -> Any:
+        node.children = []
+        return ("http_client", "x", {})
+
+    with pytest.raises(RuntimeError, match="changed while read"):
+        T._TREE_FACTS(roots, {}, {}, T._ABSENT, label, CallNode)
