@@ -134,10 +134,10 @@ def _facts(
     fn_info: dict[tuple[Any, ...], tuple[str, str, dict[str, Any]]] = {}
     if _TREE_FACTS is not None and roots.__class__ is list:
 
-        def label(node: CallNode) -> tuple[str, str, dict[str, Any]]:
+        def label_of(node: CallNode) -> tuple[str, str, dict[str, Any]]:
             return _label(node, sql_labels, fn_labels)
 
-        made = _TREE_FACTS(roots, sql_labels, fn_info, _ABSENT, label, CallNode)
+        made = _TREE_FACTS(roots, sql_labels, fn_info, _ABSENT, label_of, CallNode)
         if made is not NotImplemented:
             return made  # type: ignore[no-any-return]
     leaf_sig: dict[int, int] = {}
@@ -154,15 +154,15 @@ def _facts(
             facts = _label(node, sql_labels, fn_labels)
         info[node] = facts
         if node.children:
-            kind, label_, extra = facts
+            kind, label, extra = facts
             sig[node] = hash(
-                (kind, label_, extra.get("status"), tuple([sig[c] for c in node.children]))
+                (kind, label, extra.get("status"), tuple([sig[c] for c in node.children]))
             )
         else:
             leaf = leaf_sig.get(id(facts))
             if leaf is None:
-                kind, label_, extra = facts
-                leaf = leaf_sig[id(facts)] = hash((kind, label_, extra.get("status"), ()))
+                kind, label, extra = facts
+                leaf = leaf_sig[id(facts)] = hash((kind, label, extra.get("status"), ()))
             sig[node] = leaf
     return info, sig
 
