@@ -2753,6 +2753,17 @@ static const char *const head_field_names[H_COUNT] = {
 };
 static PyObject *head_names[H_COUNT];
 
+/* `head_names`, interned once (also `tree_facts`' names of event fields) */
+static int
+intern_head_names(void)
+{
+    for (int f = 0; f < H_COUNT; f++)
+        if (head_names[f] == NULL &&
+            (head_names[f] = PyUnicode_InternFromString(head_field_names[f])) == NULL)
+            return -1;
+    return 0;
+}
+
 typedef struct {
     PyTypeObject *type;         /* (borrowed; kept alive by the calls list while we run) */
     Py_ssize_t offsets[H_COUNT]; /* -1: read by attribute */
@@ -3046,32 +3057,6 @@ memo_add(Memo *m, const MemoKey *k, PyObject *co)
  * loop 23-25 ms (52 M instructions, most of them the dict lookups of event fields and the
  * inserts into `info` and `sig`). */
 
-static PyObject *s_http_client_request_t, *s_sql_query_t, *s_method_id_t, *s_defined_class_t,
-    *s_static_t, *s_path_t, *s_lineno_t, *s_status_t, *s_id_t, *s_sql_t, *s_http_server_request_t;
-
-static int
-intern_facts_names(void)
-{
-    if (s_http_server_request_t != NULL)
-        return 0;
-#define INTERN(var, text)                                   \
-    if ((var = PyUnicode_InternFromString(text)) == NULL) \
-        return -1;
-    INTERN(s_http_client_request_t, "http_client_request")
-    INTERN(s_sql_query_t, "sql_query")
-    INTERN(s_method_id_t, "method_id")
-    INTERN(s_defined_class_t, "defined_class")
-    INTERN(s_static_t, "static")
-    INTERN(s_path_t, "path")
-    INTERN(s_lineno_t, "lineno")
-    INTERN(s_status_t, "status")
-    INTERN(s_id_t, "id")
-    INTERN(s_sql_t, "sql")
-    INTERN(s_http_server_request_t, "http_server_request") /* last: the "done" mark */
-#undef INTERN
-    return 0;
-}
-
 /* `d.get(key)` of an exact dict, borrowed (NULL: absent, or an error when PyErr_Occurred) */
 #define DICT_GET(d, key) PyDict_GetItemWithError((d), (key))
 
@@ -3086,14 +3071,14 @@ typedef struct {
 static PyObject *
 function_facts(FactsContext *c, PyObject *node, PyObject *call)
 {
-    PyObject *cls = DICT_GET(call, s_defined_class_t), *method, *st, *where, *line;
+    PyObject *cls = DICT_GET(call, head_names[H_CLASS]), *method, *st, *where, *line;
     if (cls == NULL && PyErr_Occurred())
         return NULL;
-    if ((method = DICT_GET(call, s_method_id_t)) == NULL && PyErr_Occurred())
+    if ((method = DICT_GET(call, head_names[H_METHOD])) == NULL && PyErr_Occurred())
         return NULL;
-    if ((st = DICT_GET(call, s_static_t)) == NULL && PyErr_Occurred())
+    if ((st = DICT_GET(call, head_names[H_STATIC])) == NULL && PyErr_Occurred())
         return NULL;
-    if ((where = DICT_GET(call, s_path_t)) == NULL && PyErr_Occurred())
+    if ((where = DICT_GET(call, head_names[H_PATH])) == NULL && PyErr_Occurred())
         return NULL;
     cls = cls != NULL ? cls : c->absent;
     method = method != NULL ? method : c->absent;
@@ -3102,7 +3087,7 @@ function_facts(FactsContext *c, PyObject *node, PyObject *call)
     if (is_static < 0 || located < 0)
         return NULL;
     line = Py_None;
-    if (located && (line = DICT_GET(call, s_lineno_t)) == NULL) {
+    if (located && (line = DICT_GET(call, head_names[H_LINENO])) == NULL) {
         if (PyErr_Occurred())
             return NULL;
         line = Py_None;
@@ -3142,13 +3127,13 @@ static PyObject *
 facts_of(FactsContext *c, PyObject *node, PyObject *call)
 {
     int has;
-    if ((has = PyDict_Contains(call, s_http_server_request_t)) != 0 ||
-        (has = PyDict_Contains(call, s_http_client_request_t)) != 0)
+    if ((has = PyDict_Contains(call, head_names[H_SERVER])) != 0 ||
+        (has = PyDict_Contains(call, head_names[H_CLIENT])) != 0)
         return has < 0 ? NULL : PyObject_CallOneArg(c->label, node);
-    if ((has = PyDict_Contains(call, s_sql_query_t)) != 0) {
+    if ((has = PyDict_Contains(call, head_names[H_SQL])) != 0) {
         if (has < 0)
             return NULL;
-        PyObject *id = DICT_GET(call, s_id_t), *known;
+        PyObject *id = DICT_GET(call, s_id), *known;
         if (id == NULL && PyErr_Occurred())
             return NULL;
         if ((known = DICT_GET(c->sql_labels, id != NULL ? id : Py_None)) == NULL ||
@@ -3166,15 +3151,15 @@ facts_of(FactsContext *c, PyObject *node, PyObject *call)
         if (extra == NULL)
             return NULL;
         Py_INCREF(known); /* (sql_labels holds it; so will the tuple) */
-        facts = PyTuple_Pack(3, s_sql_t, known, extra);
+        facts = PyTuple_Pack(3, s_sql, known, extra);
         Py_DECREF(extra);
         if (facts != NULL && PyDict_SetItem(c->sql_facts, known, facts) < 0)
             Py_CLEAR(facts);
         Py_DECREF(known);
         return facts;
     }
-    if ((has = PyDict_Contains(call, s_method_id_t)) == 0)
-        has = PyDict_Contains(call, s_defined_class_t);
+    if ((has = PyDict_Contains(call, head_names[H_METHOD])) == 0)
+        has = PyDict_Contains(call, head_names[H_CLASS]);
     if (has <= 0)
         return has < 0 ? NULL : PyObject_CallOneArg(c->label, node);
     return function_facts(c, node, call);
@@ -3199,7 +3184,8 @@ tt_tree_facts(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!O!OOO:tree_facts", &PyList_Type, &roots, &PyDict_Type,
                           &c.sql_labels, &PyDict_Type, &c.fn_info, &c.absent, &c.label, &type))
         return NULL;
-    if (intern_names() < 0 || intern_tree_names() < 0 || intern_facts_names() < 0)
+    if (intern_names() < 0 || intern_tree_names() < 0 || intern_rpc_names() < 0 ||
+        intern_head_names() < 0)
         return NULL;
     int known = learn_node_type(type);
     if (known != 0)
@@ -3284,11 +3270,11 @@ tt_tree_facts(PyObject *self, PyObject *args)
         }
         PyObject *extra = PyTuple_GET_ITEM(facts, 2);
         if (PyDict_CheckExact(extra)) {
-            if ((status = DICT_GET(extra, s_status_t)) == NULL && PyErr_Occurred())
+            if ((status = DICT_GET(extra, s_status)) == NULL && PyErr_Occurred())
                 goto next;
             status = Py_NewRef(status != NULL ? status : Py_None);
         }
-        else if ((status = PyObject_CallMethod(extra, "get", "O", s_status_t)) == NULL)
+        else if ((status = PyObject_CallMethod(extra, "get", "O", s_status)) == NULL)
             goto next;
         uint64_t h = 0x13198A2E03707344u;
         if (!mix_hash(&h, PyTuple_GET_ITEM(facts, 0)) ||
@@ -3418,10 +3404,8 @@ tt_bind_heads(PyObject *self, PyObject *args)
     if (tags != NULL && PyTuple_GET_SIZE(tags) != 2)
         tags = NULL;
     Memo *memo = memo_of(holder, functions);
-    if (head_names[0] == NULL)
-        for (int f = 0; f < H_COUNT; f++)
-            if ((head_names[f] = PyUnicode_InternFromString(head_field_names[f])) == NULL)
-                return NULL;
+    if (intern_head_names() < 0)
+        return NULL;
     Py_ssize_t n = PyList_GET_SIZE(calls);
     PyObject *out = PyList_New(n);
     if (out == NULL)
