@@ -7,8 +7,8 @@
  *
  *   call_tree        `CallTreeBuilder.add` (tracetool.filters.apply.call_tree)
  *   preorder_calls   `preorder(roots)` and each node's call (apply.bind_nodes)
- *   tree_facts       the first loop of `tracetool.query.tree._rows` (each node's row facts
- *                    and signature)
+ *   tree_facts       `tracetool.query.tree._facts`: each node's row facts and signature
+ *                    (tested against it in tests/query/test_tree_facts.py)
  *   bind_heads       the loop of `apply._bind_heads` (each call's code object, by the function
  *                    cache; the rest by its Python resolver)
  *   diagram_actions  the walk of `tracetool.diagram.builder.actions_of`
