@@ -25,6 +25,7 @@ from typing import Any
 
 from tracetool.query.db import round_ms
 from tracetool.query.source import split_location
+from tracetool.trace import gc_paused_call
 
 TEST_RECORDERS = frozenset({"test", "tests"})
 KIND_ORDER = {"test": 0, "route": 1, "other": 2}
@@ -59,6 +60,7 @@ def status_of(row: dict[str, Any]) -> str:
     return "ok"
 
 
+@gc_paused_call
 def recording_groups(
     db: sqlite3.Connection, text: str | None = None, n_plus_one: int = 10
 ) -> list[dict[str, Any]]:

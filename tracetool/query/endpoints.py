@@ -16,6 +16,7 @@ from typing import Any
 from tracetool.errors import NotFoundError, UsageError
 from tracetool.query.db import round_ms
 from tracetool.query.filters import Clause, Filters, recording_clauses, route_clauses, where
+from tracetool.trace import gc_paused_call
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:
@@ -75,6 +76,7 @@ def _by_route(rows: list[Any]) -> dict[tuple[str, str], list[Any]]:
 _ENDPOINT_FILTERS = {"route", "status", "duration", "branch", "commit", "since", "until"}
 
 
+@gc_paused_call
 def endpoints(db: sqlite3.Connection, filters: Filters = Filters()) -> list[dict[str, Any]]:
     """One row per route: method, route, count, status mix, p50/p95/max ms, SQL per request."""
     groups = _by_route(_request_rows(db, filters, _ENDPOINT_FILTERS, "endpoints"))
@@ -107,6 +109,7 @@ def _branch_rows(db: sqlite3.Connection, branch: str, f: Filters) -> list[Any]:
     return rows
 
 
+@gc_paused_call
 def compare(
     db: sqlite3.Connection, branch_a: str, branch_b: str, filters: Filters = Filters()
 ) -> list[dict[str, Any]]:

@@ -39,6 +39,7 @@ from tracetool.query.filters import (
     route_clauses,
     where,
 )
+from tracetool.trace import gc_paused_call
 
 DEFAULT_LIMIT = 100
 TYPES = ("appmaps", "requests", "queries", "calls", "exceptions", "logs")
@@ -114,6 +115,7 @@ def _run(db: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[dict
     return [dict(zip(names, row)) for row in cur.fetchall()]
 
 
+@gc_paused_call
 def find(db: sqlite3.Connection, type_: str, filters: Filters = Filters()) -> list[dict[str, Any]]:
     """Rows of `type_` matching `filters` (see module doc)."""
     t = normalize_type(type_)
@@ -364,6 +366,7 @@ def hints(db: sqlite3.Connection, f: Filters) -> list[str]:
     return out
 
 
+@gc_paused_call
 def search(db: sqlite3.Connection, text: str, limit: int = 10) -> list[dict[str, Any]]:
     """Recordings ranked by full-text relevance to any of the words in `text` (bm25)."""
     rows = _run(

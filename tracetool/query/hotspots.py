@@ -15,6 +15,7 @@ from tracetool.errors import UsageError
 from tracetool.query.db import round_ms
 from tracetool.query.filters import Clause, Filters, recording_clauses, route_clauses, where
 from tracetool.query.find import function_ids
+from tracetool.trace import gc_paused_call
 
 KINDS = ("functions", "queries")
 SORTS = ("total", "self")
@@ -27,6 +28,7 @@ _ALLOWED = {
 TOP_RECORDINGS = 3
 
 
+@gc_paused_call
 def hotspots(
     db: sqlite3.Connection,
     kind: str = "functions",

@@ -12,6 +12,7 @@ import sqlite3
 from typing import Any
 
 from tracetool.query.db import resolve_recording
+from tracetool.trace import gc_paused_call
 
 DEFAULT_LIMIT = 10
 EXAMPLES = 5
@@ -25,6 +26,7 @@ _KIND_KEYS = {
 }
 
 
+@gc_paused_call
 def related(
     db: sqlite3.Connection, appmap: str, *, limit: int | None = None
 ) -> list[dict[str, Any]]:

@@ -37,6 +37,7 @@ from typing import Any
 
 from tracetool.errors import NotFoundError
 from tracetool.query.db import round_ms
+from tracetool.trace import gc_paused_call
 
 DEFAULT_TOP = 5
 DEFAULT_THRESHOLD = 10
@@ -111,6 +112,7 @@ def _rows(db: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[d
     return out
 
 
+@gc_paused_call
 def functions_in_file(db: sqlite3.Connection, paths: Iterable[str]) -> list[dict[str, Any]]:
     """Recorded functions whose location lies in one of `paths` (as the agent writes them)."""
     wanted = [p for p in dict.fromkeys(paths) if p]
@@ -156,6 +158,7 @@ def _resolve_function(db: sqlite3.Connection, fqid: str) -> tuple[int, str]:
     raise NotFoundError(f"{fqid}: no such recorded function in the index{hint}")
 
 
+@gc_paused_call
 def function_recordings(
     db: sqlite3.Connection, fqid: str, limit: int = 100
 ) -> list[dict[str, Any]]:
@@ -182,6 +185,7 @@ def function_recordings(
     ]
 
 
+@gc_paused_call
 def function_exceptions(db: sqlite3.Connection, fqids: Iterable[str]) -> list[dict[str, Any]]:
     """Exceptions that left these functions: one row per (function, class, location)."""
     wanted = list(dict.fromkeys(fqids))
@@ -209,6 +213,7 @@ def function_exceptions(db: sqlite3.Connection, fqids: Iterable[str]) -> list[di
     ]
 
 
+@gc_paused_call
 def repeated_queries(
     db: sqlite3.Connection, fqids: Iterable[str], threshold: int = DEFAULT_THRESHOLD
 ) -> list[dict[str, Any]]:
@@ -273,6 +278,7 @@ def repeated_queries(
     return out
 
 
+@gc_paused_call
 def function_detail(db: sqlite3.Connection, fqid: str, top: int = DEFAULT_TOP) -> dict[str, Any]:
     """Figures, top recordings, own SQL and exceptions of one recorded function."""
     cid, fqid = _resolve_function(db, fqid)
@@ -301,6 +307,7 @@ DEFAULT_SLOW_MS = 100.0
 TEST_RECORDERS = ("test", "tests")
 
 
+@gc_paused_call
 def function_tests(db: sqlite3.Connection, fqid: str, limit: int = 20) -> list[dict[str, Any]]:
     """Test recordings that called `fqid` (failed ones first, then by name)."""
     cid = _function_id(db, fqid)
@@ -323,6 +330,7 @@ def function_tests(db: sqlite3.Connection, fqid: str, limit: int = 20) -> list[d
     ]
 
 
+@gc_paused_call
 def slow_queries(
     db: sqlite3.Connection, fqids: Iterable[str], threshold_ms: float = DEFAULT_SLOW_MS
 ) -> list[dict[str, Any]]:

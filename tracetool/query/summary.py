@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from tracetool.query.db import iso, recording_file, resolve_recording, round_ms
+from tracetool.trace import gc_paused_call
 
 
 def _meta(db: sqlite3.Connection) -> dict[str, str | None]:
@@ -37,6 +38,7 @@ def _float(value: str | None) -> float | None:
         return None
 
 
+@gc_paused_call
 def summary(db: sqlite3.Connection) -> dict[str, Any]:
     """Counts and breakdowns of the indexed recordings (module doc)."""
     meta = _meta(db)
@@ -99,6 +101,7 @@ def summary(db: sqlite3.Connection) -> dict[str, Any]:
     }
 
 
+@gc_paused_call
 def recording(db: sqlite3.Connection, appmap: str) -> dict[str, Any]:
     """What the index knows about one recording (a path, file or name; see `resolve_recording`)."""
     row = resolve_recording(db, appmap)

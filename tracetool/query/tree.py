@@ -22,7 +22,7 @@ from tracetool.errors import NotFoundError
 from tracetool.filters.apply import call_tree
 from tracetool.query.db import recording_file, resolve_recording, round_ms
 from tracetool.trace import events as ev
-from tracetool.trace import gc_paused
+from tracetool.trace import gc_paused_call
 from tracetool.trace.normalize import apply_event_updates
 from tracetool.trace.slim import load_slim
 from tracetool.trace.tree import CallNode, preorder
@@ -73,6 +73,7 @@ def _label(
     return kind, label, extra
 
 
+@gc_paused_call
 def tree(
     db: sqlite3.Connection,
     appmap: str,
@@ -102,17 +103,18 @@ def tree(
                 (row["id"],),
             ).fetchall()
         )
-    with gc_paused():
-        # Only the fields the rows are made of (`load_slim`, with messages: `ev.kind`), a third
-        # less to decode and free than the whole document.
-        doc = load_slim(path, extras=False, messages=True)
-        # The tree builder pairs calls and returns itself; only updates must be applied first.
-        # Event ids stay the file's, as in the index.
-        apply_event_updates(doc)
-        calls = call_tree(doc.events)
-        rows = _rows(calls.roots, depth, fold, limit, sql_labels)
-        calls.release()  # freed now by reference counting, not by a GC pass after this block
-        del doc
+    # (the cyclic GC paused for the whole call, `gc_paused_call`: the document and its call
+    # tree are hundreds of thousands of containers)
+    # Only the fields the rows are made of (`load_slim`, with messages: `ev.kind`), a third
+    # less to decode and free than the whole document.
+    doc = load_slim(path, extras=False, messages=True)
+    # The tree builder pairs calls and returns itself; only updates must be applied first.
+    # Event ids stay the file's, as in the index.
+    apply_event_updates(doc)
+    calls = call_tree(doc.events)
+    rows = _rows(calls.roots, depth, fold, limit, sql_labels)
+    calls.release()  # freed now by reference counting, not by a GC pass after the call
+    del doc
     return rows
 
 

@@ -13,13 +13,14 @@ writers, which `find_trace_files` does for every directory it walks).
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import orjson
 
@@ -110,6 +111,29 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def gc_paused_call(function: _F) -> _F:
+    """`function`, run with the cyclic GC paused (`gc_paused`): for the query verbs, which
+    read thousands of rows (tuples, `sqlite3.Row`s) into acyclic results. Their allocations
+    otherwise set off collections that walk every object of the process (a daemon's, or the
+    last recording's of a command that read one): `compare` on 1000 recordings ~190 -> ~110
+    ms, `endpoints` ~58 -> ~27 ms."""
+
+    @functools.wraps(function)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        if not gc.isenabled():  # (paused already: by a caller, or by another thread's verb)
+            return function(*args, **kwargs)
+        gc.disable()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return cast(_F, paused)
 
 
 # What `dispose` kept for the process's exit to free (a one-shot command: `free_at_exit`), as
