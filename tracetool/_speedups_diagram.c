@@ -2832,11 +2832,11 @@ typedef struct {
 
 static const char *const memo_name = "tracetool.bind_heads.memo";
 
+/* Releases a memo's entries and their table (not the memo itself) */
 static void
-memo_destroy(PyObject *capsule)
+memo_clear(Memo *m)
 {
-    Memo *m = PyCapsule_GetPointer(capsule, memo_name);
-    if (m == NULL)
+    if (m->entries == NULL)
         return;
     for (size_t i = 0; i <= m->mask; i++) {
         MemoEntry *e = &m->entries[i];
@@ -2847,8 +2847,18 @@ memo_destroy(PyObject *capsule)
             Py_DECREF(e->co);
         }
     }
-    Py_XDECREF(m->functions);
     PyMem_Free(m->entries);
+    m->entries = NULL;
+}
+
+static void
+memo_destroy(PyObject *capsule)
+{
+    Memo *m = PyCapsule_GetPointer(capsule, memo_name);
+    if (m == NULL)
+        return;
+    memo_clear(m);
+    Py_XDECREF(m->functions);
     PyMem_Free(m);
 }
 
@@ -3314,18 +3324,7 @@ done:
     PyMem_Free(size);
     PyMem_Free(hashes);
     clear_stack(&stack);
-    if (c.memo.entries != NULL) {
-        for (size_t i = 0; i <= c.memo.mask; i++) {
-            MemoEntry *e = &c.memo.entries[i];
-            if (e->hash) {
-                Py_DECREF(e->method);
-                Py_DECREF(e->path);
-                Py_DECREF(e->cls);
-                Py_DECREF(e->co);
-            }
-        }
-        PyMem_Free(c.memo.entries);
-    }
+    memo_clear(&c.memo);
     Py_XDECREF(c.sql_facts);
     Py_XDECREF(info);
     Py_XDECREF(sig);
