@@ -4007,7 +4007,7 @@ static PyMethodDef methods[] = {
     {"preorder_calls", tt_preorder_calls, METH_VARARGS,
      "preorder_calls(roots, CallNode) -> (nodes, calls) (tracetool/_speedups_diagram.c)."},
     {"tree_facts", tt_tree_facts, METH_VARARGS,
-     "tree_facts(nodes, sql_labels, fn_info, absent, label, info, sig, CallNode) -> None or\n"
+     "tree_facts(roots, sql_labels, fn_info, absent, label, CallNode) -> (info, sig) or\n"
      "NotImplemented (tracetool/_speedups_diagram.c)."},
     {"bind_heads", tt_bind_heads, METH_VARARGS,
      "bind_heads(calls, functions, unnamed, resolve, UNSET[, memo]) -> code objects "

@@ -3047,7 +3047,7 @@ memo_add(Memo *m, const MemoKey *k, PyObject *co)
 /* tree_facts(roots, sql_labels, fn_info, absent, label, CallNode) -> (info, sig), or
  * NotImplemented
  *
- * The first loop of `tracetool.query.tree._facts`: each node below `roots` (a list of
+ * The loop of `tracetool.query.tree._facts`: each node below `roots` (a list of
  * CallNodes), walked in pre-order backwards so that children come before their parents, gets
  * its row facts `info[node]` = (kind, label, extra) and its signature `sig[node]`, an int equal
  * for two nodes when their kinds, labels, `extra.get("status")` and their children's
@@ -3067,28 +3067,24 @@ memo_add(Memo *m, const MemoKey *k, PyObject *co)
  * loop 23-25 ms (52 M instructions, most of them the dict lookups of event fields and the
  * inserts into `info` and `sig`). */
 
-/* `d.get(key)` of an exact dict, borrowed (NULL: absent, or an error when PyErr_Occurred) */
-#define DICT_GET(d, key) PyDict_GetItemWithError((d), (key))
-
 typedef struct {
     PyObject *sql_labels, *fn_info, *absent, *label;
     PyObject *sql_facts; /* label -> ("sql", label, {}) */
-    Memo memo;           /* in front of fn_info (`functions` unused) */
-    int memo_ok;
+    Memo memo; /* in front of fn_info (`functions` unused; no `entries`: no memo) */
 } FactsContext;
 
 /* A function call's facts (new ref): see above. */
 static PyObject *
 function_facts(FactsContext *c, PyObject *node, PyObject *call)
 {
-    PyObject *cls = DICT_GET(call, head_names[H_CLASS]), *method, *st, *where, *line;
+    PyObject *cls = PyDict_GetItemWithError(call, head_names[H_CLASS]), *method, *st, *where, *line;
     if (cls == NULL && PyErr_Occurred())
         return NULL;
-    if ((method = DICT_GET(call, head_names[H_METHOD])) == NULL && PyErr_Occurred())
+    if ((method = PyDict_GetItemWithError(call, head_names[H_METHOD])) == NULL && PyErr_Occurred())
         return NULL;
-    if ((st = DICT_GET(call, head_names[H_STATIC])) == NULL && PyErr_Occurred())
+    if ((st = PyDict_GetItemWithError(call, head_names[H_STATIC])) == NULL && PyErr_Occurred())
         return NULL;
-    if ((where = DICT_GET(call, head_names[H_PATH])) == NULL && PyErr_Occurred())
+    if ((where = PyDict_GetItemWithError(call, head_names[H_PATH])) == NULL && PyErr_Occurred())
         return NULL;
     cls = cls != NULL ? cls : c->absent;
     method = method != NULL ? method : c->absent;
@@ -3097,7 +3093,7 @@ function_facts(FactsContext *c, PyObject *node, PyObject *call)
     if (is_static < 0 || located < 0)
         return NULL;
     line = Py_None;
-    if (located && (line = DICT_GET(call, head_names[H_LINENO])) == NULL) {
+    if (located && (line = PyDict_GetItemWithError(call, head_names[H_LINENO])) == NULL) {
         if (PyErr_Occurred())
             return NULL;
         line = Py_None;
@@ -3106,7 +3102,7 @@ function_facts(FactsContext *c, PyObject *node, PyObject *call)
      * in the key or the memo) */
     MemoKey k;
     k.hash = 0;
-    if (c->memo_ok) {
+    if (c->memo.entries != NULL) {
         memo_key(&k, method, where, line, cls, is_static ? Py_True : Py_False, 0, c->absent);
         if (k.hash) {
             PyObject *found = memo_find(&c->memo, &k);
@@ -3143,16 +3139,16 @@ facts_of(FactsContext *c, PyObject *node, PyObject *call)
     if ((has = PyDict_Contains(call, head_names[H_SQL])) != 0) {
         if (has < 0)
             return NULL;
-        PyObject *id = DICT_GET(call, s_id), *known;
+        PyObject *id = PyDict_GetItemWithError(call, s_id), *known;
         if (id == NULL && PyErr_Occurred())
             return NULL;
-        if ((known = DICT_GET(c->sql_labels, id != NULL ? id : Py_None)) == NULL ||
+        if ((known = PyDict_GetItemWithError(c->sql_labels, id != NULL ? id : Py_None)) == NULL ||
             known == Py_None) {
             if (PyErr_Occurred())
                 return NULL;
             return PyObject_CallOneArg(c->label, node);
         }
-        PyObject *facts = DICT_GET(c->sql_facts, known);
+        PyObject *facts = PyDict_GetItemWithError(c->sql_facts, known);
         if (facts != NULL)
             return Py_NewRef(facts);
         if (PyErr_Occurred())
@@ -3245,9 +3241,8 @@ tt_tree_facts(PyObject *self, PyObject *args)
     }
     size = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
     hashes = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(uint64_t));
-    c.memo.entries = PyMem_Calloc(64, sizeof(MemoEntry));
+    c.memo.entries = PyMem_Calloc(64, sizeof(MemoEntry)); /* (NULL: the dict alone) */
     c.memo.mask = 63;
-    c.memo_ok = c.memo.entries != NULL;
     if (size == NULL || hashes == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -3257,7 +3252,8 @@ tt_tree_facts(PyObject *self, PyObject *args)
         goto done;
     for (Py_ssize_t i = n; i-- > 0;) {
         PyObject *node = nodes[i], *call = NODE_SLOT(node, N_CALL), *children = NULL;
-        if (call == NULL || !PyDict_CheckExact(call)) { /* (checked above: `label` changed it) */
+        /* (checked in the pre-order walk: another call now means `label` changed a node) */
+        if (call == NULL || !PyDict_CheckExact(call)) {
             PyErr_SetString(PyExc_RuntimeError, "tree_facts: a call tree changed while read");
             goto done;
         }
@@ -3280,7 +3276,7 @@ tt_tree_facts(PyObject *self, PyObject *args)
         }
         PyObject *extra = PyTuple_GET_ITEM(facts, 2);
         if (PyDict_CheckExact(extra)) {
-            if ((status = DICT_GET(extra, s_status)) == NULL && PyErr_Occurred())
+            if ((status = PyDict_GetItemWithError(extra, s_status)) == NULL && PyErr_Occurred())
                 goto next;
             status = Py_NewRef(status != NULL ? status : Py_None);
         }

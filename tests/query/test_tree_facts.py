@@ -25,16 +25,11 @@ T = importlib.import_module("tracetool.query.tree")
 pytestmark = pytest.mark.skipif(T._TREE_FACTS is None, reason="the C accelerator is not built")
 
 
-def _python(monkeypatch: pytest.MonkeyPatch, roots: list[CallNode], labels: dict[Any, str]) -> Any:
+def _in_python(monkeypatch: pytest.MonkeyPatch, make: Any) -> Any:
+    """`make()` with the C loop off (`_facts` runs its Python loop)."""
     with monkeypatch.context() as m:
         m.setattr(T, "_TREE_FACTS", None)
-        return T._facts(roots, labels)
-
-
-def _rows(monkeypatch: pytest.MonkeyPatch, roots: list[CallNode], labels: dict[Any, str]) -> Any:
-    with monkeypatch.context() as m:
-        m.setattr(T, "_TREE_FACTS", None)
-        return [T._rows(roots, d, f, lim, labels) for d, f, lim in _VARIANTS]
+        return make()
 
 
 _VARIANTS = [(None, True, 1000), (None, False, 1000), (1, True, 1000), (None, True, None)]
@@ -47,8 +42,8 @@ def _same(monkeypatch: pytest.MonkeyPatch, roots: list[CallNode], labels: dict[A
         roots, labels, {}, T._ABSENT, lambda n: T._label(n, labels, fn_labels), CallNode
     )
     assert made_in_c is not NotImplemented  # (the C loop ran, not its fallback)
-    info_c, sig_c = T._facts(roots, labels)
-    info_py, sig_py = _python(monkeypatch, roots, labels)
+    info_c, sig_c = made_in_c
+    info_py, sig_py = _in_python(monkeypatch, lambda: T._facts(roots, labels))
     nodes = preorder(roots)
     assert len(info_c) == len(sig_c) == len(nodes) == len(info_py)
     for node in nodes:
@@ -58,8 +53,11 @@ def _same(monkeypatch: pytest.MonkeyPatch, roots: list[CallNode], labels: dict[A
             assert (sig_c[a] == sig_c[b]) == (sig_py[a] == sig_py[b])
     for a, b in zip(roots, roots[1:]):
         assert (sig_c[a] == sig_c[b]) == (sig_py[a] == sig_py[b])
-    made = [T._rows(roots, d, f, lim, labels) for d, f, lim in _VARIANTS]
-    assert made == _rows(monkeypatch, roots, labels)
+
+    def rows() -> list[Any]:
+        return [T._rows(roots, d, f, lim, labels) for d, f, lim in _VARIANTS]
+
+    assert rows() == _in_python(monkeypatch, rows)
     return len(nodes)
 
 
@@ -191,7 +189,7 @@ def test_a_label_error_is_raised_as_in_python(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(TypeError, match="unhashable"):
         T._facts(roots, {})
     with pytest.raises(TypeError, match="unhashable"):
-        _python(monkeypatch, roots, {})
+        _in_python(monkeypatch, lambda: T._facts(roots, {}))
 
 
 def test_declines_a_node_class_it_does_not_know(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -103,10 +103,9 @@ def tree(
                 (row["id"],),
             ).fetchall()
         )
-    # (the cyclic GC paused for the whole call, `gc_paused_call`: the document and its call
-    # tree are hundreds of thousands of containers)
     # Only the fields the rows are made of (`load_slim`, with messages: `ev.kind`), a third
-    # less to decode and free than the whole document.
+    # less to decode and free than the whole document; its hundreds of thousands of containers
+    # are built with the cyclic GC paused (`gc_paused_call`).
     doc = load_slim(path, extras=False, messages=True)
     # The tree builder pairs calls and returns itself; only updates must be applied first.
     # Event ids stay the file's, as in the index.

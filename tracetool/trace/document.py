@@ -117,12 +117,14 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def gc_paused_call(function: _F) -> _F:
-    """`function`, run with the cyclic GC paused (`gc_paused`): for the query verbs, which
-    read thousands of rows (tuples, `sqlite3.Row`s) into acyclic results. Their allocations
-    otherwise set off collections that walk every object of the process (a daemon's, or the
-    last recording's of a command that read one): `compare` on 1000 recordings ~190 -> ~110
-    ms, `endpoints` ~58 -> ~27 ms."""
+    """`function`, run with the cyclic GC paused (as in `gc_paused`): for the query verbs,
+    which read thousands of rows (tuples, `sqlite3.Row`s) into acyclic results. Their
+    allocations otherwise set off collections that walk every object of the process (a
+    daemon's, or the last recording's of a command that read one): `compare` and `endpoints`
+    took up to twice as long from one call to the next."""
 
+    # (not `with gc_paused()`: its generator is a container, allocated while the collector is
+    # still on, so the call could start the very collection it is there to avoid)
     @functools.wraps(function)
     def paused(*args: Any, **kwargs: Any) -> Any:
         if not gc.isenabled():  # (paused already: by a caller, or by another thread's verb)
