@@ -81,7 +81,9 @@ def render_png(diagram: Diagram, path: Path | str) -> list[Path]:
     written: list[Path] = []
     for number, (top, bottom) in enumerate(pages, start=1):
         out = target if number == 1 else target.with_name(f"{_stem(target)}-{number}.png")
-        atomic_write_bytes(out, _page_png(lay, top, bottom, number, len(pages)))
+        atomic_write_bytes(
+            out, _page_png(lay, top, bottom, number, len(pages)), fsync=False
+        )  # (a view of the recording: `tracetool.diagram.service`'s doc)
         written.append(out)
     return written
 
