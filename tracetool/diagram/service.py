@@ -7,8 +7,8 @@ that is not a recording or diagram raises `TraceFormatError` naming it; a missin
 A diagram is a view the command remakes from its recording, which it never writes: like the
 index's sidecars it is written atomically (temporary file, then rename: never seen half
 written) but not fsynced. A power cut right after a run can at worst lose the diagram, not a
-recording; the fsync was a tenth to a fifth of a second of waiting per 100 MB of diagram (~10%
-of `sequence-diagram -f json` on a 60 MB recording, in wall time).
+recording; the fsync made every run wait for the disk, a tenth of a second and more per 100 MB
+of diagram.
 """
 
 from __future__ import annotations

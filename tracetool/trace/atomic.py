@@ -4,8 +4,8 @@ Contract:
 
 - `atomic_open(path, fsync=True)` is a context manager yielding a binary file: a temporary file
   beside `path` named `.<name>.tt<pid>.<random>.tmp`. On a clean exit it is flushed, fsynced
-  (unless `fsync=False`: for caches, and for views a command remakes from recordings it never
-  writes, such as the index's sidecars and the diagrams), given the original's permission bits
+  (unless `fsync=False`: for caches such as the index's sidecars, and for diagrams, big views a
+  command remakes from recordings it never writes), given the original's permission bits
   (0644 for a new file) and renamed over `path`; on an exception it is removed and the
   exception propagates. Readers therefore see the old file or the new one, never a partial
   one; what is fsynced also survives a power cut.
