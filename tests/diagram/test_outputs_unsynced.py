@@ -22,7 +22,8 @@ from tracetool.trace.document import save
 
 @pytest.fixture
 def syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every fsync and writeback start of the atomic writer, by what it was given."""
+    """What the process asks of the disk, in order: "fsync" for any fsync, "writeback" for each
+    writeback the atomic writer starts."""
     seen: list[str] = []
     real = os.fsync
 
