@@ -34,7 +34,6 @@ from tracetool.diagram.layout import (
 )
 from tracetool.diagram.model import Diagram
 from tracetool.errors import ConfigError
-from tracetool.trace.document import atomic_write_bytes
 
 MAX_PAGE = 16000
 ACTOR_BOX = 28
@@ -75,15 +74,15 @@ def font_measure() -> Measure:
 
 def render_png(diagram: Diagram, path: Path | str) -> list[Path]:
     """Write the diagram as one or more PNG pages (module doc); returns the files written."""
+    from tracetool.diagram.service import write_view
+
     lay = layout(diagram, font_measure())
     target = Path(path)
     pages = _pages(lay)
     written: list[Path] = []
     for number, (top, bottom) in enumerate(pages, start=1):
         out = target if number == 1 else target.with_name(f"{_stem(target)}-{number}.png")
-        atomic_write_bytes(
-            out, _page_png(lay, top, bottom, number, len(pages)), fsync=False
-        )  # (a view of the recording: `tracetool.diagram.service`'s doc)
+        write_view(out, (_page_png(lay, top, bottom, number, len(pages)),))
         written.append(out)
     return written
 

@@ -32,7 +32,6 @@ from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError, Us
 from tracetool.filters import Bound, FilterState, bind
 from tracetool.trace.document import (
     TraceDocument,
-    atomic_write_bytes,
     atomic_write_stream,
     dispose,
     dispose_kept,
@@ -138,12 +137,18 @@ def actions_text(actions: list[Action]) -> bytes:
     return orjson.dumps([actions], option=_INDENT, default=json_default)[5:-6]
 
 
+def write_view(target: Path, chunks: Iterable[bytes]) -> None:
+    """Write a diagram file (the concatenated `chunks`): atomically, without fsync (module
+    doc). Every file the diagram commands write goes through it."""
+    atomic_write_stream(target, chunks, fsync=False)
+
+
 def write_json(diagram: Diagram, target: Path) -> None:
     """The diagram's sequence.json, written atomically without a whole copy in memory."""
     try:
-        atomic_write_stream(target, json_chunks(diagram), fsync=False)
+        write_view(target, json_chunks(diagram))
     except orjson.JSONEncodeError:  # (the partial file is gone) compact JSON, in one piece
-        atomic_write_bytes(target, render_bytes(diagram, "json"), fsync=False)
+        write_view(target, (render_bytes(diagram, "json"),))
 
 
 def render_bytes(diagram: Diagram, fmt: str, **kwargs: Any) -> bytes:
@@ -259,20 +264,18 @@ def _write_one(path: Path, request: DiagramRequest) -> list[WrittenDiagram]:
             outputs = [base]
         elif request.format == "plantuml":
             with guarded(path):
-                atomic_write_stream(
-                    base, (c.encode() for c in plantuml.chunks(diagram)), fsync=False
-                )
+                write_view(base, (c.encode() for c in plantuml.chunks(diagram)))
             outputs = [base]
         else:
             with guarded(path):
                 payload = render_bytes(diagram, request.format)
-            atomic_write_bytes(base, payload, fsync=False)
+            write_view(base, (payload,))
             outputs = [base]
         if request.show_browser:
             from tracetool.diagram.svg import render_html
 
             page = directory / (recording_stem(path) + ".sequence.html")
-            atomic_write_bytes(page, render_html(diagram, path.name).encode(), fsync=False)
+            write_view(page, (render_html(diagram, path.name).encode(),))
             outputs.append(page)
             open_in_browser(page)
         written.append(
@@ -303,14 +306,12 @@ def _write_streamed(path: Path, request: DiagramRequest) -> WrittenDiagram | Non
         base = directory / (recording_stem(path) + EXTENSIONS[request.format])
         if request.format == "json":
             try:
-                atomic_write_stream(
-                    base, json_stream(streamed.actors, streamed.batches()), fsync=False
-                )
+                write_view(base, json_stream(streamed.actors, streamed.batches()))
             except orjson.JSONEncodeError:
                 return None  # too deep for orjson: written whole, as compact JSON
         else:
             pieces = plantuml.stream_chunks(streamed.actors, streamed.batches())
-            atomic_write_stream(base, (c.encode() for c in pieces), fsync=False)
+            write_view(base, (c.encode() for c in pieces))
     return WrittenDiagram(path, (base,), streamed.actions, len(streamed.actors))
 
 
@@ -415,5 +416,5 @@ def _diff_pair(
         report.identical.append(name)
         return
     target = request.output_dir / (name + ext)
-    atomic_write_bytes(target, render_bytes(result, request.format), fsync=False)
+    write_view(target, (render_bytes(result, request.format),))
     report.pairs.append((name, text.render(result), target))
