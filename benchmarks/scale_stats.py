@@ -1,14 +1,19 @@
-"""stats and inspect at scale: MB/s and peak memory as the input grows (issue 18, "Scale").
+"""stats, inspect and query tree at scale: MB/s and peak memory as the input grows (issue 18,
+"Scale").
 
-Rows (tracetool only; AppMap's CLI cannot read a 1 GB recording at all):
+Rows (tracetool only; AppMap's CLI cannot read a 1 GB recording at all, and has no call-tree
+query):
 * `stats -a` on one recording of 60 MB, 200 MB and 1 GB;
 * `inspect` (no index) of a function in the folder holding that one recording;
+* `query tree` of that one recording: its first 1000 rows (the default), and `--depth 0` with
+  no row limit, which reads every event (one row per run of roots); the recording is indexed
+  first (not timed), since `query` finds it through the index;
 * `stats` over 1000 recordings (300 MB) and 3000 recordings (900 MB).
 Each row prints the input size, median wall and CPU time of `--repeat` runs, MB/s of wall and of
 CPU time, and the peak resident memory of the process tree (see openapi_stats.py). Streaming
 shows as a steady MB/s and a peak memory that does not follow the input size.
 
-    python benchmarks/scale_stats.py [--repeat 1] [--only stats]
+    python benchmarks/scale_stats.py [--repeat 1] [--only stats] [--only tree]
 
 Inputs default to the shared pre-generated /tmp/bench/{seed2,mb200,gb1}/big.appmap.json,
 /tmp/bench/seed1 and /tmp/bench/seed3k (../shared/tools/make_corpus.py seeds 2, 3, 4, 1, 5); a
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -50,6 +56,12 @@ def main() -> None:
         big = args.bench / folder / "big.appmap.json"
         cmd = ours("inspect", FUNCTION, "--trace-dir", str(big.parent), "--query-db", no_db)
         rows.append((f"inspect {name}", big, cmd))
+    for name, folder in (("60 MB", "seed2"), ("200 MB", "mb200"), ("1 GB", "gb1")):
+        big = args.bench / folder / "big.appmap.json"
+        db = str(home / f"{folder}.db")
+        tree = ours("query", "tree", "big", "--query-db", db, "--json")
+        rows.append((f"tree {name}", big, tree))
+        rows.append((f"tree -d0 all {name}", big, [*tree, "--depth", "0", "--limit", "1000000000"]))
     for name, folder in (("1000", "seed1"), ("3000", "seed3k")):
         corpus = args.bench / folder
         rows.append((f"stats {name} files", corpus, ours("stats", str(corpus), "-f", "json")))
@@ -65,6 +77,8 @@ def main() -> None:
         if not source.exists():
             print(f"{label:22}  (missing {source})")
             continue
+        if label.startswith("tree"):
+            _index_once(source, cmd[cmd.index("--query-db") + 1], env)
         files = [source] if source.is_file() else list(source.rglob("*.appmap.json"))
         size = sum(p.stat().st_size for p in files) / 1e6
         t, m, c = summary([run(cmd, env) for _ in range(args.repeat)])
@@ -73,6 +87,15 @@ def main() -> None:
             f"{m:6.0f} MB",
             flush=True,
         )
+
+
+def _index_once(recording: Path, db: str, env: dict[str, str]) -> None:
+    """Index the folder of `recording` into `db` unless done (not timed)."""
+    if Path(db).exists():
+        return
+    print(f"indexing {recording.parent} (not timed) ...", file=sys.stderr, flush=True)
+    cmd = ours("index", "--trace-dir", str(recording.parent), "--query-db", db)
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,35 @@ way, so a loop of ten `find` calls each running one query shows `find ×10` over
 Rows come in pre-order: `depth`, `kind` (http_server, http_client, sql, function, message,
 other), `label` (request `METHOD path`, SQL text, `Class#method`), `count`, `elapsed_ms`,
 `event_id` (the first folded call), for HTTP requests `route` and `status`, and for functions
-with a recorded source `location` (`path:lineno`, as the agent wrote it).
+with a recorded source `location` (`path:lineno`, as the agent wrote it). A run's `elapsed_ms`
+adds its members' times left to right, the same on every Python.
+
+Two readers, one set of rows:
+* a recording up to `STREAM_THRESHOLD` (8 MiB) is read whole (`load_slim`) and its call tree
+  built in C; `_facts` (in C too) signs each subtree and `_rows` walks the runs;
+* a bigger one is read a block at a time (`open_stream`) and folded as its calls close
+  (`_Fold`): a closed call's rows are its own row then its children's runs, each child added
+  into the last run when its signature is the same (count and time, row by row: identical
+  subtrees have the same rows), and no list of rows is kept past `limit` (a subtree's rows
+  past it can never be shown). Memory follows `limit` times the depth of the open calls, the
+  SQL names (12 bytes a query) and the reader's block, not the recording, even when the
+  recording is one call tree. Once the rows are all made (a new run of roots starts past
+  `limit`, and no call closed without a return) the rest is not read. Pairing is
+  `CallTreeBuilder`'s; a return that names a call closed without one (only a malformed
+  recording has one) would change that call in a whole tree, so such a recording is read
+  again whole. Tests check both readers give the same rows (tests/query/test_tree_streamed.py).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import sys
+from array import array
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Iterable
+from functools import reduce
+from operator import add
 from typing import Any
 
 from tracetool import accel
@@ -24,7 +47,8 @@ from tracetool.query.db import recording_file, resolve_recording, round_ms
 from tracetool.trace import events as ev
 from tracetool.trace import gc_paused_call
 from tracetool.trace.normalize import apply_event_updates
-from tracetool.trace.slim import load_slim
+from tracetool.trace.slim import _TreeEvent, load_slim
+from tracetool.trace.stream import STREAM_THRESHOLD, open_stream
 from tracetool.trace.tree import CallNode, preorder
 
 DEFAULT_LIMIT = 1000
@@ -88,21 +112,19 @@ def tree(
     if not path.is_file():
         raise NotFoundError(f"{path}: recording file is gone (run `tracetool index` to refresh)")
     st = path.stat()
-    sql_labels: dict[Any, str] = {}
-    if (st.st_size, st.st_mtime_ns) == (row["size"], row["mtime_ns"]):
-        # The index already normalized every SQL call of this very file: reuse it. (Plain
-        # tuples where the database is SQLite: a big recording has thousands of rows.)
-        cursor: Any = db
-        if isinstance(db, sqlite3.Connection):
-            cursor = db.cursor()
-            cursor.row_factory = None
-        sql_labels = dict(
-            cursor.execute(
-                "SELECT q.event_id, co.name FROM sql_queries q JOIN code_objects co "
-                "ON co.id = q.code_object_id WHERE q.recording_id = ?",
-                (row["id"],),
-            ).fetchall()
-        )
+    # The index already normalized every SQL call of this very file: its names are reused.
+    indexed = (st.st_size, st.st_mtime_ns) == (row["size"], row["mtime_ns"])
+    if st.st_size > STREAM_THRESHOLD:
+        labels = _SqlLabels()
+        if indexed:
+            labels.load(_sql_names(db, row["id"]))
+        folder = _Fold(labels, depth, fold, limit)
+        stream = open_stream(path, header_keys=("version",), fields=_TreeEvent)
+        if folder.read(stream.event_blocks()):
+            return folder.result()
+        # (a return names a call closed without one: only the whole tree pairs it as a whole
+        # read does)
+    sql_labels = dict(_sql_names(db, row["id"])) if indexed else {}
     # Only the fields the rows are made of (`load_slim`, with messages: `ev.kind`), a third
     # less to decode and free than the whole document; its hundreds of thousands of containers
     # are built with the cyclic GC paused (`gc_paused_call`).
@@ -115,6 +137,20 @@ def tree(
     calls.release()  # freed now by reference counting, not by a GC pass after the call
     del doc
     return rows
+
+
+def _sql_names(db: Any, recording_id: int) -> list[tuple[Any, str]]:
+    """(event id, the index's name of that SQL call) of one recording, by event id (plain
+    tuples where the database is SQLite: a big recording has thousands)."""
+    cursor: Any = db
+    if isinstance(db, sqlite3.Connection):
+        cursor = db.cursor()
+        cursor.row_factory = None
+    return cursor.execute(  # type: ignore[no-any-return]
+        "SELECT q.event_id, co.name FROM sql_queries q JOIN code_objects co "
+        "ON co.id = q.code_object_id WHERE q.recording_id = ? ORDER BY q.event_id, q.id",
+        (recording_id,),
+    ).fetchall()
 
 
 # The loop of `_facts` in C (tracetool/_speedups_diagram.c), or None
@@ -198,6 +234,8 @@ def _rows(
         group, level = stack.pop()
         first = group[0]
         kind, label, extra = info[first]
+        # (added left to right, as `_Fold` adds a run's members, on every Python: `sum`
+        # compensates its float sums from 3.12 on)
         times = [n.elapsed for n in group if n.elapsed is not None]
         out.append(
             {
@@ -205,7 +243,7 @@ def _rows(
                 "kind": kind,
                 "label": label,
                 "count": len(group),
-                "elapsed_ms": round_ms(sum(times) * 1000) if times else None,
+                "elapsed_ms": round_ms(reduce(add, times) * 1000) if times else None,
                 "event_id": first.id,
                 **extra,
             }
@@ -216,3 +254,210 @@ def _rows(
             child_groups = runs([n.children for n in group])
             stack.extend((g, level + 1) for g in reversed(child_groups))
     return out
+
+
+class _SqlLabels:
+    """The index's name of each SQL call of a recording by event id, in sorted arrays (12 bytes
+    a query, where a dict would take ~100)."""
+
+    def __init__(self) -> None:
+        self.ids = array("q")
+        self.codes = array("I")
+        self.names: list[str] = []
+        self.other: dict[Any, str] = {}  # ids that are not 64-bit ints
+
+    def load(self, rows: Iterable[tuple[Any, str]]) -> None:
+        number: dict[str, int] = {}
+        ids, codes, names, other = self.ids, self.codes, self.names, self.other
+        for event_id, name in rows:
+            code = number.get(name)
+            if code is None:
+                code = number[name] = len(names)
+                names.append(name)
+            if type(event_id) is int and -(2**63) <= event_id < 2**63:
+                if ids and event_id == ids[-1]:
+                    codes[-1] = code  # (a repeated id: the last row's, as a dict would keep)
+                    continue
+                ids.append(event_id)
+                codes.append(code)
+            else:
+                other[event_id] = name
+
+    def get(self, key: Any) -> str | None:
+        """The name of the call of id `key`, or None (as a dict of them would find it)."""
+        if type(key) is not int:
+            found = self.other.get(key) if self.other else None
+            if found is not None or not isinstance(key, (bool, float)):
+                return found
+            if not (key.is_integer() if isinstance(key, float) else True):
+                return None  # (2.0 and True find 2 and 1; 2.5, inf and nan nothing)
+            key = int(key)
+        if not -(2**63) <= key < 2**63:
+            return self.other.get(key) if self.other else None
+        ids = self.ids
+        at = bisect_left(ids, key)
+        if at < len(ids) and ids[at] == key:
+            return self.names[self.codes[at]]
+        return None
+
+
+class _Call:
+    """A call of the fold while it is open (`_Fold.top` stands for the roots): its rows so far,
+    its own first (filled when it closes), then its children's; and its children's hash."""
+
+    __slots__ = ("at", "call", "done", "h", "id", "last", "level", "ret", "rows", "thread")
+
+    def __init__(self, call: Any, key: Any, thread: Any, level: int, rows: list[Any]) -> None:
+        self.call = call
+        self.id = key
+        self.ret: Any = None
+        self.thread = thread
+        self.level = level
+        self.rows = rows
+        self.h: Any = None  # the hash of its children's signatures, in order
+        self.last: Any = None  # the signature of its last run of identical children
+        self.at = 0  # where that run's rows start in `rows`
+        self.done: Any = None  # a root's (signature, rows) once it closed
+
+
+class _Fold:
+    """The rows of a call tree, made as its calls close: memory follows `limit` and the depth
+    of the open calls, not the recording (module doc)."""
+
+    def __init__(
+        self, labels: _SqlLabels, depth: int | None, fold: bool, limit: int | None
+    ) -> None:
+        self.labels = labels
+        self.deepest = sys.maxsize if depth is None else depth
+        self.fold = fold
+        self.cap = sys.maxsize if limit is None else limit
+        self.top = _Call(None, None, None, -1, [])
+        self.pending: deque[_Call] = deque()  # roots in document order, until their turn
+        self.full = False  # every row to show is made: the rest of the recording cannot matter
+        self.fn_labels: dict[tuple[Any, ...], str] = {}
+        self.fn_info: dict[tuple[Any, ...], tuple[str, str, dict[str, Any]]] = {}
+
+    def read(self, blocks: Iterable[list[Any]]) -> bool:
+        """Fold the events, paired as `CallTreeBuilder` pairs them; False if a return names a
+        call closed without one (`CallPairing.late`, but for any closed call)."""
+        stacks: dict[Any, list[_Call]] = {}
+        opened: dict[Any, _Call] = {}  # call id -> the last open call of that id
+        unreturned: set[Any] = set()
+        pending, deepest, close = self.pending, self.deepest, self.close
+        for block in blocks:
+            for event in block:
+                kind = event.get("event")
+                if kind == "call":
+                    thread = event.get("thread_id")
+                    stack = stacks.get(thread)
+                    if stack is None:
+                        stack = stacks[thread] = []
+                    level = len(stack)
+                    key = event.get("id")
+                    node = _Call(event, key, thread, level, [None] if level <= deepest else [])
+                    if not level:
+                        pending.append(node)
+                    stack.append(node)
+                    opened[key] = node
+                elif kind == "return":
+                    parent_id = event.get("parent_id")
+                    if parent_id is None:
+                        stack = stacks.get(event.get("thread_id"))
+                        if not stack:
+                            continue
+                        target = stack[-1]
+                    else:
+                        found = opened.get(parent_id)
+                        if found is None:
+                            if parent_id in unreturned:
+                                return False
+                            continue
+                        target = found
+                        stack = stacks[target.thread]
+                    target.ret = event  # (an open call has no return yet)
+                    while True:
+                        popped = stack.pop()
+                        key = popped.id
+                        if opened.get(key) is popped:
+                            del opened[key]
+                        if popped.ret is None:
+                            unreturned.add(key)
+                        close(popped, stack[-1] if stack else None)
+                        if popped is target:
+                            break
+            if self.full and not unreturned:
+                # (a call closed without a return could still get one, late, that only the
+                # whole tree pairs: then the rest is read)
+                return True
+        for stack in stacks.values():  # calls that never returned, innermost first
+            while stack:
+                popped = stack.pop()
+                close(popped, stack[-1] if stack else None)
+        return True
+
+    def close(self, node: _Call, parent: _Call | None) -> None:
+        call = node.call
+        if ev.kind(call) == ev.FUNCTION:
+            where = call.get("path")
+            key = (*_function_key(call), where, call.get("lineno") if where else None)
+            facts = self.fn_info.get(key)
+            if facts is None:
+                facts = self.fn_info[key] = _label(node, self.labels, self.fn_labels)  # type: ignore[arg-type]
+        else:
+            facts = _label(node, self.labels, self.fn_labels)  # type: ignore[arg-type]
+        kind, label, extra = facts
+        sig = hash((kind, label, extra.get("status"), node.h))
+        rows = node.rows
+        if rows:
+            ret = node.ret
+            spent = ret.get("elapsed") if ret else None
+            if spent.__class__ is not float:  # (`ev.elapsed`, inline: once a call)
+                spent = float(spent) if isinstance(spent, (int, float)) else None
+            rows[0] = [node.level, kind, label, extra, 1, spent, node.id]
+        if parent is not None:
+            parent.h = hash((parent.h, sig))
+            self.attach(parent, sig, rows)
+            return
+        node.done = (sig, rows)
+        pending, top = self.pending, self.top
+        while pending and pending[0].done is not None:
+            sig, rows = pending.popleft().done
+            self.attach(top, sig, rows)
+            if top.at >= self.cap:
+                self.full = True
+                pending.clear()
+                return
+
+    def attach(self, parent: _Call, sig: int, rows: list[Any]) -> None:
+        """Add a closed child's rows to its parent's: into the last run when identical."""
+        if self.fold and parent.last == sig:
+            base, at = parent.rows, parent.at
+            for i in range(min(len(rows), len(base) - at)):
+                into, more = base[at + i], rows[i]
+                into[4] += more[4]
+                spent = more[5]
+                if spent is not None:
+                    into[5] = spent if into[5] is None else into[5] + spent
+            return
+        base = parent.rows
+        parent.last = sig
+        parent.at = len(base)
+        room = self.cap - len(base)
+        if room > 0 and rows:
+            base.extend(rows if len(rows) <= room else rows[:room])
+
+    def result(self) -> list[dict[str, Any]]:
+        out = []
+        for level, kind, label, extra, count, spent, event_id in self.top.rows[: self.cap]:
+            out.append(
+                {
+                    "depth": level,
+                    "kind": kind,
+                    "label": label,
+                    "count": count,
+                    "elapsed_ms": round_ms(spent * 1000) if spent is not None else None,
+                    "event_id": event_id,
+                    **extra,
+                }
+            )
+        return out
