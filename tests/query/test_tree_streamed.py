@@ -61,14 +61,21 @@ def _by_id(item: tuple[Any, str]) -> tuple[Any, ...]:
     return (0, key, "") if type(key) is int else (1, 0, repr(key))
 
 
+def _known(labels: dict[Any, str]) -> Any:
+    """`labels` as `_SqlLabels` holds the index's: code object numbers, and their names."""
+    known = T._SqlLabels()
+    number = {name: n for n, name in enumerate(sorted(set(labels.values())))}
+    known.load((key, number[name]) for key, name in sorted(labels.items(), key=_by_id))
+    known.names = {n: name for name, n in number.items()}
+    return known
+
+
 def _folded(
     events: list[Any], labels: dict[Any, str], variant: tuple[Any, ...], rng: random.Random
 ) -> list[dict[str, Any]] | None:
     """The streamed rows, or None where the fold declines (a late return)."""
     depth, fold, limit = variant
-    known = T._SqlLabels()
-    known.load(sorted(labels.items(), key=_by_id))
-    folder = T._Fold(known, depth, fold, limit)
+    folder = T._Fold(_known(labels), depth, fold, limit)
     if not folder.read(_blocks(events, rng)):
         return None
     return folder.result()  # type: ignore[no-any-return]
@@ -425,8 +432,10 @@ def test_a_late_return_is_paired_by_the_whole_tree(tmp_path: Path) -> None:
 
 
 def test_sql_names_keep_the_last_of_a_repeated_id() -> None:
-    labels = T._SqlLabels()
-    labels.load([(1, "A"), (2, "B"), (2, "C"), (2**70, "D"), ("x", "E")])
+    labels = _known({1: "A", 2: "C", 2**70: "D", "x": "E"})
+    labels.load([(3, 1), (3, 0)])  # (an id repeated: the last row wins)
+    assert labels.get(3) == "A"
+    labels = _known({1: "A", 2: "C", 2**70: "D", "x": "E"})
     assert [labels.get(k) for k in (1, 2, 3, 2**70, "x", None)] == ["A", "C", None, "D", "E", None]
     # an id a dict finds by equality: 2.0 and True are 2 and 1
     assert [labels.get(k) for k in (2.0, True, 2.5, float("nan"))] == ["C", "A", None, None]
