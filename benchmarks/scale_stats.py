@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,22 +72,25 @@ def main() -> None:
     header = f"{'command':22}{'input':>9}{'wall':>9}{'cpu':>8}{'MB/s wall':>11}{'MB/s cpu':>10}{'peak':>9}"
     print(header)
     print("-" * len(header))
-    for label, source, cmd in rows:
-        if args.only and not any(label.startswith(o) for o in args.only):
-            continue
-        if not source.exists():
-            print(f"{label:22}  (missing {source})")
-            continue
-        if label.startswith("tree"):
-            _index_once(source, cmd[cmd.index("--query-db") + 1], env)
-        files = [source] if source.is_file() else list(source.rglob("*.appmap.json"))
-        size = sum(p.stat().st_size for p in files) / 1e6
-        t, m, c = summary([run(cmd, env) for _ in range(args.repeat)])
-        print(
-            f"{label:22}{size:6.0f} MB{t:7.1f} s{c:6.1f} s{size / t:11.0f}{size / c:10.0f}"
-            f"{m:6.0f} MB",
-            flush=True,
-        )
+    try:
+        for label, source, cmd in rows:
+            if args.only and not any(label.startswith(o) for o in args.only):
+                continue
+            if not source.exists():
+                print(f"{label:22}  (missing {source})")
+                continue
+            if label.startswith("tree"):
+                _index_once(source, cmd[cmd.index("--query-db") + 1], env)
+            files = [source] if source.is_file() else list(source.rglob("*.appmap.json"))
+            size = sum(p.stat().st_size for p in files) / 1e6
+            t, m, c = summary([run(cmd, env) for _ in range(args.repeat)])
+            print(
+                f"{label:22}{size:6.0f} MB{t:7.1f} s{c:6.1f} s{size / t:11.0f}{size / c:10.0f}"
+                f"{m:6.0f} MB",
+                flush=True,
+            )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)  # (the indexes of the big recordings)
 
 
 def _index_once(recording: Path, db: str, env: dict[str, str]) -> None:
