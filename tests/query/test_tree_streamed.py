@@ -262,7 +262,7 @@ def test_it_stops_reading_once_the_rows_are_made() -> None:
     assert len(read) < 5  # (of 200 blocks)
 
 
-def _one_root(path: Path, calls: int) -> None:
+def _one_root(path: Path, calls: int, updates: dict[str, Any] | None = None) -> None:
     """One request whose handler loops `calls` times over a function and its query: one call
     tree as big as the recording (what batching whole roots cannot bound)."""
     pad = "x" * 150
@@ -323,6 +323,8 @@ def _one_root(path: Path, calls: int) -> None:
         "classMap": [],
         "events": events,
     }
+    if updates is not None:
+        doc["eventUpdates"] = updates  # (after the events: found by the key scan)
     path.write_bytes(orjson.dumps(doc))
 
 
@@ -439,3 +441,34 @@ def test_sql_names_keep_the_last_of_a_repeated_id() -> None:
     assert [labels.get(k) for k in (1, 2, 3, 2**70, "x", None)] == ["A", "C", None, "D", "E", None]
     # an id a dict finds by equality: 2.0 and True are 2 and 1
     assert [labels.get(k) for k in (2.0, True, 2.5, float("nan"))] == ["C", "A", None, None]
+
+
+def test_event_updates_after_the_events_apply_to_a_streamed_read(tmp_path: Path) -> None:
+    """`eventUpdates` written after a big recording's events replace them in the streamed read
+    too (its first pass takes the members before the events for the header, then finds more)."""
+    last = 2 + 4 * 16_000  # the request's return
+    update = {
+        "id": last,
+        "event": "return",
+        "thread_id": 1,
+        "parent_id": 1,
+        "elapsed": 9.0,
+        "http_server_response": {"status": 503},
+    }
+    first_return = {"id": 5, "event": "return", "thread_id": 1, "parent_id": 2, "elapsed": 0.25}
+    (tmp_path / "trace").mkdir()
+    updates = {str(last): update, "5": first_return}  # (5: the first `Repo#save`'s return)
+    _one_root(tmp_path / "trace" / "one.appmap.json", 16_000, updates)
+    assert (tmp_path / "trace" / "one.appmap.json").stat().st_size > 8 * 2**20
+    qdb = tmp_path / "query.db"
+    index_directory(tmp_path / "trace", IndexOptions(query_db=qdb, workers=1))
+    db = open_db(query_db=qdb)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(T, "STREAM_THRESHOLD", -1)
+        streamed = tree(db, "one", depth=1, limit=3)
+    assert streamed == tree(db, "one", depth=1, limit=3)
+    assert [(r["label"], r.get("status"), r["elapsed_ms"]) for r in streamed] == [
+        ("GET /big", 503, 9000.0),
+        ("Repo#save", None, 250.0),
+        ("Repo#find", None, 1.8),
+    ]

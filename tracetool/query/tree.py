@@ -48,7 +48,7 @@ from tracetool.trace import events as ev
 from tracetool.trace import gc_paused_call
 from tracetool.trace.normalize import apply_event_updates
 from tracetool.trace.slim import _TreeEvent, load_slim
-from tracetool.trace.stream import STREAM_THRESHOLD, open_stream
+from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, run_pass
 from tracetool.trace.tree import CallNode, preorder
 
 DEFAULT_LIMIT = 1000
@@ -117,10 +117,15 @@ def tree(
     big = st.st_size > STREAM_THRESHOLD
     labels = _SqlLabels(db, row["id"], big) if indexed else _SqlLabels()
     if big:
-        folder = _Fold(labels, depth, fold, limit)
-        stream = open_stream(path, header_keys=("version",), fields=_TreeEvent)
-        if folder.read(stream.event_blocks()):
-            return folder.result()
+
+        def run(stream: TraceStream) -> list[dict[str, Any]] | None:
+            folder = _Fold(labels, depth, fold, limit)
+            return folder.result() if folder.read(stream.event_blocks()) else None
+
+        # (`run_pass`: without the scan for top-level keys when the events come first)
+        streamed = run_pass(path, run, header_keys=("version",), fields=_TreeEvent)
+        if streamed is not None:
+            return streamed  # type: ignore[no-any-return]
         # (a return names a call closed without one: only the whole tree pairs it as a whole
         # read does)
     sql_labels = labels.as_dict()
@@ -453,7 +458,14 @@ class _Fold:
             rows[0] = [node.level, kind, label, extra, 1, spent, node.id]
         if parent is not None:
             parent.h = hash((parent.h, sig))
-            self.attach(parent, sig, rows)
+            if parent.last != sig or not self.fold or len(parent.rows) - parent.at != 1:
+                self.attach(parent, sig, rows)
+            elif rows:  # (`attach` of a one-row run, inline: the commonest, a leaf into leaves)
+                into, more = parent.rows[-1], rows[0]
+                into[4] += more[4]
+                spent = more[5]
+                if spent is not None:
+                    into[5] = spent if into[5] is None else into[5] + spent
             return
         node.done = (sig, rows)
         pending, top = self.pending, self.top
