@@ -472,3 +472,39 @@ def test_event_updates_after_the_events_apply_to_a_streamed_read(tmp_path: Path)
         ("Repo#save", None, 250.0),
         ("Repo#find", None, 1.8),
     ]
+
+
+@pytest.mark.parametrize("threshold", [-1, 2**40])
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("thread_id", [1], "event 1: thread_id is an array, expected a scalar"),
+        ("id", {"a": 1}, "event 1: id is an object, expected a scalar"),
+        ("path", ["a.py"], "event 1: path is an array, expected a scalar"),
+    ],
+)
+def test_a_field_no_row_can_be_made_of_is_named(
+    tmp_path: Path, threshold: int, field: str, value: Any, message: str
+) -> None:
+    """A recording changed since it was indexed into one with an array for an id (the index
+    refuses such a file) gets the index's one line naming the field, read whole or streamed."""
+    from tracetool.errors import TraceFormatError
+
+    events = [
+        {"id": 1, "event": "call", "thread_id": 1, "method_id": "m", "path": "a.py"},
+        {"id": 2, "event": "return", "thread_id": 1, "parent_id": 1},
+    ]
+    (tmp_path / "trace").mkdir()
+    path = tmp_path / "trace" / "odd.appmap.json"
+    path.write_bytes(orjson.dumps({"version": "1.12", "events": events}))
+    qdb = tmp_path / "query.db"
+    index_directory(tmp_path / "trace", IndexOptions(query_db=qdb, workers=1))
+    db = open_db(query_db=qdb)
+    assert tree(db, "odd")[0]["label"] == "#m"
+    events[0][field] = value
+    path.write_bytes(orjson.dumps({"version": "1.12", "events": events}))
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(T, "STREAM_THRESHOLD", threshold)
+        with pytest.raises(TraceFormatError) as caught:
+            tree(db, "odd")
+    assert str(caught.value) == f"{path}: {message}"

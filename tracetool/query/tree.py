@@ -38,17 +38,19 @@ from collections import deque
 from collections.abc import Iterable
 from functools import reduce
 from operator import add
+from pathlib import Path
 from typing import Any
 
 from tracetool import accel
-from tracetool.errors import NotFoundError
+from tracetool.errors import NotFoundError, TraceFormatError
 from tracetool.filters.apply import call_tree
 from tracetool.query.db import recording_file, resolve_recording, round_ms
 from tracetool.trace import events as ev
 from tracetool.trace import gc_paused_call
+from tracetool.trace.checks import field_defect
 from tracetool.trace.normalize import apply_event_updates
 from tracetool.trace.slim import _TreeEvent, load_slim
-from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, run_pass
+from tracetool.trace.stream import STREAM_THRESHOLD, TraceStream, open_stream, run_pass
 from tracetool.trace.tree import CallNode, preorder
 
 DEFAULT_LIMIT = 1000
@@ -111,6 +113,34 @@ def tree(
     path = recording_file(db, row)
     if not path.is_file():
         raise NotFoundError(f"{path}: recording file is gone (run `tracetool index` to refresh)")
+    try:
+        return _tree(db, row, path, depth, fold, limit)
+    except TypeError:
+        # A field of a shape the rows cannot be made of (an array for an id, a path...): the
+        # index refuses such a file, so it changed since; named as the index names it.
+        defect = _defect(path)
+        if defect is None:
+            raise
+        raise TraceFormatError(f"{path}: {defect}") from None
+
+
+def _defect(path: Path) -> str | None:
+    """The first event field of a recording that readers cannot use (`field_defect`)."""
+    for number, event in enumerate(open_stream(path).events(), 1):
+        found = field_defect(event, number)
+        if found is not None:
+            return found
+    return None
+
+
+def _tree(
+    db: sqlite3.Connection,
+    row: Any,
+    path: Path,
+    depth: int | None,
+    fold: bool,
+    limit: int | None,
+) -> list[dict[str, Any]]:
     st = path.stat()
     # The index already normalized every SQL call of this very file: its names are reused.
     indexed = (st.st_size, st.st_mtime_ns) == (row["size"], row["mtime_ns"])
