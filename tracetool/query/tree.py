@@ -150,7 +150,13 @@ def _tree(
 
         def run(stream: TraceStream) -> list[dict[str, Any]] | None:
             folder = _Fold(labels, depth, fold, limit)
-            return folder.result() if folder.read(stream.event_blocks()) else None
+            try:
+                done = folder.read(stream.event_blocks())
+            except TypeError as exc:
+                if stream.provisional:  # (the event may be one that eventUpdates after the
+                    raise TraceFormatError(str(exc)) from None  # events replace: read again)
+                raise
+            return folder.result() if done else None
 
         # (`run_pass`: without the scan for top-level keys when the events come first)
         streamed = run_pass(path, run, header_keys=("version",), fields=_TreeEvent)
