@@ -20,7 +20,7 @@ Two readers, one set of rows:
   into the last run when its signature is the same (count and time, row by row: identical
   subtrees have the same rows), and no list of rows is kept past `limit` (a subtree's rows
   past it can never be shown). Memory follows `limit` times the depth of the open calls, the
-  SQL names (12 bytes a query) and the reader's block, not the recording, even when the
+  SQL names (16 bytes a query) and the reader's block, not the recording, even when the
   recording is one call tree. Once the rows are all made (a new run of roots starts past
   `limit`, and no call closed without a return) the rest is not read. Pairing is
   `CallTreeBuilder`'s; a return that names a call closed without one (only a malformed
