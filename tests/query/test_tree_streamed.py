@@ -184,8 +184,9 @@ def test_odd_pairings_fold_as_the_whole_tree() -> None:
 
 
 def test_repeated_loops_fold_nested() -> None:
-    """Ten identical loops of `find` over a query, then one that differs deep down: one row
-    ×10 over its children ×10, the odd one apart; times summed member by member."""
+    """Ten identical trees of `find` calling itself twice, three levels down, then a query;
+    then one that differs in its queries: `find` ×10 over ×20, ×40, ×80 and the query ×80, the
+    odd tree apart; times summed member by member."""
     events: list[dict[str, Any]] = []
     ids = iter(range(1, 10**6))
 
