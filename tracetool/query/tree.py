@@ -414,6 +414,7 @@ class _Fold:
         self.full = False  # every row to show is made: the rest of the recording cannot matter
         self.fn_labels: dict[tuple[Any, ...], str] = {}
         self.fn_info: dict[tuple[Any, ...], tuple[str, str, dict[str, Any]]] = {}
+        self.sql_info: dict[str, tuple[str, str, dict[str, Any]]] = {}
 
     def read(self, blocks: Iterable[list[Any]]) -> bool:
         """Fold the events, paired as `CallTreeBuilder` pairs them; False if a return names a
@@ -475,12 +476,32 @@ class _Fold:
 
     def close(self, node: _Call, parent: _Call | None) -> None:
         call = node.call
-        if ev.kind(call) == ev.FUNCTION:
+        # `_label`'s facts, by kind in `ev.kind`'s order: a function's by its key, a SQL
+        # call's by its name in the index, one tuple per name
+        if "http_server_request" in call or "http_client_request" in call:
+            facts = _label(node, self.labels, self.fn_labels)  # type: ignore[arg-type]
+        elif "sql_query" in call:
+            name = self.labels.get(call.get("id"))
+            if name is None:
+                facts = _label(node, self.labels, self.fn_labels)  # type: ignore[arg-type]
+            else:
+                facts = self.sql_info.get(name) or self.sql_info.setdefault(
+                    name, (ev.SQL, name, {})
+                )
+        elif "method_id" in call or "defined_class" in call:
             where = call.get("path")
-            key = (*_function_key(call), where, call.get("lineno") if where else None)
-            facts = self.fn_info.get(key)
-            if facts is None:
-                facts = self.fn_info[key] = _label(node, self.labels, self.fn_labels)  # type: ignore[arg-type]
+            get = call.get
+            key = (
+                get("defined_class", _ABSENT),
+                get("method_id", _ABSENT),
+                bool(get("static")),
+                where,
+                get("lineno") if where else None,
+            )  # (`_function_key`, inline)
+            known = self.fn_info.get(key)
+            if known is None:
+                known = self.fn_info[key] = _label(node, self.labels, self.fn_labels)  # type: ignore[arg-type]
+            facts = known
         else:
             facts = _label(node, self.labels, self.fn_labels)  # type: ignore[arg-type]
         kind, label, extra = facts
@@ -494,14 +515,19 @@ class _Fold:
             rows[0] = [node.level, kind, label, extra, 1, spent, node.id]
         if parent is not None:
             parent.h = hash((parent.h, sig))
-            if parent.last != sig or not self.fold or len(parent.rows) - parent.at != 1:
-                self.attach(parent, sig, rows)
-            elif rows:  # (`attach` of a one-row run, inline: the commonest, a leaf into leaves)
+            if not rows and parent.last != sig:  # (`attach`, inline, for the commonest:
+                parent.last = sig  # a call below `--depth`, and a leaf into a run of leaves)
+                parent.at = len(parent.rows)
+            elif not rows and self.fold:
+                pass
+            elif parent.last == sig and self.fold and len(parent.rows) - parent.at == 1:
                 into, more = parent.rows[-1], rows[0]
                 into[4] += more[4]
                 spent = more[5]
                 if spent is not None:
                     into[5] = spent if into[5] is None else into[5] + spent
+            else:
+                self.attach(parent, sig, rows)
             return
         node.done = (sig, rows)
         pending, top = self.pending, self.top
