@@ -490,14 +490,7 @@ class _Fold:
                 )
         elif "method_id" in call or "defined_class" in call:
             where = call.get("path")
-            get = call.get
-            key = (
-                get("defined_class", _ABSENT),
-                get("method_id", _ABSENT),
-                bool(get("static")),
-                where,
-                get("lineno") if where else None,
-            )  # (`_function_key`, inline)
+            key = (*_function_key(call), where, call.get("lineno") if where else None)
             known = self.fn_info.get(key)
             if known is None:
                 known = self.fn_info[key] = _label(node, self.labels, self.fn_labels)  # type: ignore[arg-type]
@@ -515,19 +508,7 @@ class _Fold:
             rows[0] = [node.level, kind, label, extra, 1, spent, node.id]
         if parent is not None:
             parent.h = hash((parent.h, sig))
-            if not rows and parent.last != sig:  # (`attach`, inline, for the commonest:
-                parent.last = sig  # a call below `--depth`, and a leaf into a run of leaves)
-                parent.at = len(parent.rows)
-            elif not rows and self.fold:
-                pass
-            elif parent.last == sig and self.fold and len(parent.rows) - parent.at == 1:
-                into, more = parent.rows[-1], rows[0]
-                into[4] += more[4]
-                spent = more[5]
-                if spent is not None:
-                    into[5] = spent if into[5] is None else into[5] + spent
-            else:
-                self.attach(parent, sig, rows)
+            self.attach(parent, sig, rows)
             return
         node.done = (sig, rows)
         pending, top = self.pending, self.top
