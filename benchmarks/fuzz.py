@@ -4,13 +4,15 @@ Each input is a mutation of a seed (the shared corpus's small recordings and a g
 truncation, per-field type swaps, deep nesting, huge numbers, invalid UTF-8, NaN, duplicate keys,
 byte flips, deep call chains), put beside a good recording; every reading command then runs on
 them in-process under a time bound (`tests/fuzz/harness.py`: index, query tree, stats, stats -a,
-openapi, inspect x2, sequence-diagram, prune x2, trim -r, sanitize -r, sanitize). A failure is an
-exception other than tracetool's own errors, a hang, an "internal error" line, or a good file left
-unprocessed. Failing inputs are kept under --keep for replay (`--replay FILE`).
+openapi, inspect x2, sequence-diagram, prune x2, trim -r, sanitize -r, sanitize; and for inputs of
+odd length, `sanitize` and `trim` of the bad file whole and a block at a time). A failure is an
+exception other than tracetool's own errors, a hang, an "internal error" line, a good file left
+unprocessed, or a block-at-a-time rewrite that differs from the whole one. Failing inputs are
+kept under --keep for replay (`--replay FILE`).
 
     python benchmarks/fuzz.py [--runs 20000] [--seed 1] [--jobs 2] [--keep /tmp/fuzz-failures]
 
-`--runs` counts command runs (one mutated input is 12-13 runs); `--inputs` counts inputs.
+`--runs` counts command runs (one mutated input is 12-17 runs); `--inputs` counts inputs.
 The CI suite runs the same harness for ~15 s (tests/fuzz/test_hostile.py::test_fuzz_short).
 """
 
@@ -27,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-RUNS_PER_INPUT = 12  # query tree runs only when the bad input was indexed
+RUNS_PER_INPUT = 14  # (query tree runs only when the bad input was indexed; 4 more runs when odd)
 
 
 def _worker(args: tuple[int, int, float, str, float]) -> tuple[int, int, list[str], dict[str, int]]:

@@ -1,5 +1,5 @@
-"""stats, inspect and query tree at scale: MB/s and peak memory as the input grows (issue 18,
-"Scale").
+"""stats, inspect, query tree, trim and sanitize at scale: MB/s and peak memory as the input
+grows (issue 18, "Scale").
 
 Rows (tracetool only; AppMap's CLI cannot read a 1 GB recording at all, and has no call-tree
 query):
@@ -8,12 +8,14 @@ query):
 * `query tree` of that one recording: its first 1000 rows (the default), and `--depth 0` with
   no row limit, which reads every event (one row per run of roots); the recording is indexed
   first (not timed), since `query` finds it through the index;
+* `trim --max-length 20` and `sanitize` of that one recording into a temporary folder (the
+  output is written: a block of events at a time, through a temporary file of the events);
 * `stats` over 1000 recordings (300 MB) and 3000 recordings (900 MB).
 Each row prints the input size, median wall and CPU time of `--repeat` runs, MB/s of wall and of
 CPU time, and the peak resident memory of the process tree (see openapi_stats.py). Streaming
 shows as a steady MB/s and a peak memory that does not follow the input size.
 
-    python benchmarks/scale_stats.py [--repeat 1] [--only stats] [--only tree]
+    python benchmarks/scale_stats.py [--repeat 1] [--only stats] [--only tree] [--only trim]
 
 Inputs default to the shared pre-generated /tmp/bench/{seed2,mb200,gb1}/big.appmap.json,
 /tmp/bench/seed1 and /tmp/bench/seed3k (../shared/tools/make_corpus.py seeds 2, 3, 4, 1, 5); a
@@ -63,6 +65,12 @@ def main() -> None:
         tree = ours("query", "tree", "big", "--query-db", db, "--json")
         rows.append((f"tree {name}", big, tree))
         rows.append((f"tree -d0 all {name}", big, [*tree, "--depth", "0", "--limit", "1000000000"]))
+    for name, folder in (("60 MB", "seed2"), ("200 MB", "mb200"), ("1 GB", "gb1")):
+        big = args.bench / folder / "big.appmap.json"
+        out = str(home / f"rewritten-{folder}")  # (rewritten each run: nothing is skipped)
+        trim = ours("trim", "--max-length", "20", str(big), "-o", out)
+        rows.append((f"trim {name}", big, trim))
+        rows.append((f"sanitize {name}", big, ours("sanitize", str(big), "-o", out)))
     for name, folder in (("1000", "seed1"), ("3000", "seed3k")):
         corpus = args.bench / folder
         rows.append((f"stats {name} files", corpus, ours("stats", str(corpus), "-f", "json")))

@@ -485,7 +485,23 @@ def run_case(
             r.output,
         )
     run("sanitize", b, "-o", str(out / "sanitized1"))
+    if len(bad) % 2 == 1:  # rewritten a block at a time: the whole rewrite's bytes or words
+        for argv in (("sanitize", b), ("trim", b, "--max-length", "5")):
+            _same_streamed(run, argv, out / "rewritten", bad_path.name)
     return run.failures
+
+
+def _same_streamed(run: Runner, argv: tuple[str, ...], out: Path, name: str) -> None:
+    """`argv -o out` whole and streamed (`tracetool.transform.streamed`): the same exit code,
+    the same output and the same file written."""
+    found = []
+    for on in (False, True):
+        shutil.rmtree(out, ignore_errors=True)
+        with _streamed(on):
+            r = run(*argv, "-o", str(out))
+        written = out / name
+        found.append((r.exit_code, r.output, written.read_bytes() if written.exists() else None))
+    run.expect(found[0] == found[1], [*argv, "-o", str(out)], "streamed differs", str(found[1]))
 
 
 @contextlib.contextmanager
@@ -493,16 +509,19 @@ def _streamed(on: bool) -> Iterator[None]:
     import importlib
 
     import tracetool.trace.stream as stream
+    import tracetool.transform.streamed as rewrite
 
     tree = importlib.import_module("tracetool.query.tree")  # (`query.tree` is the function)
-    saved = stream.STREAM_THRESHOLD, tree.STREAM_THRESHOLD
+    saved = stream.STREAM_THRESHOLD, tree.STREAM_THRESHOLD, rewrite.STREAM_THRESHOLD, stream._CHUNK
     if on:
-        stream.STREAM_THRESHOLD = 0
+        stream.STREAM_THRESHOLD = rewrite.STREAM_THRESHOLD = 0
         tree.STREAM_THRESHOLD = -1
+        stream._CHUNK = 2048  # (blocks of a few events: cuts between blocks are read too)
     try:
         yield
     finally:
-        stream.STREAM_THRESHOLD, tree.STREAM_THRESHOLD = saved
+        stream.STREAM_THRESHOLD, tree.STREAM_THRESHOLD, rewrite.STREAM_THRESHOLD = saved[:3]
+        stream._CHUNK = saved[3]
 
 
 def _indexed(db: Path, name: str) -> bool:

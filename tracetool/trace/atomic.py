@@ -10,6 +10,8 @@ Contract:
   exception propagates. Readers therefore see the old file or the new one, never a partial
   one; what is fsynced also survives a power cut.
 - `atomic_write_bytes(path, payload)` / `atomic_write_stream(path, chunks)` write through it.
+- `scratch_beside(path)`: a temporary file beside `path` for a writer's intermediate output,
+  named like `atomic_open`'s and removed on exit.
 - A writer killed with SIGKILL (or a power cut) leaves its temporary file behind.
   `is_orphan(directory, name)` says whether a file is such a leftover: our temp-name pattern,
   and either its writer process is gone and the file has not changed for `ORPHAN_GRACE`
@@ -90,6 +92,19 @@ def atomic_open(path: PathLike, *, fsync: bool = True) -> Iterator[BinaryIO]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def scratch_beside(path: PathLike) -> Iterator[tuple[BinaryIO, Path]]:
+    """A temporary file beside `path`, open for writing and reading, removed on exit; named as
+    `atomic_open` names its own, so one a killed process left behind is removed as an orphan."""
+    fd, tmp = _mkstemp_beside(Path(path))
+    try:
+        with os.fdopen(fd, "w+b") as handle:
+            yield handle, Path(tmp)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 # a streamed write hands what it wrote to the disk every this many bytes (`atomic_write_stream`)

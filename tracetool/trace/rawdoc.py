@@ -17,15 +17,18 @@ Contract:
   shared corpus.
 - `RawDocument.events()` yields the events as they are (no normalization).
 - `RawDocument.assemble(values)` writes the document back: top-level keys in their original order,
-  untouched values byte for byte, replaced values (`values[key]`, bytes or a JSON-able object)
-  re-serialized, `None` dropping a key; new keys are appended. `parts(values)` gives the same
-  bytes as pieces (to hash them without joining).
+  untouched values byte for byte, replaced values (`values[key]`: bytes, `Chunks` of bytes, or a
+  JSON-able object) re-serialized, `None` dropping a key; new keys are appended. `parts(values)`
+  gives the same bytes as pieces, made as they are asked for (to hash a document without joining
+  it, or to write one whose events come from a file: `tracetool.transform.streamed`).
+- `Renumbering` is normalization of balanced events one at a time (the fast path of
+  `normalized_events`, and `sanitize`'s for a recording read a block at a time).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -335,17 +338,10 @@ class RawDocument:
         """The events as `tracetool.trace.normalize` leaves them (module doc), one at a time."""
         plan = self._plan()  # the heads are freed here: only the plan is kept
         if plan is None:  # balanced: ids become positions, parents their call's position
-            stacks: dict[Any, list[int]] = {}
-            position = 0
+            renumbering = Renumbering(rising=False)  # (_balanced() checked the ids are unique)
+            apply = renumbering.apply
             for event in self._parsed():  # _balanced() saw only objects
-                position += 1
-                kind = event.get("event")
-                if kind == "call":
-                    stacks.setdefault(event.get("thread_id"), []).append(position)
-                elif kind == "return":
-                    event["parent_id"] = stacks[event.get("thread_id")].pop()
-                event["id"] = position
-                coerce_event(event)
+                apply(event)
                 yield event
             return
         order, parents = plan
@@ -373,9 +369,10 @@ class RawDocument:
         """The document's bytes with `values` replacing top-level values (module doc)."""
         return b"".join(self.parts(values))
 
-    def parts(self, values: dict[str, Any]) -> list[Any]:
-        """The pieces `assemble` joins (bytes-like), e.g. to hash a document without joining."""
-        parts: list[Any] = [b"{"]
+    def parts(self, values: dict[str, Any]) -> Iterator[Any]:
+        """The pieces `assemble` joins (bytes-like), made as they are asked for: to hash a
+        document without joining it, or to write one whose events come from a file."""
+        yield b"{"
         first = True
         for key in (*self.top, *(k for k in values if k not in self.top)):
             if key in values:
@@ -385,24 +382,72 @@ class RawDocument:
             else:
                 value = bytes(self.top[key])
             if not first:
-                parts.append(b",")
+                yield b","
             first = False
-            parts.append(dumps(key, self.source))
-            parts.append(b":")
+            yield dumps(key, self.source)
+            yield b":"
             if isinstance(value, (bytes, bytearray)):
-                parts.append(bytes(value))
-            elif isinstance(value, _Chunks):
-                parts.extend(value.parts)
+                yield bytes(value)
+            elif isinstance(value, Chunks):
+                yield from value.parts
             else:
-                parts.append(dumps(value, self.source))
-        parts.append(b"}")
-        return parts
+                yield dumps(value, self.source)
+        yield b"}"
 
 
-class _Chunks:
-    """An already-serialized JSON array given as pieces (joined once, in `assemble`)."""
+class Renumbering:
+    """Normalization of balanced events (`RawDocument._balanced`) one at a time: ids become
+    positions, a return's `parent_id` its call's position, legacy shapes are coerced.
 
-    def __init__(self, parts: list[Any]) -> None:
+    `apply(event)` returns False, leaving the event as it was, at the first event that breaks
+    `_balanced`'s rule; with `rising`, call ids must also rise (unique without a set of them
+    all: what a streamed read checks). `open()`: whether a call was left without its return
+    (the events were then not balanced either)."""
+
+    def __init__(self, rising: bool = True) -> None:
+        self.rising = rising
+        self.stacks: dict[Any, list[tuple[Any, int]]] = {}
+        self.position = 0
+        self.last: Any = None
+
+    def apply(self, event: dict[str, Any]) -> bool:
+        thread = event.get("thread_id")
+        if thread.__class__ in _CONTAINERS:
+            return False
+        kind = event.get("event")
+        position = self.position + 1
+        if kind == "call":
+            call_id = event.get("id")
+            if call_id.__class__ is not int:
+                return False
+            if self.rising:
+                if self.last is not None and call_id <= self.last:
+                    return False
+                self.last = call_id
+            stack = self.stacks.get(thread)
+            if stack is None:
+                stack = self.stacks[thread] = []
+            stack.append((call_id, position))
+        elif kind == "return":
+            stack = self.stacks.get(thread)
+            parent = event.get("parent_id")
+            if not stack or parent.__class__ is not int or parent != stack[-1][0]:
+                return False
+            event["parent_id"] = stack.pop()[1]
+        self.position = position
+        event["id"] = position
+        coerce_event(event)
+        return True
+
+    def open(self) -> bool:
+        return any(self.stacks.values())
+
+
+class Chunks:
+    """An already-serialized JSON value given as pieces (an iterable: `assemble` joins them,
+    a streamed write reads them as it writes)."""
+
+    def __init__(self, parts: Iterable[Any]) -> None:
         self.parts = parts
 
 
@@ -449,17 +494,21 @@ class ArrayWriter:
         self._flush()
         self._parts.append(raw)
 
-    def done(self) -> _Chunks:
+    def done(self) -> Chunks:
         """The array for `RawDocument.assemble`."""
+        return Chunks([b"[", *self.pieces(), b"]"])
+
+    def pieces(self) -> list[Any]:
+        """The items added since the last call, with the commas between them (no brackets):
+        a block of a streamed array."""
         self._flush()
-        parts: list[Any] = [b"["]
-        for i, part in enumerate(self._parts):
-            if i:
+        parts: list[Any] = []
+        for part in self._parts:
+            if parts:
                 parts.append(b",")
             parts.append(part)
-        parts.append(b"]")
         self._parts = []
-        return _Chunks(parts)
+        return parts
 
 
 def split(raw: bytes, source: str = "<memory>") -> RawDocument:

@@ -453,7 +453,8 @@ def _event_arrays(
                 buf = (buf + more).lstrip(_WS) if buf else more.lstrip(_WS)
                 need_more = False
             if buf.startswith(b"]"):
-                state[0] = _plain_end(handle, buf[1:], state)
+                # (the offset just after the array's `]`: `_plain_end` notes it)
+                state[0] = _plain_end(handle, buf[1:], state, handle.tell() - len(buf) + 1)
                 return
             if not buf.startswith(b"{"):
                 return  # not an object, or the file ends: the caller decides
@@ -500,21 +501,23 @@ def _event_arrays(
 _TAIL_LIMIT = 64 * 1024 * 1024
 
 
-def _plain_end(handle: Any, tail: bytes, members: Optional[list[Any]] = None) -> bool:
+def _plain_end(handle: Any, tail: bytes, members: list[Any], end: int = -1) -> bool:
     """Whether what follows the events array (`tail`, then the rest of `handle`) closes the
     document plainly: `}`, or more members and `}` that orjson reads (the strictest parser:
-    tracetool.trace.checks), under 64 MB."""
+    tracetool.trace.checks), under 64 MB. If so, `members` gets those members (a dict), their
+    text (`rest`: `}` or `,"key":value…}`, stripped) and `end`, the offset just after the
+    array's `]`."""
     rest = (tail + handle.read(_TAIL_LIMIT + 1)).strip(_WS)
     if rest == b"}":
-        return True
-    if not rest.startswith(b",") or len(rest) > _TAIL_LIMIT:
+        after: Any = {}
+    elif not rest.startswith(b",") or len(rest) > _TAIL_LIMIT:
         return False
-    try:
-        after = orjson.loads(b"{" + rest[1:])  # the members are at the same depth as in the file
-    except orjson.JSONDecodeError:
-        return False
-    if members is not None:
-        members.append(after)
+    else:
+        try:
+            after = orjson.loads(b"{" + rest[1:])  # the members are at the depth they have
+        except orjson.JSONDecodeError:
+            return False
+    members += (after, rest, end)
     return True
 
 
@@ -976,6 +979,16 @@ def _dict_fields(event: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200]
+
+
+def file_stamp(path: Path | str) -> tuple[int, int]:
+    """A file's size and modification time, what tells that a file changed between two reads
+    of it; (-1, -1) if it vanished."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return -1, -1
+    return info.st_size, info.st_mtime_ns
 
 
 def file_size(path: Path | str) -> int:

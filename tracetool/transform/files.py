@@ -7,12 +7,17 @@ Contract:
   `output_dir`. It raises `UsageError` — before any file is touched — when a directory is given
   without `recursive`, when two inputs would be written to one output, when `output_dir` is a
   file, or when an output would overwrite any input (`-o` never writes over the input set).
-- `run(plan, transform, done)` processes each file independently: read, `transform(bytes,
+- `run(plan, transform, done, big)` processes each file independently: read, `transform(bytes,
   source)`, atomic write. A file that cannot be read, is not a trace document or cannot be
   written is skipped with a warning and reported with status "error"; the others go on.
   A transform returning no bytes means "skip, unchanged" (already done with the same options):
   in place nothing is written, with `-o` the original bytes are copied so the output set is
   complete.
+- `big(source path, output path)`, when given, is tried first: it rewrites a big recording a
+  block at a time (`tracetool.transform.streamed`), writing the output itself, and returns
+  (status, bytes after, details, warnings), or None to leave the file to `transform` (a small
+  file, or one it cannot promise `transform`'s result for). A skipped file is copied as a
+  stream for `-o`.
 """
 
 from __future__ import annotations
@@ -24,14 +29,24 @@ from pathlib import Path
 from typing import Any
 
 from tracetool.errors import TraceToolError, UsageError
-from tracetool.trace import TraceDocument, atomic_write_bytes, find_trace_files, parse
+from tracetool.trace import (
+    TraceDocument,
+    atomic_write_bytes,
+    atomic_write_stream,
+    find_trace_files,
+    parse,
+)
 from tracetool.trace.reader import guarded, read_file
+from tracetool.trace.stream import file_size
+from tracetool.transform.streamed import FileChunks
 
 ERROR = "error"
 SKIPPED = "skipped"
 
 # (input bytes, source name) -> (output bytes or None to skip, details, warnings)
 Transform = Callable[[bytes, str], "tuple[bytes | None, dict[str, Any], list[str]]"]
+# (input path, output path) -> (status, bytes written, details, warnings), or None (module doc)
+BigTransform = Callable[[Path, Path], "tuple[str, int, dict[str, Any], list[str]] | None"]
 
 
 @dataclass(frozen=True)
@@ -131,12 +146,39 @@ def plan(
     return pairs
 
 
-def run(pairs: Sequence[tuple[Path, Path]], transform: Transform, done: str) -> list[FileReport]:
-    """Apply `transform` to every planned file (module doc); one report per file."""
+def run(
+    pairs: Sequence[tuple[Path, Path]],
+    transform: Transform,
+    done: str,
+    big: BigTransform | None = None,
+) -> list[FileReport]:
+    """Apply `transform` (or `big`) to every planned file (module doc); one report per file."""
     reports = []
     for src, dst in pairs:
-        reports.append(_one(src, dst, transform, done))
+        report = None
+        if big is not None and not isinstance(src, _Unusable):
+            report = _big(src, dst, big)
+        reports.append(report or _one(src, dst, transform, done))
     return reports
+
+
+def _big(src: Path, dst: Path, big: BigTransform) -> FileReport | None:
+    output = None if dst == src else str(dst)
+    before = file_size(src)
+    try:
+        outcome = big(src, dst)
+        if outcome is None:
+            return None
+        status, after, details, warnings = outcome
+        if status == SKIPPED and dst != src:
+            atomic_write_stream(dst, FileChunks(src))
+    except TraceToolError as exc:
+        return FileReport(str(src), output, ERROR, before, error=str(exc))
+    except OSError as exc:  # (reading is guarded: a TraceToolError)
+        reason = exc.strerror or str(exc)
+        error = f"{dst}: cannot write ({reason})"
+        return FileReport(str(src), output, ERROR, before, error=error)
+    return FileReport(str(src), output, status, before, after, details, tuple(warnings))
 
 
 class _Unusable(type(Path())):  # type: ignore[misc]

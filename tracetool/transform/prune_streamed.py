@@ -34,7 +34,6 @@ Contract:
 from __future__ import annotations
 
 import itertools
-import os
 from array import array
 from collections import Counter
 from collections.abc import Iterator
@@ -59,6 +58,7 @@ from tracetool.trace.stream import (
     file_size,
     run_pass,
 )
+from tracetool.trace.stream import file_stamp as _stamp
 from tracetool.trace.tree import CallPairing
 from tracetool.transform.prune import PruneResult, Ranking, Removed, document_pieces
 
@@ -389,12 +389,3 @@ def _kept_texts(plan: _Plan, keep: list[bool]) -> Iterator[Any]:
 
 _AND_COMMA = (1).__add__
 _TEXTS = msgspec.json.Decoder(list[msgspec.Raw])
-
-
-def _stamp(path: Path) -> tuple[int, int]:
-    """A file's size and modification time (what tells a file changed between the passes)."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return -1, -1
-    return info.st_size, info.st_mtime_ns

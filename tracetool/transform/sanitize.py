@@ -25,9 +25,12 @@ Contract (spec `sanitize` rules 1–11, `metadata.sanitized`, Errors):
   existing tokens are kept as they are (numbering continues after the highest), values allowed
   by the earlier run but not by this one are masked now, and a value allowed now that an earlier
   run did not allow was masked then and stays masked — with a warning.
-- `sanitize(doc, options)` is the pure in-memory form; `sanitize_bytes` streams (the CLI's path);
-  `sanitize_files` runs many files: one that cannot be read or is not a trace document is skipped
-  with a warning and reported with status "error".
+- `sanitize(doc, options)` is the pure in-memory form; `sanitize_bytes` rewrites a document's
+  bytes event by event (`rawdoc`); `sanitize_big` rewrites a recording over `STREAM_THRESHOLD` a
+  block of events at a time from its file, to the same bytes, when normalization only renumbers
+  it (most recordings: `sanitize_big`); memory then holds a block and the token table, not the
+  file. `sanitize_files` runs them over many files (the CLI): one that cannot be read or is not
+  a trace document is skipped with a warning and reported with status "error".
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
@@ -45,8 +48,11 @@ import orjson
 
 from tracetool import __version__
 from tracetool.routes import normalize_path, normalize_url, without_credentials
-from tracetool.trace import TraceDocument, gc_paused, rawdoc
-from tracetool.transform import captured, files
+from tracetool.trace import TraceDocument, atomic_write_stream, gc_paused, rawdoc
+from tracetool.trace.atomic import scratch_beside
+from tracetool.trace.stream import file_size
+from tracetool.transform import captured, files, streamed
+from tracetool.transform.streamed import FileChunks
 from tracetool.transform.tokens import Tokenizer
 
 SANITIZED = "sanitized"
@@ -163,14 +169,18 @@ def _digest(doc: rawdoc.RawDocument, values: dict[str, Any]) -> str:
     return h.hexdigest()
 
 
-def _intact(doc: rawdoc.RawDocument, marker: dict[str, Any]) -> bool:
+def _intact(doc: rawdoc.RawDocument, marker: dict[str, Any], events: Any = None) -> bool:
     """Whether the document is byte for byte what sanitize wrote with `marker` (a marker that was
-    copied onto another document, or a file edited since, does not match its digest)."""
+    copied onto another document, or a file edited since, does not match its digest); `events`:
+    the events array's pieces when `doc` holds an empty one (a big recording)."""
     recorded = marker.get("digest")
     if not isinstance(recorded, str):
         return False
     metadata = {k: v for k, v in doc.metadata.items() if k != SANITIZED}
-    return hmac.compare_digest(_digest(doc, {"metadata": metadata}), recorded)
+    values: dict[str, Any] = {"metadata": metadata}
+    if events is not None:
+        values["events"] = rawdoc.Chunks(events)
+    return hmac.compare_digest(_digest(doc, values), recorded)
 
 
 def _allowed_before(marker: Any) -> set[str]:
@@ -186,49 +196,51 @@ def sanitize_bytes(
         return _sanitize_bytes(raw, options, source)
 
 
-def _sanitize_bytes(
-    raw: bytes, options: SanitizeOptions, source: str
-) -> tuple[bytes | None, SanitizeReport]:
-    doc = rawdoc.split(raw, source)
-    metadata = doc.metadata
+def _start(
+    metadata: dict[str, Any],
+    options: SanitizeOptions,
+    source: str,
+    intact: Callable[[dict[str, Any]], bool],
+    numbers: Callable[[], Iterable[bytes]],
+) -> tuple[Tokenizer, set[str], list[str]] | None:
+    """The tokenizer, the allowed values and the warnings for a document with `metadata`, or
+    None to skip it (module doc: re-application). `intact(marker)`: whether the document is as
+    sanitize left it; `numbers()`: the numbers of the tokens it holds."""
     marker = metadata.get("sanitized")
     allow = set(options.allow)
     warnings: list[str] = []
-    if isinstance(marker, dict):
-        before = _allowed_before(marker)
-        if marker.get("version") == __version__ and before == allow:
-            if _intact(doc, marker):
-                return None, SanitizeReport(
-                    "skipped", 0, len(raw), len(raw), allow=tuple(sorted(allow))
-                )
-            warnings.append(
-                f"{source}: marked sanitized, but not as sanitize left it (edited, or the marker "
-                "was copied); sanitized again"
-            )
-        newly = sorted(allow - before)
-        if newly:
-            listed = ", ".join(repr(v) for v in newly[:10]) + (" …" if len(newly) > 10 else "")
-            warnings.append(
-                f"{source}: an earlier sanitize run did not allow {listed}; "
-                "where such a value occurred it was masked and stays masked"
-            )
-        allow &= before
-        start = max((int(n) for n in _TOKEN_NUMBER.findall(raw)), default=0)
-        tokenizer = Tokenizer(allow, start=start, keep_tokens=True)
-    else:
-        tokenizer = Tokenizer(allow)
-    masker = _Masker(tokenizer)
+    if not isinstance(marker, dict):
+        return Tokenizer(allow), allow, warnings
+    before = _allowed_before(marker)
+    if marker.get("version") == __version__ and before == allow:
+        if intact(marker):
+            return None
+        warnings.append(
+            f"{source}: marked sanitized, but not as sanitize left it (edited, or the marker "
+            "was copied); sanitized again"
+        )
+    newly = sorted(allow - before)
+    if newly:
+        listed = ", ".join(repr(v) for v in newly[:10]) + (" …" if len(newly) > 10 else "")
+        warnings.append(
+            f"{source}: an earlier sanitize run did not allow {listed}; "
+            "where such a value occurred it was masked and stays masked"
+        )
+    allow &= before
+    start = max((int(n) for n in numbers()), default=0)
+    return Tokenizer(allow, start=start, keep_tokens=True), allow, warnings
 
-    values: dict[str, Any] = {"eventUpdates": None}  # merged into events by normalization
-    for key in (*doc.top, "metadata"):
-        if key == "metadata" and key not in values:
-            _strip_git_credentials(metadata)
-            captured.rewrite_metadata(metadata, masker)
-            values["metadata"] = metadata
-        elif key == "events" and key not in values and doc.events_array is not None:
-            writer = rawdoc.ArrayWriter(source)
-            writer.add_all(doc.normalized_events(), partial(captured.rewrite_event, fn=masker))
-            values["events"] = writer.done()
+
+def _mask_metadata(metadata: dict[str, Any], masker: _Masker) -> None:
+    _strip_git_credentials(metadata)
+    captured.rewrite_metadata(metadata, masker)
+
+
+def _mark(
+    doc: rawdoc.RawDocument, values: dict[str, Any], allow: set[str], tokenizer: Tokenizer
+) -> tuple[str, ...]:
+    """Put the marker (module doc) in `values["metadata"]`; the allowed values it records."""
+    metadata = values["metadata"]
     recorded = tuple(sorted(allow))
     metadata.pop(SANITIZED, None)
     digest = _digest(doc, values)
@@ -238,6 +250,35 @@ def _sanitize_bytes(
         "tokens": tokenizer.count,
         "digest": digest,
     }
+    return recorded
+
+
+def _sanitize_bytes(
+    raw: bytes, options: SanitizeOptions, source: str
+) -> tuple[bytes | None, SanitizeReport]:
+    doc = rawdoc.split(raw, source)
+    started = _start(
+        doc.metadata,
+        options,
+        source,
+        lambda marker: _intact(doc, marker),
+        lambda: _TOKEN_NUMBER.findall(raw),
+    )
+    if started is None:
+        allowed = tuple(sorted(options.allow))
+        return None, SanitizeReport("skipped", 0, len(raw), len(raw), allow=allowed)
+    tokenizer, allow, warnings = started
+    masker = _Masker(tokenizer)
+    values: dict[str, Any] = {"eventUpdates": None}  # merged into events by normalization
+    for key in (*doc.top, "metadata"):
+        if key == "metadata" and key not in values:
+            _mask_metadata(doc.metadata, masker)
+            values["metadata"] = doc.metadata
+        elif key == "events" and key not in values and doc.events_array is not None:
+            writer = rawdoc.ArrayWriter(source)
+            writer.add_all(doc.normalized_events(), partial(captured.rewrite_event, fn=masker))
+            values["events"] = writer.done()
+    recorded = _mark(doc, values, allow, tokenizer)
     warnings.extend(doc.warnings)
     out = doc.assemble(values)
     report = SanitizeReport(
@@ -250,6 +291,105 @@ def _sanitize_bytes(
         tuple(warnings),
     )
     return out, report
+
+
+def sanitize_big(
+    path: Path,
+    output: Path,
+    options: SanitizeOptions = SanitizeOptions(),
+    threshold: int | None = None,
+) -> SanitizeReport | None:
+    """Sanitize a recording over `threshold` bytes (default `STREAM_THRESHOLD`) a block of events
+    at a time into `output` (atomically; `output` may be `path`), with memory that does not
+    grow with it; the report, or None to sanitize it whole (`tracetool.transform.streamed`).
+
+    Only a recording that normalization merely renumbers is streamed (`rawdoc.Renumbering`,
+    with call ids rising): one with eventUpdates, returns that do not close the innermost
+    call, or calls left open is sanitized whole. The masked events are written to a temporary
+    file beside `output` first: the marker in the metadata holds a digest of them."""
+    big = streamed.open_big(path, threshold)
+    if big is None or big.updates:
+        return None
+    try:
+        with gc_paused():
+            return _sanitize_big(big, output, options)
+    except streamed.NotPlain:
+        return None
+
+
+def _sanitize_big(
+    big: streamed.BigRecording, output: Path, options: SanitizeOptions
+) -> SanitizeReport | None:
+    source = big.source
+
+    def intact(marker: dict[str, Any]) -> bool:
+        for _ in big.blocks(parse=False):
+            pass
+        assert big.document is not None
+        return _intact(big.document, marker, big.array_chunks())
+
+    started = _start(big.metadata, options, source, intact, lambda: _token_numbers(big.path))
+    size = big.stamp[0]
+    if started is None:
+        return SanitizeReport("skipped", 0, size, size, allow=tuple(sorted(options.allow)))
+    tokenizer, allow, warnings = started
+    masker = _Masker(tokenizer)
+    metadata = big.metadata
+    first = "metadata" in big.before.top
+    if first:
+        _mask_metadata(metadata, masker)
+    renumbering = rawdoc.Renumbering()
+    writer = rawdoc.ArrayWriter(source)
+    each = partial(captured.rewrite_event, fn=masker)
+
+    def renumbered(events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        apply = renumbering.apply
+        for event in events:
+            if not apply(event):
+                raise streamed.NotPlain  # (normalization would change more than ids)
+            yield event
+
+    def blocks() -> Iterator[list[Any]]:
+        for _, events in big.blocks():
+            writer.add_all(renumbered(events), each)
+            yield writer.pieces()
+
+    with scratch_beside(output) as (scratch, name):
+        streamed.write_array(scratch, blocks())
+        scratch.flush()
+        document = big.document
+        assert document is not None
+        if renumbering.open() or document.event_updates():
+            raise streamed.NotPlain
+        if not first:
+            _mask_metadata(metadata, masker)
+        values: dict[str, Any] = {"eventUpdates": None, "metadata": metadata}
+        values["events"] = rawdoc.Chunks(FileChunks(name))
+        recorded = _mark(document, values, allow, tokenizer)
+        atomic_write_stream(output, document.parts(values))
+    return SanitizeReport(
+        SANITIZED,
+        tokenizer.new,
+        size,
+        file_size(output),
+        dict(masker.counts),
+        recorded,
+        tuple(warnings),
+    )
+
+
+def _token_numbers(path: Path) -> Iterator[bytes]:
+    """`_TOKEN_NUMBER.findall` over a file read a few MB at a time (a token across two reads
+    is found whole: each read is searched with what follows the last `<` of the one before)."""
+    carry = b""
+    for piece in FileChunks(path):
+        buf = carry + piece
+        yield from _TOKEN_NUMBER.findall(buf)
+        cut = buf.rfind(b"<", max(0, len(buf) - _TOKEN_SPAN))
+        carry = buf[cut:] if cut >= 0 else b""
+
+
+_TOKEN_SPAN = 4096  # the longest token found across two reads
 
 
 def sanitize(
@@ -275,4 +415,11 @@ def sanitize_files(
         details: dict[str, Any] = {"values_tokenized": report.values_tokenized, **report.counts}
         return out, details, list(report.warnings)
 
-    return files.run(pairs, transform, SANITIZED)
+    def big(path: Path, output: Path) -> tuple[str, int, dict[str, Any], list[str]] | None:
+        report = sanitize_big(path, output, options)
+        if report is None:
+            return None
+        details: dict[str, Any] = {"values_tokenized": report.values_tokenized, **report.counts}
+        return report.status, report.bytes_after, details, list(report.warnings)
+
+    return files.run(pairs, transform, SANITIZED, big)

@@ -14,22 +14,27 @@ Contract (spec `trim`, `metadata.trimmed`, Errors):
   cap applied. A file already trimmed by this version to the same cap is skipped. A larger cap
   than the one recorded warns that cut values cannot be restored (the file is still processed:
   nothing grows back, and the marker keeps the smaller cap).
-- `trim(doc, options)` is the pure in-memory form; `trim_bytes` streams events one at a time
-  (see `stream`) and is what the CLI uses; `trim_files` runs it over many files.
+- `trim(doc, options)` is the pure in-memory form; `trim_bytes` rewrites a document's bytes
+  event by event (`rawdoc`); `trim_big` rewrites a recording over `STREAM_THRESHOLD` a block of
+  events at a time from its file, in memory that does not grow with it, to the same bytes
+  (`tracetool.transform.streamed`); `trim_files` runs them over many files (the CLI).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tracetool import __version__
 from tracetool.errors import UsageError
-from tracetool.trace import TraceDocument, gc_paused, rawdoc
-from tracetool.transform import files
+from tracetool.trace import TraceDocument, atomic_write_stream, gc_paused, rawdoc
+from tracetool.trace.atomic import scratch_beside
+from tracetool.trace.stream import file_size
+from tracetool.transform import files, streamed
 from tracetool.transform.captured import TRIMMED_KINDS, rewrite_event, rewrite_metadata
+from tracetool.transform.streamed import FileChunks
 
 DEFAULT_MAX_LENGTH = 120
 ELLIPSIS = "…"
@@ -106,46 +111,107 @@ def trim_bytes(
         return _trim_bytes(raw, options, source)
 
 
-def _trim_bytes(raw: bytes, options: TrimOptions, source: str) -> tuple[bytes | None, TrimReport]:
-    doc = rawdoc.split(raw, source)
-    cap = options.max_length
-    version, previous = _previous_cap(doc.metadata)
+def _decide(metadata: dict[str, Any], cap: int, source: str) -> tuple[int | None, list[str]]:
+    """The cap `metadata.trimmed` records after trimming to `cap`, or None to skip the file
+    (trimmed by this version to `cap` already); and the warnings."""
+    version, previous = _previous_cap(metadata)
     warnings: list[str] = []
     if previous is not None:
         if version == __version__ and previous == cap:
-            return None, TrimReport("skipped", cap, 0, len(raw), len(raw))
+            return None, warnings
         if cap > previous:
             warnings.append(
                 f"{source}: already trimmed to {previous} characters; a larger cap ({cap}) "
                 "cannot restore values that were cut"
             )
-    cutter = _Cutter(cap)
+    return (cap if previous is None else min(cap, previous)), warnings
+
+
+def _cut_events(
+    cutter: _Cutter, pairs: Iterable[tuple[Any, dict[str, Any]]], writer: rawdoc.ArrayWriter
+) -> None:
+    """Each (text, event) trimmed into `writer`: an event with nothing cut as its text."""
+    for raw_event, event in pairs:
+        before = cutter.count
+        rewrite_event(event, cutter)
+        if cutter.count == before:  # nothing cut: the event's bytes stay as they were
+            writer.add_raw(raw_event)
+        else:
+            writer.add(event)
+
+
+def _values(doc: rawdoc.RawDocument, cutter: _Cutter, recorded: int, events: Any) -> dict[str, Any]:
+    """The members a trimmed `doc` gets: its metadata trimmed and marked, `events`, and its
+    eventUpdates trimmed."""
     metadata = doc.metadata
     rewrite_metadata(metadata, cutter)
-    recorded = cap if previous is None else min(cap, previous)
     metadata["trimmed"] = {"version": __version__, "max_length": recorded}
-
     values: dict[str, Any] = {"metadata": metadata}
-    if doc.events_array is not None:
-        writer = rawdoc.ArrayWriter(source)
-        for raw_event, event in doc.events():
-            before = cutter.count
-            rewrite_event(event, cutter)
-            if cutter.count == before:  # nothing cut: the event's bytes stay as they were
-                writer.add_raw(raw_event)
-            else:
-                writer.add(event)
-        values["events"] = writer.done()
+    if events is not None:
+        values["events"] = events
     updates = doc.event_updates()
     if updates:
         for update in updates.values():
             if isinstance(update, dict):
                 rewrite_event(update, cutter)
         values["eventUpdates"] = updates
+    return values
+
+
+def _trim_bytes(raw: bytes, options: TrimOptions, source: str) -> tuple[bytes | None, TrimReport]:
+    doc = rawdoc.split(raw, source)
+    cap = options.max_length
+    recorded, warnings = _decide(doc.metadata, cap, source)
+    if recorded is None:
+        return None, TrimReport("skipped", cap, 0, len(raw), len(raw))
+    cutter = _Cutter(cap)
+    events = None
+    if doc.events_array is not None:
+        writer = rawdoc.ArrayWriter(source)
+        _cut_events(cutter, doc.events(), writer)
+        events = writer.done()
+    values = _values(doc, cutter, recorded, events)
     warnings.extend(doc.warnings)
     out = doc.assemble(values)
     report = TrimReport(TRIMMED, recorded, cutter.count, len(raw), len(out), tuple(warnings))
     return out, report
+
+
+def trim_big(
+    path: Path, output: Path, options: TrimOptions = TrimOptions(), threshold: int | None = None
+) -> TrimReport | None:
+    """Trim a recording over `threshold` bytes (default `STREAM_THRESHOLD`) a block of events at
+    a time into `output` (atomically; `output` may be `path`), with memory that does not grow
+    with it; the report, or None to trim it whole (`tracetool.transform.streamed`). The events
+    are written to a temporary file beside `output` first: the members after them are known
+    only once they are read."""
+    big = streamed.open_big(path, threshold)
+    if big is None:
+        return None
+    cap = options.max_length
+    recorded, warnings = _decide(big.metadata, cap, big.source)
+    size = big.stamp[0]
+    if recorded is None:
+        return TrimReport("skipped", cap, 0, size, size)
+    cutter = _Cutter(cap)
+    writer = rawdoc.ArrayWriter(big.source)
+
+    def blocks() -> Iterator[list[Any]]:
+        for texts, events in big.blocks():
+            _cut_events(cutter, zip(texts, events), writer)
+            yield writer.pieces()
+
+    try:
+        with gc_paused(), scratch_beside(output) as (scratch, name):
+            streamed.write_array(scratch, blocks())
+            scratch.flush()
+            assert big.document is not None
+            values = _values(big.document, cutter, recorded, rawdoc.Chunks(FileChunks(name)))
+            atomic_write_stream(output, big.document.parts(values))
+    except streamed.NotPlain:
+        return None
+    written = file_size(output)
+    return TrimReport(TRIMMED, recorded, cutter.count, size, written, tuple(warnings))
 
 
 def trim(
@@ -171,4 +237,11 @@ def trim_files(
         details = {"max_length": report.max_length, "values_trimmed": report.values_trimmed}
         return out, details, list(report.warnings)
 
-    return files.run(pairs, transform, TRIMMED)
+    def big(path: Path, output: Path) -> tuple[str, int, dict[str, Any], list[str]] | None:
+        report = trim_big(path, output, options)
+        if report is None:
+            return None
+        details = {"max_length": report.max_length, "values_trimmed": report.values_trimmed}
+        return report.status, report.bytes_after, details, list(report.warnings)
+
+    return files.run(pairs, transform, TRIMMED, big)
