@@ -122,10 +122,16 @@ class BigRecording:
             raise TraceFormatError(f"{self.path}: changed while it was read")
 
     def _array_start(self) -> int:
+        """Where the events array's `[` is (after the whitespace that may follow the key)."""
+        at = self.events_at
         with open_regular(self.path) as handle:
-            handle.seek(self.events_at)
-            head = handle.read(4096)
-        return self.events_at + len(head) - len(head.lstrip(WS))
+            handle.seek(at)
+            while True:
+                head = handle.read(4096)
+                blank = len(head) - len(head.lstrip(WS))
+                at += blank
+                if blank < len(head) or not head:
+                    return at
 
 
 def open_big(path: Path, threshold: int | None = None) -> BigRecording | None:
