@@ -220,3 +220,36 @@ def test_extract_events_grows_its_window_for_big_events() -> None:
     raw = orjson.dumps({"events": [big]})
     found = extract_events(raw, "http_server_request")
     assert found == {"http_server_request": [big]}
+
+
+@pytest.mark.parametrize("twice", [False, True], ids=["tail", "tail with events again"])
+def test_block_reader_reads_to_a_long_tail_of_members(
+    twice: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Members after the events that hold many `}]` and `},{` (a class map written after the
+    events, indented) are read plainly by the block reader, to the array's end; an `events`
+    member among them is the one read (the last), as before."""
+    from tracetool.trace import stream
+
+    builder = DocBuilder()
+    for n in range(40):
+        builder.ret(builder.function(f"C{n}", "m", "a.py", n))
+    doc = builder.doc()
+    events = doc.pop("events")
+    doc["classMap"] = [
+        {"name": f"p{n}", "type": "package", "children": [{"name": "C", "type": "class"}]}
+        for n in range(300)
+    ]
+    if twice:
+        doc["events"] = events[:2]
+    tail = orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+    path = tmp_path / "a.appmap.json"
+    path.write_bytes(b'{"events":' + orjson.dumps(events) + b"," + tail[1:])
+    monkeypatch.setattr(stream, "_CHUNK", 1 << 16)  # (the events and the tail: one read)
+    opened = open_stream(path, threshold=0)
+    whole = open_stream(path)  # (read whole)
+    if not twice:  # the fallback reader is not needed
+        monkeypatch.setattr(stream.TraceStream, "_ijson_blocks", None)
+    assert list(opened.events()) == list(whole.events())
+    assert opened.class_map == whole.class_map and len(opened.class_map) == 300
+    assert opened.after is not None

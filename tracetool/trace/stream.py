@@ -588,7 +588,31 @@ def _cut(buf: bytes, eof: bool) -> Optional[tuple[int, list[Any], bytes]]:
             except msgspec.DecodeError:
                 continue
             return at + 1, texts, block
+    if eof and len(buf) <= _REST_LIMIT:
+        return _cut_at_end(buf)
     return None
+
+
+_REST_LIMIT = 3 * _CHUNK
+_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def _cut_at_end(buf: bytes) -> Optional[tuple[int, list[Any], bytes]]:
+    """`_cut` of a buffer that holds the rest of the document: its items up to the array's
+    `]`, found by reading that rest as the members of an object. (Members after the events, a
+    class map say, hold `}]` and `},{` enough to use up `_cut`'s tries from the end.)"""
+    try:
+        members = _MEMBERS.decode(b'{"events":[' + buf)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    array = members.get("events")
+    if array is None:
+        return None
+    block = bytes(array)
+    end = len(block) - 2  # (where the array's `]` is in `buf`)
+    if end <= 0 or buf[end] != ord("]") or memoryview(block)[1:-1] != memoryview(buf)[:end]:
+        return None  # (a later `events` member)
+    return end, _RAW_ITEMS.decode(block), block
 
 
 def open_stream(
