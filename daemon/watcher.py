@@ -15,7 +15,8 @@ Contract:
 - `on_batch(Batch)` is called from the watcher's own thread with the settled paths: `paths`
   to reconsider (the indexer stats each one: present → index, absent → forget) and
   `removed_dirs` (directories deleted or moved out, whose recordings must be forgotten).
-  Renames arrive as their two paths; the indexer recognizes the same content under a new name.
+  Renames arrive as their two paths, in one batch (`note_move`: due at one time); the indexer
+  recognizes the same content under a new name.
 """
 
 from __future__ import annotations
@@ -212,12 +213,21 @@ class Watcher:
             # only_pending: our own reads of a file must not schedule it again.
             self.note(src, settled=False, only_pending=kind == "opened")
         elif kind == "moved":
-            # Both names under one hold of the (reentrant) lock: were the flush thread to run
-            # between them, the old name would go alone as a deletion and the new one would be
-            # indexed afresh in the next batch instead of being recognized as a rename.
-            with self._cond:
-                self.note(src, settled=True)
-                self.note(Path(os.fsdecode(event.dest_path)), settled=True)
+            self.note_move(src, Path(os.fsdecode(event.dest_path)))
+
+    def note_move(self, src: Path, dest: Path) -> None:
+        """Schedule both names of a rename for one batch, so that the indexer recognizes the
+        rename: under one hold of the lock, and due at one time (were the old name due even a
+        microsecond sooner, or kept at an earlier time it was already waiting for, a flush in
+        between would send it alone as a deletion, and the new name would be indexed afresh
+        in the next batch)."""
+        due = time.monotonic() + self.settle
+        with self._cond:
+            for path in (src, dest):
+                if self.wanted(path):
+                    self._pending.due[path] = due
+                    heapq.heappush(self._pending.heap, (due, path))
+            self._cond.notify()
 
     def stop(self) -> None:
         with self._cond:

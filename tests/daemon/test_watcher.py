@@ -24,6 +24,11 @@ class _SlowNote(Watcher):
         super().note(path, settled=settled, only_pending=only_pending)
         time.sleep(self.settle * 10)
 
+    def note_move(self, src: Path, dest: Path) -> None:
+        with self._cond:
+            super().note_move(src, dest)
+            time.sleep(self.settle * 10)
+
 
 def test_a_rename_reaches_the_indexer_as_one_batch_even_when_the_watcher_thread_stalls(
     tmp_path: Path,
@@ -41,6 +46,23 @@ def test_a_rename_reaches_the_indexer_as_one_batch_even_when_the_watcher_thread_
         assert batches.empty()
     finally:
         watcher.stop()
+
+
+def test_both_names_of_a_rename_are_due_at_one_time(tmp_path: Path, monkeypatch) -> None:
+    """A clock that moves between two readings, and an old name already waiting (written just
+    before the rename): the flush when the first name is due takes both."""
+    import daemon.watcher as module
+
+    clock = iter(range(1000, 100000))
+    monkeypatch.setattr(module.time, "monotonic", lambda: next(clock) / 1000)
+    watcher = Watcher(tmp_path, lambda batch: None, settle=0.02, quiet=0.4)
+    old, new = tmp_path / "pay.trace.json", tmp_path / "paid.trace.json"
+    watcher.note(old, settled=True)  # written in place just before
+    watcher._dispatch(_moved(old, new))
+    first_due = min(watcher._pending.due.values())
+    batch = watcher._take_due(first_due)
+    assert set(batch.paths) == {old, new}
+    assert not watcher._pending.due
 
 
 def test_temp_files_of_atomic_writes_and_ignored_folders_are_not_batched(tmp_path: Path) -> None:
