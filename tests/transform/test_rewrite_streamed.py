@@ -301,3 +301,24 @@ def test_cli_trim_and_sanitize_stream_a_big_file(tt: Any, tmp_path: Path, monkey
     assert report["status"] == "sanitized" and report["bytes_after"] == path.stat().st_size
     assert path.read_bytes() == _whole_sanitize(raw)
     assert tt("sanitize", path).out.count("skipped") == 1
+
+
+def test_progress_follows_the_blocks_of_a_big_file(tmp_path: Path) -> None:
+    big, small = tmp_path / "big.appmap.json", tmp_path / "small.appmap.json"
+    big.write_bytes(_doc())
+    small.write_bytes(orjson.dumps({**orjson.loads(_doc()), "events": []}))
+    total = big.stat().st_size + small.stat().st_size
+    seen: list[tuple[int, int]] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(streamed, "STREAM_THRESHOLD", 1000)  # (the small file is read whole)
+        reports = sanitize_files(
+            [big, small], SanitizeOptions(), tmp_path / "o", progress=_add(seen)
+        )
+    assert [r.status for r in reports] == ["sanitized", "sanitized"]
+    done = [d for d, _ in seen]
+    assert done == sorted(done) and done[-1] == total and {t for _, t in seen} == {total}
+    assert len([d for d in done if 0 < d < big.stat().st_size]) >= 10  # (4 KB blocks)
+
+
+def _add(seen: list[tuple[int, int]]) -> Any:
+    return lambda done, total: seen.append((done, total))

@@ -81,6 +81,7 @@ def command(
     every file was sanitized; a malformed or unreadable file is skipped with a warning and
     the exit code is 1.
     """
+    from tracetool.cli.render import progress_bar
     from tracetool.cli.transform_output import render
     from tracetool.transform.sanitize import SANITIZED, SanitizeOptions, sanitize_files
 
@@ -88,5 +89,6 @@ def command(
     if allow_file is not None:
         values.extend(_read_allow_file(allow_file))
     options = SanitizeOptions(frozenset(values))
-    reports = sanitize_files(files, options, output_dir, recursive=recursive)
+    with progress_bar("Sanitizing") as update:
+        reports = sanitize_files(files, options, output_dir, recursive=recursive, progress=update)
     sys.exit(render(reports, as_json, _describe, SANITIZED))

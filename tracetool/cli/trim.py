@@ -61,8 +61,11 @@ def command(
     warns, because cut values cannot be restored. Exit code 1 if any file was skipped as
     unreadable or not a trace document.
     """
+    from tracetool.cli.render import progress_bar
     from tracetool.cli.transform_output import render
     from tracetool.transform.trim import TRIMMED, TrimOptions, trim_files
 
-    reports = trim_files(files, TrimOptions(max_length), output_dir, recursive=recursive)
+    with progress_bar("Trimming") as update:
+        options = TrimOptions(max_length)
+        reports = trim_files(files, options, output_dir, recursive=recursive, progress=update)
     sys.exit(render(reports, as_json, _describe, TRIMMED))

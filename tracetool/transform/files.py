@@ -13,11 +13,13 @@ Contract:
   A transform returning no bytes means "skip, unchanged" (already done with the same options):
   in place nothing is written, with `-o` the original bytes are copied so the output set is
   complete.
-- `big(source path, output path)`, when given, is tried first: it rewrites a big recording a
-  block at a time (`tracetool.transform.streamed`), writing the output itself, and returns
-  (status, bytes after, details, warnings), or None to leave the file to `transform` (a small
-  file, or one it cannot promise `transform`'s result for). A skipped file is copied as a
-  stream for `-o`.
+- `big(source path, output path, step)`, when given, is tried first: it rewrites a big
+  recording a block at a time (`tracetool.transform.streamed`), writing the output itself, and
+  returns (status, bytes after, details, warnings), or None to leave the file to `transform` (a
+  small file, or one it cannot promise `transform`'s result for); `step(n)` tells that n more
+  bytes of it were read. A skipped file is copied as a stream for `-o`.
+- `progress(done, total)`, when given, is called as the input bytes are done: after each file,
+  and after each block of a big one.
 """
 
 from __future__ import annotations
@@ -45,8 +47,11 @@ SKIPPED = "skipped"
 
 # (input bytes, source name) -> (output bytes or None to skip, details, warnings)
 Transform = Callable[[bytes, str], "tuple[bytes | None, dict[str, Any], list[str]]"]
-# (input path, output path) -> (status, bytes written, details, warnings), or None (module doc)
-BigTransform = Callable[[Path, Path], "tuple[str, int, dict[str, Any], list[str]] | None"]
+# (input path, output path, step) -> (status, bytes written, details, warnings), or None
+BigTransform = Callable[
+    [Path, Path, Callable[[int], None]], "tuple[str, int, dict[str, Any], list[str]] | None"
+]
+Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 
 
 @dataclass(frozen=True)
@@ -151,22 +156,53 @@ def run(
     transform: Transform,
     done: str,
     big: BigTransform | None = None,
+    progress: Progress | None = None,
 ) -> list[FileReport]:
     """Apply `transform` (or `big`) to every planned file (module doc); one report per file."""
     reports = []
-    for src, dst in pairs:
+    sizes = [0 if isinstance(src, _Unusable) else file_size(src) for src, _ in pairs]
+    meter = _Meter(progress, sum(sizes))
+    for (src, dst), size in zip(pairs, sizes):
         report = None
         if big is not None and not isinstance(src, _Unusable):
-            report = _big(src, dst, big)
+            report = _big(src, dst, big, meter.within(size))
         reports.append(report or _one(src, dst, transform, done))
+        meter.finish(size)
     return reports
 
 
-def _big(src: Path, dst: Path, big: BigTransform) -> FileReport | None:
+class _Meter:
+    """The input bytes done over a run, told to `progress`: whole files, and blocks of a file
+    within it (never past its size)."""
+
+    def __init__(self, progress: Progress | None, total: int) -> None:
+        self.progress = progress
+        self.total = total
+        self.done = 0
+        self.partial = 0
+
+    def within(self, size: int) -> Callable[[int], None]:
+        self.partial = 0
+
+        def step(count: int) -> None:
+            self.partial = min(size, self.partial + count)
+            if self.progress is not None:
+                self.progress(self.done + self.partial, self.total)
+
+        return step
+
+    def finish(self, size: int) -> None:
+        self.done += size
+        self.partial = 0
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
+def _big(src: Path, dst: Path, big: BigTransform, step: Callable[[int], None]) -> FileReport | None:
     output = None if dst == src else str(dst)
     before = file_size(src)
     try:
-        outcome = big(src, dst)
+        outcome = big(src, dst, step)
         if outcome is None:
             return None
         status, after, details, warnings = outcome

@@ -298,6 +298,7 @@ def sanitize_big(
     output: Path,
     options: SanitizeOptions = SanitizeOptions(),
     threshold: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> SanitizeReport | None:
     """Sanitize a recording over `threshold` bytes (default `STREAM_THRESHOLD`) a block of events
     at a time into `output` (atomically; `output` may be `path`), with memory that does not
@@ -310,6 +311,8 @@ def sanitize_big(
     big = streamed.open_big(path, threshold)
     if big is None or big.updates:
         return None
+    if progress is not None:
+        big.on_block = progress  # (bytes of each block read)
     try:
         with gc_paused():
             return _sanitize_big(big, output, options)
@@ -406,8 +409,10 @@ def sanitize_files(
     output_dir: str | Path | None = None,
     *,
     recursive: bool = False,
+    progress: files.Progress | None = None,
 ) -> list[files.FileReport]:
-    """Sanitize many files (in place, or into `output_dir`); one report per file."""
+    """Sanitize many files (in place, or into `output_dir`); one report per file;
+    `progress(done, total)` as the input bytes are done."""
     pairs = files.plan(inputs, output_dir, recursive)
 
     def transform(raw: bytes, source: str) -> tuple[bytes | None, dict[str, Any], list[str]]:
@@ -415,11 +420,13 @@ def sanitize_files(
         details: dict[str, Any] = {"values_tokenized": report.values_tokenized, **report.counts}
         return out, details, list(report.warnings)
 
-    def big(path: Path, output: Path) -> tuple[str, int, dict[str, Any], list[str]] | None:
-        report = sanitize_big(path, output, options)
+    def big(
+        path: Path, output: Path, step: Callable[[int], None]
+    ) -> tuple[str, int, dict[str, Any], list[str]] | None:
+        report = sanitize_big(path, output, options, progress=step)
         if report is None:
             return None
         details: dict[str, Any] = {"values_tokenized": report.values_tokenized, **report.counts}
         return report.status, report.bytes_after, details, list(report.warnings)
 
-    return files.run(pairs, transform, SANITIZED, big)
+    return files.run(pairs, transform, SANITIZED, big, progress)

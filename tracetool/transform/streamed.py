@@ -12,7 +12,8 @@ Contract:
   bytes with an empty events array, split with the whole reader's checks), so a caller knows
   which members come before the events, in order.
 - `BigRecording.blocks()` yields the events a block at a time (a few MB of the file), as
-  (their exact texts, the events parsed by orjson: what `RawDocument` parses). It raises
+  (their exact texts, the events parsed by orjson: what `RawDocument` parses), and tells
+  `on_block(size)` of each (progress). It raises
   `NotPlain` wherever the whole reader might read the file differently or word a defect its
   own way: a block the block reader hands over to its fallback reader, an item that is not an
   object, members after the events that repeat one before them. The caller then rewrites the
@@ -30,7 +31,7 @@ Contract:
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -72,6 +73,7 @@ class BigRecording:
         self.document: rawdoc.RawDocument | None = None
         self.array: tuple[int, int] | None = None
         self.stamp = file_stamp(path)
+        self.on_block: Callable[[int], None] = _ignore  # (bytes of each block read)
 
     def blocks(self, parse: bool = True) -> Iterator[tuple[list[Any], list[dict[str, Any]]]]:
         """The events a block at a time (module doc); `document` and `array` once read. Without
@@ -84,6 +86,7 @@ class BigRecording:
             if found is None:
                 break
             texts, block = found
+            self.on_block(len(block))
             if _unchecked(block):  # (what msgspec skips unchecked: the whole reader's)
                 raise NotPlain
             if not parse:
@@ -132,6 +135,10 @@ class BigRecording:
                 at += blank
                 if blank < len(head) or not head:
                     return at
+
+
+def _ignore(count: int) -> None:
+    pass
 
 
 def open_big(path: Path, threshold: int | None = None) -> BigRecording | None:

@@ -22,7 +22,7 @@ Contract (spec `trim`, `metadata.trimmed`, Errors):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,7 +178,11 @@ def _trim_bytes(raw: bytes, options: TrimOptions, source: str) -> tuple[bytes | 
 
 
 def trim_big(
-    path: Path, output: Path, options: TrimOptions = TrimOptions(), threshold: int | None = None
+    path: Path,
+    output: Path,
+    options: TrimOptions = TrimOptions(),
+    threshold: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> TrimReport | None:
     """Trim a recording over `threshold` bytes (default `STREAM_THRESHOLD`) a block of events at
     a time into `output` (atomically; `output` may be `path`), with memory that does not grow
@@ -188,6 +192,8 @@ def trim_big(
     big = streamed.open_big(path, threshold)
     if big is None:
         return None
+    if progress is not None:
+        big.on_block = progress  # (bytes of each block read)
     cap = options.max_length
     recorded, warnings = _decide(big.metadata, cap, big.source)
     size = big.stamp[0]
@@ -228,8 +234,10 @@ def trim_files(
     output_dir: str | Path | None = None,
     *,
     recursive: bool = False,
+    progress: files.Progress | None = None,
 ) -> list[files.FileReport]:
-    """Trim many files (in place, or into `output_dir`); one report per file."""
+    """Trim many files (in place, or into `output_dir`); one report per file; `progress(done,
+    total)` as the input bytes are done."""
     pairs = files.plan(inputs, output_dir, recursive)
 
     def transform(raw: bytes, source: str) -> tuple[bytes | None, dict[str, Any], list[str]]:
@@ -237,11 +245,13 @@ def trim_files(
         details = {"max_length": report.max_length, "values_trimmed": report.values_trimmed}
         return out, details, list(report.warnings)
 
-    def big(path: Path, output: Path) -> tuple[str, int, dict[str, Any], list[str]] | None:
-        report = trim_big(path, output, options)
+    def big(
+        path: Path, output: Path, step: Callable[[int], None]
+    ) -> tuple[str, int, dict[str, Any], list[str]] | None:
+        report = trim_big(path, output, options, progress=step)
         if report is None:
             return None
         details = {"max_length": report.max_length, "values_trimmed": report.values_trimmed}
         return report.status, report.bytes_after, details, list(report.warnings)
 
-    return files.run(pairs, transform, TRIMMED, big)
+    return files.run(pairs, transform, TRIMMED, big, progress)
