@@ -308,11 +308,9 @@ def sanitize_big(
     with call ids rising): one with eventUpdates, returns that do not close the innermost
     call, or calls left open is sanitized whole. The masked events are written to a temporary
     file beside `output` first: the marker in the metadata holds a digest of them."""
-    big = streamed.open_big(path, threshold)
+    big = streamed.open_big(path, threshold, progress)
     if big is None or big.updates:
         return None
-    if progress is not None:
-        big.on_block = progress  # (bytes of each block read)
     try:
         with gc_paused():
             return _sanitize_big(big, output, options)

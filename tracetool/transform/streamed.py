@@ -141,8 +141,11 @@ def _ignore(count: int) -> None:
     pass
 
 
-def open_big(path: Path, threshold: int | None = None) -> BigRecording | None:
-    """A big recording opened for a rewrite by blocks, or None (module doc)."""
+def open_big(
+    path: Path, threshold: int | None = None, on_block: Callable[[int], None] | None = None
+) -> BigRecording | None:
+    """A big recording opened for a rewrite by blocks, or None (module doc); `on_block(size)`
+    is told of each block read (progress)."""
     limit = STREAM_THRESHOLD if threshold is None else threshold
     if file_size(path) <= limit:
         return None
@@ -155,9 +158,12 @@ def open_big(path: Path, threshold: int | None = None) -> BigRecording | None:
     with open_regular(path) as handle:
         prefix = handle.read(stream.events_at)
     try:
-        return BigRecording(path, stream.events_at, prefix, stream)
+        big = BigRecording(path, stream.events_at, prefix, stream)
     except (TraceFormatError, RecursionError):  # (nested deep: the whole reader words it)
         return None
+    if on_block is not None:
+        big.on_block = on_block
+    return big
 
 
 def write_array(handle: BinaryIO, blocks: Iterable[list[Any]]) -> int:

@@ -189,11 +189,9 @@ def trim_big(
     with it; the report, or None to trim it whole (`tracetool.transform.streamed`). The events
     are written to a temporary file beside `output` first: the members after them are known
     only once they are read."""
-    big = streamed.open_big(path, threshold)
+    big = streamed.open_big(path, threshold, progress)
     if big is None:
         return None
-    if progress is not None:
-        big.on_block = progress  # (bytes of each block read)
     cap = options.max_length
     recorded, warnings = _decide(big.metadata, cap, big.source)
     size = big.stamp[0]
