@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,7 @@ def _doc(events_first: bool = False, tail: dict[str, Any] | None = None) -> byte
                 "defined_class": "app.Svc",
                 "method_id": "run",
                 "path": "app/svc.py",
-                "lineno": n,
+                "lineno": 10,
                 "static": False,
                 "parameters": [{"name": "token", "class": "str", "value": f"'secret-{n}' " * 9}],
             }
@@ -119,10 +120,21 @@ def _doc(events_first: bool = False, tail: dict[str, Any] | None = None) -> byte
         )
     metadata = {
         "name": "big",
+        "client": {"name": "tests", "url": "https://example.com/tests"},
+        "recorder": {"name": "tests", "type": "tests"},
+        "language": {"name": "python", "version": "3.11"},
         "exception": {"class": "E", "message": "password=hunter2 " * 20},
-        "git": {"repository": "https://user:pw@example.com/r.git"},
+        "git": {
+            "repository": "https://user:pw@example.com/r.git",
+            "branch": "main",
+            "commit": "0123456789abcdef0123456789abcdef01234567",
+            "status": [],
+        },
     }
-    head: dict[str, Any] = {"version": "1.12", "metadata": metadata, "classMap": []}
+    function = {"name": "run", "type": "function", "location": "app/svc.py:10", "static": False}
+    svc = {"name": "Svc", "type": "class", "children": [function]}
+    class_map = [{"name": "app", "type": "package", "children": [svc]}]
+    head: dict[str, Any] = {"version": "1.12", "metadata": metadata, "classMap": class_map}
     doc = {"events": events, **head} if events_first else {**head, "events": events}
     doc.update(tail or {})
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2 if events_first else 0)
@@ -322,3 +334,21 @@ def test_progress_follows_the_blocks_of_a_big_file(tmp_path: Path) -> None:
 
 def _add(seen: list[tuple[int, int]]) -> Any:
     return lambda done, total: seen.append((done, total))
+
+
+def test_streamed_outputs_pass_appmaps_validator(
+    tmp_path: Path, appmap_validate: Callable[[Iterable[Path]], int]
+) -> None:
+    """What the block-at-a-time rewrite writes, for each layout: AppMap's validator's verdict."""
+    paths = []
+    for number, raw in enumerate((_doc(), _doc(events_first=True))):
+        path = tmp_path / f"r{number}.appmap.json"
+        path.write_bytes(raw)
+        out = tmp_path / "out" / f"trim-{number}.appmap.json"
+        # (the validator's schema caps a value at 100 characters)
+        assert trim_big(path, out, TrimOptions(100), threshold=0) is not None
+        paths.append(out)
+        out = tmp_path / "out" / f"sanitize-{number}.appmap.json"
+        assert sanitize_big(path, out, threshold=0) is not None
+        paths.append(out)
+    assert appmap_validate(paths) == len(paths)
