@@ -476,25 +476,19 @@ class _Fold:
 
     def close(self, node: _Call, parent: _Call | None) -> None:
         call = node.call
-        # `_label`'s facts, by kind in `ev.kind`'s order: a function's by its key, a SQL
-        # call's by its name in the index, one tuple per name
-        if "http_server_request" in call or "http_client_request" in call:
-            facts = _label(node, self.labels, self.fn_labels)  # type: ignore[arg-type]
-        elif "sql_query" in call:
-            name = self.labels.get(call.get("id"))
-            if name is None:
-                facts = _label(node, self.labels, self.fn_labels)  # type: ignore[arg-type]
-            else:
-                facts = self.sql_info.get(name) or self.sql_info.setdefault(
-                    name, (ev.SQL, name, {})
-                )
-        elif "method_id" in call or "defined_class" in call:
+        # `_label`'s facts, remembered: a function's by its key, a SQL call's by its index name
+        of = ev.kind(call)
+        name = self.labels.get(call.get("id")) if of == ev.SQL else None
+        if name is not None:
+            facts = self.sql_info.get(name)
+            if facts is None:
+                facts = self.sql_info[name] = (ev.SQL, name, {})
+        elif of == ev.FUNCTION:
             where = call.get("path")
             key = (*_function_key(call), where, call.get("lineno") if where else None)
-            known = self.fn_info.get(key)
-            if known is None:
-                known = self.fn_info[key] = _label(node, self.labels, self.fn_labels)  # type: ignore[arg-type]
-            facts = known
+            facts = self.fn_info.get(key)
+            if facts is None:
+                facts = self.fn_info[key] = _label(node, self.labels, self.fn_labels)  # type: ignore[arg-type]
         else:
             facts = _label(node, self.labels, self.fn_labels)  # type: ignore[arg-type]
         kind, label, extra = facts
