@@ -76,6 +76,9 @@ def command(
     expand: tuple[str, ...],
 ) -> None:
     """Write a sequence diagram of each recording (png, plantuml or json)."""
+    from tracetool.diagram import read_ahead
+
+    read_ahead(appmap)  # (first: what follows imports the diagram code meanwhile)
     from tracetool import filters
     from tracetool.cli.common import is_one_shot
     from tracetool.cli.render import warn

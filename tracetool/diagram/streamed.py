@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from tracetool import accel
+from tracetool.diagram import WHOLE_LIMIT as _WHOLE_LIMIT
 from tracetool.diagram.builder import (
     ActionFactory,
     Actors,
@@ -60,7 +61,8 @@ BLOCK = 0
 
 # Recordings up to this size are built whole (module doc): the whole build's peak (~5× the file,
 # ~320 MB here) buys 20–40% less CPU than streaming; bigger ones stream with flat memory.
-WHOLE_LIMIT = 64 * 1024 * 1024
+# (Defined in the package, which `read_ahead` reads without importing this module.)
+WHOLE_LIMIT = _WHOLE_LIMIT
 
 
 @dataclass

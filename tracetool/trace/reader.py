@@ -16,6 +16,11 @@ Contract (issue 14: hostile input never crashes or hangs):
   integer, a field of the wrong type reaching code that expected another, a database refusing
   a value) becomes one `TraceFormatError` line naming the file and the defect. A command runs
   each file's whole processing inside it, so one bad file is skipped and the others go on.
+- `prefetch(path)` starts reading a regular file's bytes in a thread; the process's next
+  `read_file(path)` takes them if the file is still the one read (same inode, size and
+  mtime), else reads it again. A command that reads one big recording whole starts it before
+  its own imports, which then run beside the read (the read releases the GIL). Errors are
+  left to `read_file`, which raises them as it always does.
 - `MAX_DEPTH` is the deepest nesting a recording may have: the JSON parsers stop at it
   ("nested deeper than N levels"), and every walk over parsed values and call trees is
   iterative, so a deep file never reaches Python's recursion limit.
@@ -33,7 +38,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Optional, cast
+from typing import Any, BinaryIO, Optional, cast
 
 from tracetool.errors import NotFoundError, TraceFormatError, TraceToolError
 from tracetool.trace.atomic import remove_orphans
@@ -103,8 +108,64 @@ def open_regular(path: Path | str) -> BinaryIO:
         raise
 
 
+# path text -> (the reading thread, [(fstat before the read, the bytes)] once read): `prefetch`
+_PREFETCHED: dict[str, tuple[Any, list[tuple[os.stat_result, bytes]]]] = {}
+
+
+def prefetch(path: Path | str) -> None:
+    """Start reading `path` whole in a thread, for the next `read_file(path)` (module doc)."""
+    import threading
+
+    key = os.fspath(path)
+    if key in _PREFETCHED:
+        return
+    read: list[tuple[os.stat_result, bytes]] = []
+
+    def run() -> None:
+        try:
+            with open_regular(key) as handle:
+                read.append((os.fstat(handle.fileno()), handle.read()))
+        except BaseException:  # (`read_file` reads it again and raises what it finds)
+            pass
+
+    thread = threading.Thread(target=run, name="prefetch", daemon=True)
+    _PREFETCHED[key] = (thread, read)
+    thread.start()
+
+
+def _prefetched(path: Path | str, limit: Optional[int]) -> Optional[bytes]:
+    """The bytes `prefetch(path)` read, when the file is still the one it read and within
+    `limit`; None otherwise (and when none were asked for)."""
+    entry = _PREFETCHED.pop(os.fspath(path), None)
+    if entry is None:
+        return None
+    thread, read = entry
+    thread.join()
+    if not read:
+        return None
+    before, data = read[0]
+    try:
+        now = os.stat(path)
+    except OSError:
+        return None
+    if (now.st_ino, now.st_dev, now.st_size, now.st_mtime_ns) != (
+        before.st_ino,
+        before.st_dev,
+        before.st_size,
+        before.st_mtime_ns,
+    ) or len(data) != now.st_size:
+        return None
+    if limit is not None and now.st_size > limit:
+        return None
+    return data
+
+
 def read_file(path: Path | str, limit: Optional[int] = None) -> Optional[bytes]:
     """The bytes of a regular file; None when `limit` is given and the file is bigger."""
+    if _PREFETCHED:
+        data = _prefetched(path, limit)
+        if data is not None:
+            return data
     with open_regular(path) as handle:
         try:
             if limit is not None and os.fstat(handle.fileno()).st_size > limit:
