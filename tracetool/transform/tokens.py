@@ -20,6 +20,11 @@ Contract (spec `sanitize` rules 1–3 and 8):
   tokens, and numbering continues after `start`.
 - Structured values that are not strings (a list or object where agents put a string) are masked
   leaf by leaf, object keys included.
+- Memory does not grow with the file: once `SPILL_AT` distinct values are held, the value →
+  token table moves to a private temporary SQLite file (`_Spilled`), and the tables in memory
+  start again (the memo of raw strings is a cache, cleared at the same size). A value is looked
+  up there only when it is not in memory. The tokens are those of an in-memory table: the
+  numbering does not depend on where a token is kept.
 """
 
 from __future__ import annotations
@@ -104,6 +109,79 @@ def read_allow_file(lines: Iterable[str]) -> list[str]:
     return values
 
 
+# Distinct values (and memoized raw strings) held in memory before the table moves to a
+# temporary file (module doc): ~250 bytes each, tens of MB. Files up to ~100 MB of recording
+# (~200,000 distinct captured values in the generated ones) never spill.
+SPILL_AT = 200_000
+# Bloom filter bits per key spilled (`_Spilled`): ~1% false positives with its 3 probes.
+_BLOOM_BITS_PER_KEY = 12
+
+
+class _Spilled:
+    """The value -> token table of a tokenizer past `SPILL_AT` values: a private temporary
+    SQLite database (deleted when closed or at exit), keys as UTF-8 bytes (surrogates passed
+    through: any Python string is a key).
+
+    Most values looked up here are new ones (a repeat is usually still in memory): a Bloom
+    filter of the keys held (3 bits a key in `_BLOOM_BITS_PER_KEY`, ~1% false positives)
+    answers those without a query. It is sized for the keys held and made again, 4× bigger,
+    from the keys in the file when they outgrow it."""
+
+    def __init__(self) -> None:
+        import sqlite3
+
+        self.conn = sqlite3.connect("", isolation_level=None)  # ("": a temporary file)
+        for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -8000"):
+            self.conn.execute(f"PRAGMA {pragma}")
+        self.conn.execute("CREATE TABLE t (k BLOB PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID")
+        self.held = 0  # keys in the file (at least: a key added twice counts twice)
+        self.bits = 1 << 23
+        self.bloom = bytearray(self.bits >> 3)
+
+    @staticmethod
+    def _key(text: str) -> bytes:
+        return text.encode("utf-8", "surrogatepass")
+
+    def _places(self, key: bytes) -> tuple[int, int, int]:
+        h = hash(key)
+        step = (h >> 32) | 1
+        mask = self.bits - 1
+        return h & mask, (h + step) & mask, (h + 2 * step) & mask
+
+    def _mark(self, key: bytes) -> None:
+        bloom = self.bloom
+        for place in self._places(key):
+            bloom[place >> 3] |= 1 << (place & 7)
+
+    def get(self, text: str) -> str | None:
+        key = self._key(text)
+        bloom = self.bloom
+        for place in self._places(key):
+            if not bloom[place >> 3] & (1 << (place & 7)):
+                return None  # (never added)
+        row = self.conn.execute("SELECT v FROM t WHERE k = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def add(self, tokens: dict[str, str]) -> None:
+        rows = [(self._key(k), v) for k, v in tokens.items()]
+        self.conn.execute("BEGIN")
+        self.conn.executemany("INSERT OR IGNORE INTO t (k, v) VALUES (?, ?)", rows)
+        self.conn.execute("COMMIT")
+        self.held += len(rows)
+        if self.held * _BLOOM_BITS_PER_KEY > self.bits:
+            while self.held * _BLOOM_BITS_PER_KEY > self.bits:
+                self.bits <<= 2
+            self.bloom = bytearray(self.bits >> 3)
+            for (key,) in self.conn.execute("SELECT k FROM t"):
+                self._mark(key)
+        else:
+            for key, _ in rows:
+                self._mark(key)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 class Tokenizer:
     """Maps captured values of one file to tokens (module doc)."""
 
@@ -114,10 +192,23 @@ class Tokenizer:
         self.keep_tokens = keep_tokens
         self.count = start
         self.new = 0  # distinct values tokenized by this tokenizer
-        self._tokens: dict[str, str] = {}  # value identity -> token
+        self._tokens: dict[str, str] = {}  # value identity -> token (or since the last spill)
         # raw string -> what mask() returns for it (token, or the string itself when kept):
         # most captured strings repeat, and this makes a repeat one dict lookup.
         self.memo: dict[str, str] = {}
+        self._spilled: _Spilled | None = None  # the table past SPILL_AT values (module doc)
+
+    def close(self) -> None:
+        """Delete the temporary table, if the tokenizer made one (else nothing to do)."""
+        if self._spilled is not None:
+            self._spilled.close()
+            self._spilled = None
+
+    def _spill(self) -> None:
+        if self._spilled is None:
+            self._spilled = _Spilled()
+        self._spilled.add(self._tokens)
+        self._tokens.clear()
 
     def is_kept(self, text: str) -> bool:
         """True when a string stays verbatim (allowed, empty or an earlier run's token)."""
@@ -136,18 +227,27 @@ class Tokenizer:
         key = unquote(text) if first == "'" or first == '"' else text
         token = self._tokens.get(key)
         if token is None:
+            if self._spilled is not None:
+                token = self._spilled.get(key)
+                if token is not None:
+                    return token
             self.count = count = self.count + 1
             self.new += 1
             if kind is None:
                 kind = classify(key)
             token = f"<{kind}:v{count}>" if kind else f"<v{count}>"
             self._tokens[key] = token
+            if len(self._tokens) >= SPILL_AT:
+                self._spill()
         return token
 
     def mask_new(self, value: str) -> str:
         """`mask` for a str that is not in `memo` yet (callers look there first)."""
         result = value if self.is_kept(value) else self.token(value)
-        self.memo[value] = result
+        memo = self.memo
+        if len(memo) >= SPILL_AT:  # (a cache: cleared, not replaced, as callers hold it)
+            memo.clear()
+        memo[value] = result
         return result
 
     def mask(self, value: Any, kind: str | None = None) -> Any:
@@ -157,6 +257,8 @@ class Tokenizer:
             result = memo.get(value)
             if result is None:
                 result = value if self.is_kept(value) else self.token(value, kind)
+                if len(memo) >= SPILL_AT:
+                    memo.clear()
                 memo[value] = result
             return result
         if isinstance(value, str):  # a str subclass: same rules, no memo
