@@ -105,9 +105,13 @@ class Watcher:
                 return
             if settled and old is not None and old < due:
                 due = old
-            self._pending.due[path] = due
-            heapq.heappush(self._pending.heap, (due, path))
+            self._schedule(path, due)
             self._cond.notify()
+
+    def _schedule(self, path: Path, due: float) -> None:
+        """`path` due at `due` (the caller holds the lock and notifies)."""
+        self._pending.due[path] = due
+        heapq.heappush(self._pending.heap, (due, path))
 
     def note_removed_dir(self, path: Path) -> None:
         if self._in_ignored_dir(path / "x") or path == self.root:
@@ -225,8 +229,7 @@ class Watcher:
         with self._cond:
             for path in (src, dest):
                 if self.wanted(path):
-                    self._pending.due[path] = due
-                    heapq.heappush(self._pending.heap, (due, path))
+                    self._schedule(path, due)
             self._cond.notify()
 
     def stop(self) -> None:

@@ -119,7 +119,8 @@ _BLOOM_BITS_PER_KEY = 12
 
 class _Spilled:
     """The value -> token table of a tokenizer past `SPILL_AT` values: a private temporary
-    SQLite database (deleted when closed or at exit), keys as UTF-8 bytes (surrogates passed
+    SQLite database (its connection, and the file, go with the tokenizer; SQLite unlinks such a
+    file as it opens it, so none is left behind even by a killed process), keys as UTF-8 bytes (surrogates passed
     through: any Python string is a key).
 
     Most values looked up here are new ones (a repeat is usually still in memory): a Bloom
@@ -179,9 +180,6 @@ class _Spilled:
             for key, _ in rows:
                 self._mark(key)
 
-    def close(self) -> None:
-        self.conn.close()
-
 
 class Tokenizer:
     """Maps captured values of one file to tokens (module doc)."""
@@ -198,12 +196,6 @@ class Tokenizer:
         # most captured strings repeat, and this makes a repeat one dict lookup.
         self.memo: dict[str, str] = {}
         self._spilled: _Spilled | None = None  # the table past SPILL_AT values (module doc)
-
-    def close(self) -> None:
-        """Delete the temporary table, if the tokenizer made one (else nothing to do)."""
-        if self._spilled is not None:
-            self._spilled.close()
-            self._spilled = None
 
     def _spill(self) -> None:
         if self._spilled is None:
@@ -244,9 +236,13 @@ class Tokenizer:
 
     def mask_new(self, value: str) -> str:
         """`mask` for a str that is not in `memo` yet (callers look there first)."""
-        result = value if self.is_kept(value) else self.token(value)
+        return self._remember(value, value if self.is_kept(value) else self.token(value))
+
+    def _remember(self, value: str, result: str) -> str:
+        """`memo[value] = result`, the memo cleared first at `SPILL_AT` entries (module doc;
+        cleared, not replaced: callers hold it)."""
         memo = self.memo
-        if len(memo) >= SPILL_AT:  # (a cache: cleared, not replaced, as callers hold it)
+        if len(memo) >= SPILL_AT:
             memo.clear()
         memo[value] = result
         return result
@@ -258,9 +254,7 @@ class Tokenizer:
             result = memo.get(value)
             if result is None:
                 result = value if self.is_kept(value) else self.token(value, kind)
-                if len(memo) >= SPILL_AT:
-                    memo.clear()
-                memo[value] = result
+                self._remember(value, result)
             return result
         if isinstance(value, str):  # a str subclass: same rules, no memo
             return value if self.is_kept(value) else self.token(value, kind)
