@@ -147,16 +147,71 @@ def test_a_folder_removed_between_mkdir_and_mkstemp_is_created_again(
     assert len(calls) == 2
 
 
+@pytest.mark.parametrize("behind", [False, True])
 @pytest.mark.parametrize("fsync", [True, False])
 def test_a_streamed_write_handed_to_the_disk_on_the_way_is_whole(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync: bool, behind: bool
 ) -> None:
-    """`atomic_write_stream` starts the disk writing every `WRITEBACK_STEP` bytes: the file
-    is still exactly the chunks, in order."""
+    """`atomic_write_stream` starts the disk writing every `WRITEBACK_STEP` bytes, and with
+    `behind` writes from a thread: the file is still exactly the chunks, in order."""
     from tracetool.trace import atomic
 
     monkeypatch.setattr(atomic, "WRITEBACK_STEP", 1000)
     chunks = [bytes([65 + i % 26]) * (300 + 97 * i) for i in range(40)]
     target = tmp_path / "out.bin"
-    atomic.atomic_write_stream(target, iter(chunks), fsync=fsync)
+    atomic.atomic_write_bytes(target, b"old")
+    atomic.atomic_write_stream(target, iter(chunks), fsync=fsync, behind=behind)
     assert target.read_bytes() == b"".join(chunks)
+    assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_a_write_behind_whose_maker_fails_keeps_the_old_file(tmp_path: Path) -> None:
+    from tracetool.trace.atomic import atomic_write_stream
+
+    target = tmp_path / "x.sequence.json"
+    atomic_write_bytes(target, b"old")
+
+    def chunks():  # type: ignore[no-untyped-def]
+        for _ in range(10):
+            yield b"x" * 100_000
+        raise ValueError("too deep")
+
+    with pytest.raises(ValueError, match="too deep"):
+        atomic_write_stream(target, chunks(), fsync=False, behind=True)
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.sequence.json"]
+
+
+FULL_WRITER = """
+import resource, signal, sys
+from tracetool.trace.atomic import atomic_write_stream
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # (a write past the limit fails with EFBIG)
+resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000))
+made = []
+def chunks():
+    for i in range(1000):
+        made.append(i)
+        yield b"y" * 10_000
+try:
+    atomic_write_stream(sys.argv[1], chunks(), fsync=False, behind=True)
+except OSError as exc:
+    print("raised", exc.errno, len(made))
+"""
+
+
+def test_a_write_behind_that_fails_raises_in_the_maker_and_stops_it(tmp_path: Path) -> None:
+    """A real write error in the writer thread (past `RLIMIT_FSIZE`: EFBIG, as a full disk
+    gives ENOSPC) is raised to the caller, which makes no more chunks; the old file stays."""
+    import errno
+
+    target = tmp_path / "x.sequence.json"
+    atomic_write_bytes(target, b"old")
+    proc = subprocess.run(
+        [sys.executable, "-c", FULL_WRITER, str(target)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    word, code, made = proc.stdout.split()
+    assert (word, int(code)) == ("raised", errno.EFBIG)
+    assert int(made) < 20  # stopped a few chunks after the failed one (the 6th), not at 1000
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.sequence.json"]

@@ -138,9 +138,10 @@ def actions_text(actions: list[Action]) -> bytes:
 
 
 def write_view(target: Path, chunks: Iterable[bytes]) -> None:
-    """Write a diagram file (the concatenated `chunks`): atomically, without fsync (module
-    doc). Every file the diagram commands write goes through it."""
-    atomic_write_stream(target, chunks, fsync=False)
+    """Write a diagram file (the concatenated `chunks`, each a new bytes object): atomically,
+    without fsync (module doc), a thread writing each chunk while the next is made. Every file
+    the diagram commands write goes through it."""
+    atomic_write_stream(target, chunks, fsync=False, behind=True)
 
 
 def write_json(diagram: Diagram, target: Path) -> None:
