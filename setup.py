@@ -76,8 +76,9 @@ packages = [
 daemon = ["tracetool_daemon"] + [f"tracetool_daemon.{p}" for p in find_packages("daemon")]
 
 # The optional C accelerator of directory-mode stats (tracetool/_speedups.c), of the sequence
-# diagram's walk (tracetool/_speedups_diagram.c) and json text (_speedups_json.c), and of the
-# index's walk (_speedups_extract.c): a machine without a compiler builds and installs without
+# diagram's walk (tracetool/_speedups_diagram.c) and json text (_speedups_json.c), of the
+# index's walk (_speedups_extract.c), and a one-shot command's arenas faulted in ahead
+# (_speedups_arena.c): a machine without a compiler builds and installs without
 # it, and the pure-Python paths run instead.
 # TRACETOOL_PURE_WHEEL=1 builds the pure-Python wheel (py3-none-any) that the release ships beside
 # the platform one, for the platforms and Pythons it has no build for.
@@ -85,6 +86,7 @@ speedups = Extension(
     "tracetool._speedups",
     [
         "tracetool/_speedups.c",
+        "tracetool/_speedups_arena.c",
         "tracetool/_speedups_diagram.c",
         "tracetool/_speedups_extract.c",
         "tracetool/_speedups_json.c",

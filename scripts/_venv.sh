@@ -12,7 +12,7 @@ stamp=.venv/.tracetool-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] ||
   [ packages/agent/pyproject.toml -nt "$stamp" ] || [ tracetool/_speedups.c -nt "$stamp" ] ||
   [ tracetool/_speedups_diagram.c -nt "$stamp" ] || [ tracetool/_speedups_extract.c -nt "$stamp" ] ||
-  [ tracetool/_speedups_json.c -nt "$stamp" ]; then
+  [ tracetool/_speedups_json.c -nt "$stamp" ] || [ tracetool/_speedups_arena.c -nt "$stamp" ]; then
   echo "== installing tracetool[dev] into .venv"
   # (grep drops pip's notes about unused local mirror folders on some machines)
   { python -m pip install -q --disable-pip-version-check --upgrade pip &&

@@ -3350,6 +3350,8 @@ PyObject *tt_overhead_pairs(PyObject *self, PyObject *args);
 PyObject *tt_overhead_names(PyObject *self, PyObject *args);
 /* _speedups_json.c: a diagram's actions as sequence.json text */
 PyObject *tt_actions_json(PyObject *self, PyObject *args);
+/* _speedups_arena.c: pymalloc's arenas faulted in ahead of use */
+PyObject *tt_fault_ahead(PyObject *self, PyObject *args);
 
 /* ------------------------------------------------------------------ huge-number pre-check
  *
@@ -4060,6 +4062,9 @@ static PyMethodDef methods[] = {
     {"actions_json", tt_actions_json, METH_VARARGS,
      "actions_json(actions, Action) -> their sequence.json text, or None\n"
      "(tracetool/_speedups_json.c)."},
+    {"fault_ahead", tt_fault_ahead, METH_VARARGS,
+     "fault_ahead(ahead, start) -> whether pymalloc's arenas are now faulted in ahead of use\n"
+     "(tracetool/_speedups_arena.c)."},
     {"prune_new", prune_new, METH_NOARGS,
      "prune_new() -> the state of one recording's prune_scan (section prune)."},
     {"prune_scan", prune_scan, METH_VARARGS,
