@@ -38,6 +38,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -108,14 +109,19 @@ populate_to(char *to)
         if (!helper_started) {
             pthread_t thread;
             pthread_attr_t attr;
+            sigset_t all, was;
             helper_started = 1;
             if (pthread_attr_init(&attr) != 0)
                 helper_stopped = 1;
             else {
                 pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
                 pthread_attr_setstacksize(&attr, 64 * 1024);
+                /* (born with every signal blocked: they stay the other threads' to handle) */
+                sigfillset(&all);
+                pthread_sigmask(SIG_BLOCK, &all, &was);
                 if (pthread_create(&thread, &attr, helper, NULL) != 0)
                     helper_stopped = 1;
+                pthread_sigmask(SIG_SETMASK, &was, NULL);
                 pthread_attr_destroy(&attr);
             }
         }
