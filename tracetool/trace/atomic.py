@@ -129,24 +129,37 @@ def atomic_write_stream(
     stops the stream and is raised here, as is the caller's own."""
     with atomic_open(path, fsync=fsync) as handle:
         if behind:
-            _write_behind(handle, chunks)
+            _write_behind(_Writer(handle, start_disk=True), chunks)
             return
-        written = started = 0
+        writer = _Writer(handle, start_disk=fsync)
         for chunk in chunks:
-            # (when another chunk comes: a single payload is left to the fsync alone)
-            if fsync and written - started >= WRITEBACK_STEP:
-                handle.flush()
-                _start_writeback(handle.fileno(), started, written - started)
-                started = written
-            handle.write(chunk)
-            written += len(chunk)
+            writer.write(chunk)
+
+
+class _Writer:
+    """`atomic_write_stream`'s writes: with `start_disk`, before each chunk after the first
+    `WRITEBACK_STEP` bytes, the disk starts on what came since it last started (a single
+    payload is left to the fsync alone)."""
+
+    def __init__(self, handle: BinaryIO, *, start_disk: bool) -> None:
+        self.handle = handle
+        self.start_disk = start_disk
+        self.written = self.started = 0
+
+    def write(self, chunk: bytes) -> None:
+        if self.start_disk and self.written - self.started >= WRITEBACK_STEP:
+            self.handle.flush()
+            _start_writeback(self.handle.fileno(), self.started, self.written - self.started)
+            self.started = self.written
+        self.handle.write(chunk)
+        self.written += len(chunk)
 
 
 # chunks made and not yet written, at most (`atomic_write_stream(..., behind=True)`)
 BEHIND_DEPTH = 2
 
 
-def _write_behind(handle: BinaryIO, chunks: Iterable[bytes]) -> None:
+def _write_behind(writer: _Writer, chunks: Iterable[bytes]) -> None:
     """`atomic_write_stream`'s body with `behind`: the chunks written by a thread."""
     import queue
     import threading
@@ -155,7 +168,6 @@ def _write_behind(handle: BinaryIO, chunks: Iterable[bytes]) -> None:
     failed: list[BaseException] = []
 
     def run() -> None:
-        written = started = 0
         while True:
             chunk = pending.get()
             if chunk is None:
@@ -163,17 +175,12 @@ def _write_behind(handle: BinaryIO, chunks: Iterable[bytes]) -> None:
             if failed:  # (taken and dropped, so the maker never waits on a full queue)
                 continue
             try:
-                if written - started >= WRITEBACK_STEP:
-                    handle.flush()
-                    _start_writeback(handle.fileno(), started, written - started)
-                    started = written
-                handle.write(chunk)
-                written += len(chunk)
+                writer.write(chunk)
             except BaseException as exc:  # (raised in the maker's thread, below)
                 failed.append(exc)
 
-    writer = threading.Thread(target=run, name="write-behind", daemon=True)
-    writer.start()
+    thread = threading.Thread(target=run, name="write-behind", daemon=True)
+    thread.start()
     try:
         for chunk in chunks:
             if failed:
@@ -181,7 +188,7 @@ def _write_behind(handle: BinaryIO, chunks: Iterable[bytes]) -> None:
             pending.put(chunk)
     finally:
         pending.put(None)
-        writer.join()
+        thread.join()
     if failed:
         raise failed[0]
 
