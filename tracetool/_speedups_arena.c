@@ -48,7 +48,7 @@
 #endif
 
 #define ARENA ((size_t)1 << 20)    /* pymalloc's arena (ARENA_BITS 20 on 64-bit, 3.10+) */
-#define RANGE ((size_t)16 << 30)   /* reserved once; arenas past it come from the old allocator */
+#define RANGE ((size_t)4 << 30)    /* reserved once; arenas past it come from the old allocator */
 #define SLOTS (RANGE / ARENA)      /* every arena of the range fits in the freed stacks */
 #define STEP ((size_t)4 << 20)     /* one populate call */
 #define HOT_KEEP 16                /* freed arenas kept mapped for the next ones */
