@@ -38,6 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bytecode import compile_checkout
+from quiet import settle
 
 ROOT = Path(__file__).resolve().parents[1]
 # ../shared beside the project (or beside an ancestor, from a git worktree)
@@ -83,6 +84,7 @@ def run(argv: list[str], cwd: Path | None = None) -> Run:
     """One run of `argv` as a child process (see module doc); raises when it fails."""
     env = {**os.environ, "APPMAP_TELEMETRY_DISABLED": "true", "TRACETOOL_NO_BROWSER": "1"}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        settle()  # (untimed: benchmarks/quiet.py)
         start = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd=cwd)
         peak = [0]

@@ -38,6 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bytecode import compile_checkout
+from quiet import settle
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -133,6 +134,7 @@ def measure(
 ) -> dict[str, Any]:
     """Run `cmd` to completion; output goes to files (a full pipe would block the child)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        settle()  # (untimed: benchmarks/quiet.py)
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=cwd, text=True)
         sampler = TreeSampler(proc.pid)

@@ -40,6 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bytecode import compile_checkout
 from diagram import tree_rss_kb  # one process-tree RSS sampler for the benchmarks
+from quiet import settle
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = next(
@@ -78,6 +79,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float
     """(wall s, peak tree RSS MB, CPU s of the tree) of one run; output discarded."""
     peak = [0]
     cpu_before = _children_cpu()
+    settle()  # (untimed: benchmarks/quiet.py)
     start = time.perf_counter()
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tempfile.gettempdir()
