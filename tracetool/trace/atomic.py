@@ -9,7 +9,9 @@ Contract:
   (0644 for a new file) and renamed over `path`; on an exception it is removed and the
   exception propagates. Readers therefore see the old file or the new one, never a partial
   one; what is fsynced also survives a power cut.
-- `atomic_write_bytes(path, payload)` / `atomic_write_stream(path, chunks)` write through it.
+- `atomic_write_bytes(path, payload)` / `atomic_write_stream(path, chunks)` write through it;
+  `atomic_write_stream(..., behind=True)` writes the chunks from a thread while the caller
+  makes the next ones (big outputs made in C: the diagrams).
 - `scratch_beside(path)`: a temporary file beside `path` for a writer's intermediate output,
   named like `atomic_open`'s and removed on exit.
 - A writer killed with SIGKILL (or a power cut) leaves its temporary file behind.
