@@ -29,7 +29,7 @@
  * cannot be reserved. A kernel without MADV_POPULATE_WRITE stops the helper at its first call:
  * the arenas are then faulted in by their user, as without this. A forked child keeps the
  * allocator and starts its own helper when it needs one. Tool only: the agent never imports
- * the extension, and only one-shot commands call this (`tracetool.trace.document.free_at_exit`).
+ * the extension, and only one-shot commands call this (`tracetool.cli.common.leave_to_exit`).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -1,4 +1,4 @@
-"""A one-shot command's heap faulted in ahead of its use (`tracetool.trace.document.fault_ahead`,
+"""A one-shot command's heap faulted in ahead of its use (`tracetool.accel.fault_ahead`,
 tracetool/_speedups_arena.c): objects stay intact through allocation, freeing and reuse of
 the arenas; the helper thread starts only once the heap is big, and the process holds at most
 `FAULT_AHEAD` more than it uses; it stays off under an address-space limit; a forked child
@@ -57,7 +57,7 @@ def run(body: str) -> str:
 def test_objects_stay_whole_through_allocation_freeing_and_reuse() -> None:
     out = run(
         """
-        from tracetool.trace.document import FAULT_AHEAD, fault_ahead
+        from tracetool.accel import FAULT_AHEAD, fault_ahead
         before = threads()
         assert fault_ahead() is True
         small = make(2, "s")  # below FAULT_AHEAD_FROM: no helper yet
@@ -82,7 +82,7 @@ def test_objects_stay_whole_through_allocation_freeing_and_reuse() -> None:
 def test_the_same_process_without_it_uses_about_as_much() -> None:
     """The margin: the same objects with and without, at most `FAULT_AHEAD` (+ slack) apart."""
     body = """
-        from tracetool.trace.document import fault_ahead
+        from tracetool.accel import fault_ahead
         if {on}:
             assert fault_ahead() is True
         rss0 = rss_mb()
@@ -91,7 +91,7 @@ def test_the_same_process_without_it_uses_about_as_much() -> None:
         """
     off = int(run(body.format(on=False)))
     on = int(run(body.format(on=True)))
-    from tracetool.trace.document import FAULT_AHEAD
+    from tracetool.accel import FAULT_AHEAD
 
     assert off - 8 <= on <= off + (FAULT_AHEAD >> 20) + 8, (off, on)
 
@@ -101,7 +101,7 @@ def test_off_under_an_address_space_limit() -> None:
         """
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
-        from tracetool.trace.document import fault_ahead
+        from tracetool.accel import fault_ahead
         print(fault_ahead())
         objs = make(10, "x")
         check(objs, 10, "x")
@@ -115,7 +115,7 @@ def test_a_forked_child_allocates_on_its_own() -> None:
     exits; so does the parent after it."""
     out = run(
         """
-        from tracetool.trace.document import fault_ahead
+        from tracetool.accel import fault_ahead
         assert fault_ahead() is True
         keep = make(60, "p")  # the helper has started
         pid = os.fork()
@@ -148,3 +148,28 @@ def test_a_second_call_changes_nothing() -> None:
         """
     )
     assert out.split() == ["True", "True", "refused"]
+
+
+def test_a_one_shot_command_leaves_its_objects_to_the_exit_and_faults_ahead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`leave_to_exit` (sequence-diagram, prune, `stats -a`): in a one-shot run both, else
+    neither (the allocator stays the test process's own: `fault_ahead` is recorded, not run)."""
+    from tracetool import accel
+    from tracetool.cli import common
+    from tracetool.trace import document
+
+    calls: list[str] = []
+
+    def recorded() -> bool:
+        calls.append("fault_ahead")
+        return True
+
+    monkeypatch.setattr(accel, "fault_ahead", recorded)
+    monkeypatch.setattr(document, "_KEPT", None)
+    monkeypatch.setitem(common._state, "one_shot", False)
+    common.leave_to_exit()
+    assert calls == [] and not document.left_to_exit()
+    monkeypatch.setitem(common._state, "one_shot", True)
+    common.leave_to_exit()
+    assert calls == ["fault_ahead"] and document.left_to_exit()

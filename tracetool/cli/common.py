@@ -164,8 +164,21 @@ def disk_full_message(exc: BaseException) -> str | None:
 def is_one_shot() -> bool:
     """Whether this process is the command's own (the console script), which ends when the
     command does: a command may then leave its big objects to the exit to free
-    (`tracetool.trace.document.free_at_exit`)."""
+    (`leave_to_exit`)."""
     return _state["one_shot"]
+
+
+def leave_to_exit() -> None:
+    """In a one-shot run (`is_one_shot`; elsewhere nothing): the command's big objects are left
+    to the exit to free (`tracetool.trace.document.free_at_exit`), and its heap is faulted in
+    ahead of its use by a helper thread (`tracetool.accel.fault_ahead`)."""
+    if not is_one_shot():
+        return
+    from tracetool.accel import fault_ahead
+    from tracetool.trace.document import free_at_exit
+
+    free_at_exit()
+    fault_ahead()
 
 
 def end_at_once() -> None:

@@ -62,14 +62,13 @@ def command(
     One of -s/--size or --filter must be given.
     """
     from tracetool import filters
-    from tracetool.cli.common import is_one_shot
+    from tracetool.cli.common import leave_to_exit
     from tracetool.cli.render import print_json, warn
     from tracetool.errors import UsageError
-    from tracetool.trace.document import atomic_write_stream, free_at_exit
+    from tracetool.trace.document import atomic_write_stream
     from tracetool.transform import prune
 
-    if is_one_shot():
-        free_at_exit()  # the process ends with the command, without freeing its objects
+    leave_to_exit()  # the process ends with the command, without freeing its objects
 
     ctx = click.get_current_context()
     size_given = ctx.get_parameter_source("size") != ParameterSource.DEFAULT

@@ -80,13 +80,11 @@ def command(
 
     read_ahead(appmap)  # (first: what follows imports the diagram code meanwhile)
     from tracetool import filters
-    from tracetool.cli.common import is_one_shot
+    from tracetool.cli.common import leave_to_exit
     from tracetool.cli.render import warn
     from tracetool.diagram import DiagramOptions, DiagramRequest, write_diagrams
-    from tracetool.trace.document import free_at_exit
 
-    if is_one_shot():
-        free_at_exit()  # the recordings' objects are freed by the exit, not one by one
+    leave_to_exit()  # the recordings' objects are freed by the exit, not one by one
 
     if exclude:
         warn("--exclude is deprecated; use --filter '{\"hideName\": [...]}' instead")

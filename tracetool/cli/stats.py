@@ -66,12 +66,10 @@ def command(
     from tracetool.cli.render import print_json, warn
 
     if appmap_file:
-        from tracetool.cli.common import is_one_shot
+        from tracetool.cli.common import leave_to_exit
         from tracetool.stats import recording_stats
-        from tracetool.trace.document import free_at_exit
 
-        if is_one_shot():
-            free_at_exit()  # the process ends with the command, without freeing its objects
+        leave_to_exit()  # the process ends with the command, without freeing its objects
 
         single = recording_stats(appmap_file, limit=limit)
         if fmt == "json":

@@ -155,13 +155,10 @@ def free_at_exit() -> None:
     before reading the next recording) frees the ones kept before, so the peak does not grow
     with the number of recordings (it grows by what was freed before writing the output: the
     events and call tree, ~25 MB of ~300 MB for a 60 MB recording's JSON diagram).
-
-    A one-shot command's heap is also faulted in ahead of its use (`fault_ahead`).
     """
     global _KEPT
     if _KEPT is None:
         _KEPT = []
-        fault_ahead()
 
 
 def dispose(obj: Any, release: Callable[[Any], None] | None = None) -> None:
@@ -213,25 +210,6 @@ def reuse_freed_buffers() -> None:
     if mallopt is not None:
         mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: fixed, no longer raised and lowered
         mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD
-
-
-# `fault_ahead`: how far ahead of its use the heap is faulted in, once it is this big
-FAULT_AHEAD = 16 << 20
-FAULT_AHEAD_FROM = 32 << 20
-
-
-def fault_ahead() -> bool:
-    """In a one-shot command (`free_at_exit`): once the objects' heap (pymalloc's arenas)
-    passes `FAULT_AHEAD_FROM` bytes, a helper thread faults its next pages in, up to
-    `FAULT_AHEAD` bytes past what is in use, so the command's own thread finds them mapped
-    (tracetool/_speedups_arena.c has the contract). A 60 MB recording's JSON diagram: ~40,000
-    page faults moved to the idle core, 0.05 s less wall time, 16-20 MB more peak memory.
-    Whether it is on: not without the C accelerator, off Linux, or under an address-space
-    limit. Tool only (the agent never calls it)."""
-    from tracetool import accel
-
-    function = accel.function("fault_ahead")
-    return function is not None and bool(function(FAULT_AHEAD, FAULT_AHEAD_FROM))
 
 
 def recording_stem(path: Path | str) -> str:
