@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from tracetool import accel
-from tracetool.diagram import WHOLE_LIMIT as _WHOLE_LIMIT
+from tracetool.diagram import WHOLE_LIMIT  # (module doc; in the package, for `read_ahead`)
 from tracetool.diagram.builder import (
     ActionFactory,
     Actors,
@@ -58,11 +58,6 @@ from tracetool.trace.tree import CallPairing, TreeBatches, blocks_of, release
 # events added to the call trees at a time, when set (else as the reader reads them: finished
 # trees are taken out between blocks)
 BLOCK = 0
-
-# Recordings up to this size are built whole (module doc): the whole build's peak (~5× the file,
-# ~320 MB here) buys 20–40% less CPU than streaming; bigger ones stream with flat memory.
-# (Defined in the package, which `read_ahead` reads without importing this module.)
-WHOLE_LIMIT = _WHOLE_LIMIT
 
 
 @dataclass

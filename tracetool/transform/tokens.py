@@ -120,8 +120,8 @@ _BLOOM_BITS_PER_KEY = 12
 class _Spilled:
     """The value -> token table of a tokenizer past `SPILL_AT` values: a private temporary
     SQLite database (its connection, and the file, go with the tokenizer; SQLite unlinks such a
-    file as it opens it, so none is left behind even by a killed process), keys as UTF-8 bytes (surrogates passed
-    through: any Python string is a key).
+    file as it opens it, so none is left behind even by a killed process), keys as UTF-8 bytes
+    (surrogates passed through: any Python string is a key).
 
     Most values looked up here are new ones (a repeat is usually still in memory): a Bloom
     filter of the keys held (3 bits a key in `_BLOOM_BITS_PER_KEY`, ~1% false positives)
@@ -234,13 +234,11 @@ class Tokenizer:
                 self._spill()
         return token
 
-    def mask_new(self, value: str) -> str:
-        """`mask` for a str that is not in `memo` yet (callers look there first)."""
-        return self._remember(value, value if self.is_kept(value) else self.token(value))
-
-    def _remember(self, value: str, result: str) -> str:
-        """`memo[value] = result`, the memo cleared first at `SPILL_AT` entries (module doc;
-        cleared, not replaced: callers hold it)."""
+    def mask_new(self, value: str, kind: str | None = None) -> str:
+        """`mask` for a str that is not in `memo` yet (callers look there first), remembered
+        there; the memo is cleared first at `SPILL_AT` entries (module doc; cleared, not
+        replaced: callers hold it)."""
+        result = value if self.is_kept(value) else self.token(value, kind)
         memo = self.memo
         if len(memo) >= SPILL_AT:
             memo.clear()
@@ -250,12 +248,8 @@ class Tokenizer:
     def mask(self, value: Any, kind: str | None = None) -> Any:
         """`value` with every captured string or number replaced by its token."""
         if value.__class__ is str:
-            memo = self.memo
-            result = memo.get(value)
-            if result is None:
-                result = value if self.is_kept(value) else self.token(value, kind)
-                self._remember(value, result)
-            return result
+            result = self.memo.get(value)
+            return result if result is not None else self.mask_new(value, kind)
         if isinstance(value, str):  # a str subclass: same rules, no memo
             return value if self.is_kept(value) else self.token(value, kind)
         if value is None or isinstance(value, bool):
